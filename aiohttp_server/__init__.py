@@ -1,0 +1,43 @@
+"""aiohttp adapter: translates requests and responses for pages.Site."""
+import os
+
+from aiohttp import web
+
+from pages import FAVICON, MAX_BODY, ROUTES, SESSION_COOKIE, STATIC, Request
+
+
+def _handler(page):
+    async def handle(request):
+        body = await request.read() if request.body_exists else b''
+        r = await page(Request(
+            request.method, request.path, request.cookies.get(SESSION_COOKIE),
+            request.remote, request.headers.get('User-Agent', ''), body),
+            **request.match_info)
+        headers = [('Content-Type', r.content_type)]
+        headers.extend(r.headers)
+        return web.Response(status=r.status, body=r.body, headers=headers)
+    return handle
+
+
+def make_app(site):
+    app = web.Application(client_max_size=MAX_BODY)
+    for method, path, name in ROUTES:
+        app.router.add_route(method, path, _handler(getattr(site, name)))
+    for prefix, directory in STATIC:
+        os.makedirs(directory, exist_ok=True)
+        app.router.add_static(prefix, directory)
+    app.router.add_get('/favicon.ico', lambda request: web.FileResponse(FAVICON))
+    app.router.add_get('/{tail:.*}', _handler(site.not_found))
+    return app
+
+
+async def serve(site, host, port, stopped):
+    """Serve until the `stopped` event is set, then finish pending requests."""
+    runner = web.AppRunner(make_app(site), access_log=None,
+                           handle_signals=False, shutdown_timeout=10.0)
+    await runner.setup()
+    await web.TCPSite(runner, host, port, backlog=1024).start()
+    try:
+        await stopped.wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,96 @@
+"""The one data interface the pages use, whatever database is behind it.
+
+Every backend (Tarantool via asynctnt or aiotarantool, PostgreSQL via asyncpg)
+implements `DataInterface` with the same semantics; tests/test_contract.py
+holds them to it.
+"""
+from collections import namedtuple
+
+# A sticker as the pages see it; rating == votes_plus - votes_minus - offset
+# is not assumed: the data set may start with any rating.
+Sticker = namedtuple(
+    'Sticker', 'id pack image rating votes_plus votes_minus pack_title')
+Pack = namedtuple('Pack', 'name title stickers')
+Stats = namedtuple(
+    'Stats', 'packs stickers users views votes sessions ballots')
+# Who is asking: the session uuid (a str) plus what the session record keeps.
+Visit = namedtuple('Visit', 'session ip user_agent')
+
+
+class VoteOutcome:
+    """Result of cast_vote; only OK changes anything."""
+    OK = 'ok'
+    UNKNOWN = 'unknown'      # a token was never issued, or already used
+    NOT_PAIR = 'not_pair'    # both exist but were not issued together
+    FOREIGN = 'foreign'      # issued to another session
+    EXPIRED = 'expired'      # past its deadline, not yet swept
+    ALL = (OK, UNKNOWN, NOT_PAIR, FOREIGN, EXPIRED)
+
+
+class DataUnavailable(Exception):
+    """The database cannot be reached right now (answer 503, retry later)."""
+
+
+class DataInterface:
+    """What the pages need, nothing more. All methods are coroutines.
+
+    Sticker ids run 1..N without gaps. Lists are ordered by (rating, id):
+    top_stickers by rating desc then id desc, bottom_stickers by rating asc
+    then id asc.
+    """
+
+    async def start(self):
+        """Connect (or check that connecting works, for per-request modes)."""
+        raise NotImplementedError
+
+    async def close(self):
+        raise NotImplementedError
+
+    async def sticker_pair(self, visit, tokens, ttl):
+        """Upsert the session, count a view, pick two different random
+        stickers and issue them the two ballot tokens as one pair bound to
+        visit.session, valid for ttl seconds. Returns [Sticker, Sticker] in
+        the order of tokens."""
+        raise NotImplementedError
+
+    async def cast_vote(self, session, win_token, lose_token):
+        """Atomically: check the two tokens form one unexpired pair issued to
+        session, consume both, winner rating+1 votes_plus+1, loser rating-1
+        votes_minus+1, server votes+1. Returns a VoteOutcome value."""
+        raise NotImplementedError
+
+    async def top_stickers(self, visit, count):
+        """Upsert the session, count a view, return the best `count`."""
+        raise NotImplementedError
+
+    async def bottom_stickers(self, visit, count):
+        """Upsert the session, count a view, return the worst `count`."""
+        raise NotImplementedError
+
+    async def stats(self):
+        """Return Stats."""
+        raise NotImplementedError
+
+    async def packs(self):
+        """Return [Pack] with stickers as a count, ordered by name."""
+        raise NotImplementedError
+
+    async def pack(self, name):
+        """Return Pack with stickers as [Sticker] ordered by id, or None."""
+        raise NotImplementedError
+
+    async def sticker(self, pack, sticker_id):
+        """Return the Sticker with that id in that pack, or None."""
+        raise NotImplementedError
+
+    async def expire(self, session_ttl, max_sessions, max_ballots):
+        """Remove ballots past their deadline and sessions idle longer than
+        session_ttl seconds, then the oldest ones beyond the caps. Returns
+        (ballots_removed, sessions_removed)."""
+        raise NotImplementedError
+
+    async def load(self, dataset):
+        """Insert the packs and stickers of a dataset.DataSet that are not
+        there yet (existing ratings are kept). Needs the admin account.
+        Returns the number of stickers inserted."""
+        raise NotImplementedError

@@ -1,0 +1,62 @@
+"""Framework-neutral request and response, and the small parsers pages use."""
+import json
+import re
+import uuid
+from collections import namedtuple
+from urllib.parse import parse_qsl
+
+# What an adapter tells a page: cookie is the raw value of the session
+# cookie (or None), body the raw request body (b'' when none).
+Request = namedtuple('Request', 'method path cookie ip user_agent body')
+Response = namedtuple('Response', 'status content_type body headers')
+
+SESSION_COOKIE = 'sid'
+COOKIE_MAX_AGE = 365 * 24 * 3600
+HTML = 'text/html; charset=utf-8'
+JSON = 'application/json'
+TEXT = 'text/plain; charset=utf-8'
+
+_UUID = re.compile(r'\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z')
+_TOKEN = re.compile(r'\A[A-Za-z0-9_-]{22}\Z')
+SLUG = re.compile(r'\A[a-z0-9_]{1,64}\Z')
+STICKER_ID = re.compile(r'\A[0-9]{1,9}\Z')
+
+
+def session_of(cookie):
+    """(session uuid, Set-Cookie header or None): a malformed or missing
+    cookie starts a new session."""
+    if cookie and _UUID.match(cookie):
+        return cookie, None
+    session = str(uuid.uuid4())
+    header = ('Set-Cookie', '%s=%s; Path=/; Max-Age=%d; HttpOnly; SameSite=Lax'
+              % (SESSION_COOKIE, session, COOKIE_MAX_AGE))
+    return session, header
+
+
+def clean_text(value, limit):
+    """Printable, valid UTF-8 text without NUL, at most `limit` chars."""
+    if not value:
+        return ''
+    value = value[:limit].encode('utf-8', 'replace').decode('utf-8')
+    return value.replace('\x00', '\ufffd')
+
+
+def ballot_form(body):
+    """(win, lose) tokens from an urlencoded body, or None if malformed."""
+    try:
+        fields = dict(parse_qsl(body.decode('ascii'), max_num_fields=8))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    win, lose = fields.get('win', ''), fields.get('lose', '')
+    if not (_TOKEN.match(win) and _TOKEN.match(lose)) or win == lose:
+        return None
+    return win, lose
+
+
+def json_response(status, payload):
+    body = json.dumps(payload, ensure_ascii=False).encode('utf-8')
+    return Response(status, JSON, body, ())
+
+
+def text_response(status, text):
+    return Response(status, TEXT, text.encode('utf-8'), ())

@@ -1,0 +1,210 @@
+"""Every page of the site, written once for all frameworks and databases.
+
+A handler takes a pages.http.Request (plus path parameters) and returns a
+pages.http.Response; adapters only translate those to their framework.
+"""
+import asyncio
+import logging
+import os
+import secrets
+import time
+
+import jinja2
+
+from data_interface import DataUnavailable, Visit, VoteOutcome
+from .http import (HTML, SLUG, STICKER_ID, Response, ballot_form, clean_text,
+                   json_response, session_of, text_response)
+
+log = logging.getLogger('pages')
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(os.path.join(ROOT, 'templates')),
+    autoescape=True)
+
+MAX_BODY = 8192
+TOP_COUNT = 9
+BALLOT_TTL = 600
+UGLY = text_response(200, 'UGLY')
+
+# (method, path, handler name); path parameters in {braces}.
+ROUTES = (
+    ('GET', '/', 'index'),
+    ('POST', '/', 'vote'),
+    ('GET', '/good', 'good'),
+    ('GET', '/bad', 'bad'),
+    ('GET', '/ugly', 'ugly'),
+    ('GET', '/about', 'about'),
+    ('GET', '/stickers', 'api_packs'),
+    ('GET', '/stickers/{pack}', 'api_pack'),
+    ('GET', '/stickers/{pack}/{sticker}', 'api_sticker'),
+)
+# URL prefix -> directory served as static files.
+STATIC = (
+    ('/static', os.path.join(ROOT, 'static')),
+    ('/img', os.path.join(ROOT, 'var', 'img')),
+)
+FAVICON = os.path.join(ROOT, 'static', 'favicon.ico')
+
+VOTE_ERRORS = {
+    VoteOutcome.UNKNOWN: (409, 'This ballot is unknown or was already used.'),
+    VoteOutcome.NOT_PAIR: (400, 'These two ballots were not issued together.'),
+    VoteOutcome.FOREIGN: (409, 'This ballot was issued to another visitor.'),
+    VoteOutcome.EXPIRED: (409, 'This ballot has expired: please pick again.'),
+}
+
+
+def html(status, template, headers=(), **context):
+    body = TEMPLATES.get_template(template).render(**context)
+    return Response(status, HTML, body.encode('utf-8'), tuple(headers))
+
+
+def error_page(status, message, headers=()):
+    return html(status, 'error.html', headers, status=status, message=message)
+
+
+def sticker_json(s):
+    return {'id': s.id, 'pack': s.pack, 'pack_title': s.pack_title,
+            'image': s.image, 'rating': s.rating,
+            'votes_plus': s.votes_plus, 'votes_minus': s.votes_minus}
+
+
+def guarded(handler):
+    """Turn a database outage into 503 instead of an error."""
+    async def page(self, request, **params):
+        try:
+            return await handler(self, request, **params)
+        except DataUnavailable as e:
+            log.warning('%s %s: %s', request.method, request.path, e)
+            if request.path.startswith('/stickers'):
+                return json_response(503, {'error': 'database unavailable'})
+            return error_page(503, 'The database is unavailable; try again soon.')
+    page.__name__ = handler.__name__
+    return page
+
+
+class Site:
+    """The pages over one DataInterface; start() before serving."""
+
+    def __init__(self, data, refresh_every=5.0, session_ttl=900,
+                 max_sessions=1000000, max_ballots=1000000):
+        self.data = data
+        self.refresh_every = refresh_every
+        self.expiry = (session_ttl, max_sessions, max_ballots)
+        self.about_page = None
+        self._task = None
+
+    async def start(self):
+        await self.data.start()
+        await self.refresh()
+        self._task = asyncio.ensure_future(self._refresh_forever())
+
+    async def stop(self):
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        await self.data.close()
+
+    async def refresh(self):
+        """Render /about from fresh counts; sweep where the database does
+        not sweep by itself."""
+        if not getattr(self.data, 'sweeps_itself', False):
+            await self.data.expire(*self.expiry)
+        stats = await self.data.stats()
+        refreshed = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())
+        self.about_page = html(200, 'about.html', nav='about', stats=stats,
+                               refreshed=refreshed)
+
+    async def _refresh_forever(self):
+        while True:
+            await asyncio.sleep(self.refresh_every)
+            try:
+                await self.refresh()
+            except Exception:
+                log.exception('background refresh failed')
+
+    async def _pair_page(self, request, notice=None):
+        session, cookie = session_of(request.cookie)
+        visit = Visit(session, clean_text(request.ip, 64),
+                      clean_text(request.user_agent, 256))
+        tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
+        a, b = await self.data.sticker_pair(visit, tokens, BALLOT_TTL)
+        pair = [{'sticker': a, 'win': tokens[0], 'lose': tokens[1]},
+                {'sticker': b, 'win': tokens[1], 'lose': tokens[0]}]
+        return html(200, 'index.html', [cookie] if cookie else (),
+                    nav='index', pair=pair, notice=notice)
+
+    @guarded
+    async def index(self, request):
+        return await self._pair_page(request)
+
+    @guarded
+    async def vote(self, request):
+        if len(request.body) > MAX_BODY:
+            return error_page(413, 'The form is too large.')
+        tokens = ballot_form(request.body)
+        if tokens is None:
+            return error_page(400, 'The vote needs two different ballots, '
+                                   '"win" and "lose".')
+        session, _ = session_of(request.cookie)
+        outcome = await self.data.cast_vote(session, *tokens)
+        if outcome != VoteOutcome.OK:
+            return error_page(*VOTE_ERRORS[outcome])
+        return await self._pair_page(request, notice='Vote counted.')
+
+    async def _ranked(self, request, nav, heading, fetch):
+        session, cookie = session_of(request.cookie)
+        visit = Visit(session, clean_text(request.ip, 64),
+                      clean_text(request.user_agent, 256))
+        stickers = await fetch(visit, TOP_COUNT)
+        return html(200, 'top.html', [cookie] if cookie else (), nav=nav,
+                    heading=heading, stickers=list(enumerate(stickers, 1)))
+
+    @guarded
+    async def good(self, request):
+        return await self._ranked(request, 'good', 'The best %d' % TOP_COUNT,
+                                  self.data.top_stickers)
+
+    @guarded
+    async def bad(self, request):
+        return await self._ranked(request, 'bad', 'The worst %d' % TOP_COUNT,
+                                  self.data.bottom_stickers)
+
+    async def ugly(self, request):
+        return UGLY
+
+    async def about(self, request):
+        return self.about_page
+
+    async def not_found(self, request):
+        if request.path.startswith('/stickers'):
+            return json_response(404, {'error': 'not found'})
+        return error_page(404, 'There is no page here.')
+
+    @guarded
+    async def api_packs(self, request):
+        packs = await self.data.packs()
+        return json_response(200, [
+            {'name': p.name, 'title': p.title, 'stickers': p.stickers,
+             'url': '/stickers/' + p.name} for p in packs])
+
+    @guarded
+    async def api_pack(self, request, pack):
+        found = await self.data.pack(pack) if SLUG.match(pack) else None
+        if found is None:
+            return json_response(404, {'error': 'no such pack'})
+        return json_response(200, {
+            'name': found.name, 'title': found.title,
+            'stickers': [sticker_json(s) for s in found.stickers]})
+
+    @guarded
+    async def api_sticker(self, request, pack, sticker):
+        found = None
+        if SLUG.match(pack) and STICKER_ID.match(sticker):
+            found = await self.data.sticker(pack, int(sticker))
+        if found is None:
+            return json_response(404, {'error': 'no such sticker'})
+        return json_response(200, sticker_json(found))
