@@ -96,6 +96,9 @@ def main(argv=None):
     engine = find_engine(args.engine)
     logging.basicConfig(level=args.level,
                         format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    # Its per-connection messages would flood the log of 'multi' engines.
+    logging.getLogger('asynctnt').setLevel(
+        max(logging.WARNING, logging.getLevelName(args.level)))
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:

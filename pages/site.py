@@ -54,9 +54,9 @@ VOTE_ERRORS = {
 }
 
 
-def html(status, template, headers=(), **context):
+def html(http_status, template, headers=(), **context):
     body = TEMPLATES.get_template(template).render(**context)
-    return Response(status, HTML, body.encode('utf-8'), tuple(headers))
+    return Response(http_status, HTML, body.encode('utf-8'), tuple(headers))
 
 
 def error_page(status, message, headers=()):
@@ -179,7 +179,7 @@ class Site:
     async def about(self, request):
         return self.about_page
 
-    async def not_found(self, request):
+    async def not_found(self, request, **params):
         if request.path.startswith('/stickers'):
             return json_response(404, {'error': 'not found'})
         return error_page(404, 'There is no page here.')

@@ -1,0 +1,1 @@
+"""The benchmark runner and the page checks it shares with the tests."""

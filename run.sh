@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One entry point for people and CI; each command first installs what is
+# missing (Debian packages, then the pinned Python environment).
+#   ./run.sh serve [server.py options]   install, then serve on :1717
+#   ./run.sh test [pytest options]       install, then run every test
+#   ./run.sh bench [bench.py options]    install, then run the benchmark
+#   ./run.sh setup                       only install
+set -euo pipefail
+cd "$(dirname "$0")"
+
+SERVE_PACKAGES="tarantool postgresql python3-venv"
+TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core"
+VENV=.venv
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_packages() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+            || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    say "installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# The first CPython 3.10+ found: pyenv's 3.11, python3.11, then python3.
+main_python() {
+    local c
+    for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.11*/bin/python3 \
+             "$(command -v python3.11 || true)" "$(command -v python3 || true)"; do
+        [ -x "$c" ] && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+            && { echo "$c"; return; }
+    done
+    echo "no CPython 3.10 or newer found: apt-get install python3" >&2
+    exit 1
+}
+
+# make_venv DIR PYTHON REQUIREMENTS: (re)install only when the pins changed.
+make_venv() {
+    local dir=$1 python=$2 requirements=$3 stamp
+    stamp="$(sha256sum "$requirements" | cut -c1-16)-$("$python" -V 2>&1 | tr -d ' ')"
+    [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$stamp" ] && return
+    say "creating $dir with $("$python" -V 2>&1) from $requirements"
+    rm -rf "$dir"
+    "$python" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    echo "$stamp" > "$dir/.installed"
+}
+
+setup() {
+    install_packages $1
+    make_venv "$VENV" "$(main_python)" requirements.txt
+}
+
+command=${1:-help}
+[ $# -gt 0 ] && shift
+case "$command" in
+    setup) setup "$TEST_PACKAGES" ;;
+    serve)
+        setup "$SERVE_PACKAGES"
+        [[ " $* " == *" -e "* || " $* " == *" --engine"* || " $* " == *" --list "* ]] \
+            || set -- -e aiohttp-tarantool-one-uvloop "$@"
+        exec "$VENV/bin/python" server.py "$@" ;;
+    test)
+        setup "$TEST_PACKAGES"
+        exec "$VENV/bin/python" -m pytest "$@" ;;
+    bench)
+        setup "$TEST_PACKAGES"
+        exec "$VENV/bin/python" bench.py "$@" ;;
+    *)
+        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+        [ "$command" = help ] || exit 2 ;;
+esac

@@ -1,0 +1,157 @@
+"""Real databases and real servers for the tests: the session starts its own
+Tarantool (and PostgreSQL) in a temporary directory, loads a small generated
+data set, and starts server.py processes on free ports."""
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import dataset  # noqa: E402
+from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
+from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
+
+TEST_PACKS = 10
+ARTIFACTS = os.path.join(ROOT, 'test-artifacts')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def start_tarantool(directory, **env):
+    server = ManagedTarantool(directory, port=free_port(), env=env)
+    server.start()
+    return server
+
+
+def tarantool_address(server):
+    return TarantoolAddress(server.host, server.port,
+                            'sticker_app', 'sticker_app')
+
+
+def load_small_dataset(data):
+    async def load():
+        await data.start()
+        try:
+            return await data.load(dataset.generate(packs=TEST_PACKS))
+        finally:
+            await data.close()
+    return asyncio.run(load())
+
+
+@pytest.fixture(scope='session')
+def tarantool(tmp_path_factory):
+    """A Tarantool instance with the small data set loaded."""
+    from data_interface.tarantool.asynctnt_data import TarantoolData
+    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')))
+    load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
+    yield server
+    server.stop()
+
+
+class ServerProcess:
+    """python server.py as a child process, ready when its port answers."""
+
+    def __init__(self, engine, args, log_path):
+        self.engine = engine
+        self.port = free_port()
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.log_path = log_path
+        self.log = open(log_path, 'wb')
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine,
+             '-p', str(self.port), '--packs', str(TEST_PACKS)] + list(args),
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+
+    def wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError('%s exited with %s:\n%s' % (
+                    self.engine, self.process.returncode, self.output()))
+            try:
+                socket.create_connection(('127.0.0.1', self.port), 0.2).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError('%s did not start:\n%s'
+                                       % (self.engine, self.output()))
+                time.sleep(0.05)
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        return self.process.returncode
+
+
+@pytest.fixture(scope='session')
+def start_server(tmp_path_factory):
+    """start_server(engine, *args) -> a running ServerProcess, stopped at
+    the end of the test session."""
+    started = []
+    logs = tmp_path_factory.mktemp('server-logs')
+
+    def start(engine, *args):
+        server = ServerProcess(engine, args,
+                               str(logs / ('%s-%d.log' % (engine, len(started)))))
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.stop()
+
+
+class Backend:
+    """How the contract suite makes DataInterface objects for one backend:
+    new() for the app's account, admin() for the loader's."""
+
+    def __init__(self, new, admin):
+        self.new, self.admin = new, admin
+
+
+def _tarantool_backend(request, mode):
+    from data_interface.tarantool.asynctnt_data import TarantoolData
+    address = tarantool_address(request.getfixturevalue('tarantool'))
+    return Backend(lambda: TarantoolData(address, mode),
+                   lambda: TarantoolData(as_admin(address)))
+
+
+# Contract-suite backends: name -> (pytest request -> Backend)
+BACKENDS = {
+    'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
+    'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request):
+    return BACKENDS[request.param](request)
+
+
+@pytest.fixture
+def new_data(backend):
+    """A factory of unstarted DataInterface objects for one backend."""
+    return backend.new

@@ -1,0 +1,247 @@
+"""One contract for every DataInterface backend: same data, same answers."""
+import asyncio
+import secrets
+import uuid
+
+import pytest
+
+from data_interface import Visit, VoteOutcome
+from conftest import TEST_PACKS
+
+import dataset
+
+
+@pytest.fixture
+async def data(new_data):
+    d = new_data()
+    await d.start()
+    yield d
+    await d.close()
+
+
+def visit(ip='127.0.0.1', user_agent='pytest'):
+    return Visit(str(uuid.uuid4()), ip, user_agent)
+
+
+def tokens():
+    return secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+
+
+async def all_stickers(data):
+    result = []
+    for p in await data.packs():
+        result.extend((await data.pack(p.name)).stickers)
+    return result
+
+
+async def issue(data, v, ttl=600):
+    t = tokens()
+    pair = await data.sticker_pair(v, t, ttl)
+    return t, pair
+
+
+async def current(data, s):
+    return await data.sticker(s.pack, s.id)
+
+
+async def test_catalogue_matches_loaded_data(data):
+    expected = dataset.generate(packs=TEST_PACKS)
+    stats = await data.stats()
+    assert (stats.packs, stats.stickers) == (len(expected.packs),
+                                             len(expected.stickers))
+    packs = await data.packs()
+    assert [p.name for p in packs] == sorted(p.name for p in expected.packs)
+    assert sum(p.stickers for p in packs) == len(expected.stickers)
+    first = expected.stickers[0]
+    s = await data.sticker(first.pack, first.id)
+    assert (s.id, s.pack, s.image) == (first.id, first.pack, first.image)
+    title = {p.name: p.title for p in expected.packs}[first.pack]
+    assert s.pack_title == title
+    pack = await data.pack(first.pack)
+    assert [x.id for x in pack.stickers] == sorted(
+        x.id for x in expected.stickers if x.pack == first.pack)
+
+
+async def test_missing_things_are_none(data):
+    s = (await all_stickers(data))[0]
+    other = [p.name for p in await data.packs() if p.name != s.pack][0]
+    assert await data.pack('no_such_pack') is None
+    assert await data.sticker(other, s.id) is None
+    assert await data.sticker(s.pack, 10 ** 8) is None
+
+
+async def test_top_and_bottom_order(data):
+    stickers = await all_stickers(data)
+    best = sorted(stickers, key=lambda s: (s.rating, s.id), reverse=True)[:9]
+    worst = sorted(stickers, key=lambda s: (s.rating, s.id))[:9]
+    assert [s.id for s in await data.top_stickers(visit(), 9)] == [
+        s.id for s in best]
+    assert [s.id for s in await data.bottom_stickers(visit(), 9)] == [
+        s.id for s in worst]
+    assert best[0].rating > worst[0].rating
+
+
+async def test_session_counts_one_user_many_views(data):
+    v = visit()
+    before = await data.stats()
+    await data.top_stickers(v, 9)
+    await data.bottom_stickers(v, 9)
+    await issue(data, v)
+    after = await data.stats()
+    assert after.users == before.users + 1
+    assert after.views == before.views + 3
+    assert after.sessions == before.sessions + 1
+    assert after.ballots == before.ballots + 2
+
+
+async def test_pair_is_two_different_stickers(data):
+    seen = set()
+    for _ in range(20):
+        _, (a, b) = await issue(data, visit())
+        assert a.id != b.id
+        assert a == await current(data, a)
+        seen.update((a.id, b.id))
+    assert len(seen) > 10
+
+
+async def test_vote_counts_once(data):
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    before = await data.stats()
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    a2, b2 = await current(data, a), await current(data, b)
+    assert (a2.rating, a2.votes_plus, a2.votes_minus) == (
+        a.rating + 1, a.votes_plus + 1, a.votes_minus)
+    assert (b2.rating, b2.votes_plus, b2.votes_minus) == (
+        b.rating - 1, b.votes_plus, b.votes_minus + 1)
+    after = await data.stats()
+    assert after.votes == before.votes + 1
+    assert after.ballots == before.ballots - 2
+    # Replayed, in either order: nothing changes.
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.UNKNOWN
+    assert await data.cast_vote(v.session, lose, win) == VoteOutcome.UNKNOWN
+    assert await current(data, a) == a2
+    assert (await data.stats()).votes == after.votes
+
+
+async def test_loser_can_win_instead(data):
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    assert await data.cast_vote(v.session, lose, win) == VoteOutcome.OK
+    assert (await current(data, b)).rating == b.rating + 1
+    assert (await current(data, a)).rating == a.rating - 1
+
+
+async def assert_refused(data, session, win, lose, outcome, pair):
+    before = await data.stats()
+    assert await data.cast_vote(session, win, lose) == outcome
+    for s in pair:
+        assert await current(data, s) == s
+    after = await data.stats()
+    assert (after.votes, after.ballots) == (before.votes, before.ballots)
+
+
+async def test_forged_tokens_change_nothing(data):
+    v = visit()
+    (win, lose), pair = await issue(data, v)
+    forged = secrets.token_urlsafe(16)
+    await assert_refused(data, v.session, forged, lose, VoteOutcome.UNKNOWN, pair)
+    await assert_refused(data, v.session, win, forged, VoteOutcome.UNKNOWN, pair)
+    await assert_refused(data, v.session, win, win, VoteOutcome.UNKNOWN, pair)
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+
+
+async def test_tokens_of_two_pairs_are_not_a_pair(data):
+    v = visit()
+    (win1, lose1), pair1 = await issue(data, v)
+    (win2, lose2), pair2 = await issue(data, v)
+    await assert_refused(data, v.session, win1, lose2, VoteOutcome.NOT_PAIR,
+                         pair1 + pair2)
+    assert await data.cast_vote(v.session, win1, lose1) == VoteOutcome.OK
+    assert await data.cast_vote(v.session, win2, lose2) == VoteOutcome.OK
+
+
+async def test_foreign_session_is_refused(data):
+    owner, thief = visit(), visit()
+    (win, lose), pair = await issue(data, owner)
+    await assert_refused(data, thief.session, win, lose, VoteOutcome.FOREIGN, pair)
+    assert await data.cast_vote(owner.session, win, lose) == VoteOutcome.OK
+
+
+async def test_expired_ballot_is_refused(data):
+    v = visit()
+    (win, lose), pair = await issue(data, v, ttl=0.3)
+    await asyncio.sleep(0.6)
+    await assert_refused(data, v.session, win, lose, VoteOutcome.EXPIRED, pair)
+
+
+async def test_concurrent_votes_count_exactly_once(data, new_data):
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    others = [new_data() for _ in range(4)]
+    for d in others:
+        await d.start()
+    try:
+        outcomes = await asyncio.gather(*[
+            d.cast_vote(v.session, win, lose) for d in [data] * 8 + others])
+    finally:
+        for d in others:
+            await d.close()
+    assert outcomes.count(VoteOutcome.OK) == 1
+    assert set(outcomes) == {VoteOutcome.OK, VoteOutcome.UNKNOWN}
+    assert (await current(data, a)).rating == a.rating + 1
+    assert (await current(data, b)).rating == b.rating - 1
+
+
+async def test_expire_removes_old_ballots_and_sessions(data):
+    v = visit()
+    (win, lose), pair = await issue(data, v, ttl=0.2)
+    await asyncio.sleep(0.5)
+    ballots, _ = await data.expire(3600, 10 ** 9, 10 ** 9)
+    assert ballots >= 2
+    await assert_refused(data, v.session, win, lose, VoteOutcome.UNKNOWN, pair)
+    await asyncio.sleep(1.1)
+    fresh = visit()
+    await data.top_stickers(fresh, 1)
+    _, sessions = await data.expire(1, 10 ** 9, 10 ** 9)
+    assert sessions >= 1
+    assert (await data.stats()).sessions >= 1   # the fresh one stays
+
+
+async def test_expire_keeps_tables_under_their_caps(data):
+    for _ in range(5):
+        await issue(data, visit())
+    await data.expire(3600, 2, 4)
+    stats = await data.stats()
+    assert stats.sessions <= 2
+    assert stats.ballots <= 4
+
+
+async def test_hostile_text_is_stored_as_text(data):
+    hostile = "'; DROP TABLE stickers; -- \" \\ \u2603 <script>"
+    v = visit(ip=hostile, user_agent=hostile * 3)
+    _, pair = await issue(data, v)
+    assert len(pair) == 2
+    await data.top_stickers(v, 9)
+    assert await data.pack(hostile) is None
+    assert await data.sticker(hostile, 1) is None
+    stats = await data.stats()
+    assert stats.stickers == len(dataset.generate(packs=TEST_PACKS).stickers)
+
+
+async def test_load_is_idempotent_and_keeps_ratings(data, backend):
+    s = (await all_stickers(data))[0]
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    await data.cast_vote(v.session, win, lose)
+    rated = await current(data, a)
+    admin = backend.admin()
+    await admin.start()
+    try:
+        assert await admin.load(dataset.generate(packs=TEST_PACKS)) == 0
+    finally:
+        await admin.close()
+    assert await current(data, a) == rated
+    assert (await data.stats()).stickers == len(await all_stickers(data))
+    assert await current(data, s) is not None
+
