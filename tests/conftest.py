@@ -39,14 +39,17 @@ def tarantool_address(server):
                             'sticker_app', 'sticker_app')
 
 
+async def load_small(data):
+    """Load the test data set through an admin DataInterface."""
+    await data.start()
+    try:
+        return await data.load(dataset.generate(packs=TEST_PACKS))
+    finally:
+        await data.close()
+
+
 def load_small_dataset(data):
-    async def load():
-        await data.start()
-        try:
-            return await data.load(dataset.generate(packs=TEST_PACKS))
-        finally:
-            await data.close()
-    return asyncio.run(load())
+    return asyncio.run(load_small(data))
 
 
 @pytest.fixture(scope='session')
@@ -91,7 +94,8 @@ class ServerProcess:
                 time.sleep(0.05)
 
     def output(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log_path, 'rb') as f:
             return f.read().decode('utf-8', 'replace')
 

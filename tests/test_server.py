@@ -1,0 +1,142 @@
+"""server.py as a process: engine list, bad input, shutdown, reconnect."""
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import aiohttp
+import pytest
+
+import engines
+from conftest import ROOT, ServerProcess, start_tarantool, tarantool_address
+
+
+def run_server(*args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, 'server.py')]
+                          + list(args), capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_list_shows_every_engine():
+    result = run_server('--list')
+    assert result.returncode == 0
+    for engine in engines.ENGINES:
+        line = [l for l in result.stdout.splitlines()
+                if l.split()[0] == engine.name]
+        assert len(line) == 1, engine.name
+        assert engine.framework in line[0] and engine.mode in line[0]
+    assert 'yes' in result.stdout
+
+
+def test_engines_come_from_dimensions():
+    names = [e.name for e in engines.ENGINES]
+    assert len(names) == len(set(names))
+    for e in engines.ENGINES:
+        assert e.name.startswith('%s-%s-%s' % (e.framework, e.driver, e.mode))
+        assert e.name.endswith('-uvloop') == (e.loop == 'uvloop')
+
+
+def test_unknown_engine_exits_2_with_closest_match():
+    result = run_server('-e', 'aiohttp-tarantol-one')
+    assert result.returncode == 2
+    assert "did you mean 'aiohttp-tarantool-one'" in result.stderr
+    assert 'sanic-tarantool-multi-uvloop' in result.stderr
+
+
+@pytest.mark.parametrize('args', [
+    ['-e', 'aiohttp-tarantool-one', '-p', '0'],
+    ['-e', 'aiohttp-tarantool-one', '-l', 'LOUD'],
+    ['-e', 'aiohttp-tarantool-one', '--tarantool', 'nowhere'],
+    [],
+])
+def test_bad_arguments_exit_2(args):
+    result = run_server(*args)
+    assert result.returncode == 2
+    assert 'error:' in result.stderr
+
+
+async def burst(url, count):
+    async with aiohttp.ClientSession() as s:
+        async def one():
+            async with s.get(url) as r:
+                return r.status
+        return await asyncio.gather(*[one() for _ in range(count)],
+                                    return_exceptions=True)
+
+
+@pytest.mark.parametrize('engine, sig', [
+    ('aiohttp-tarantool-one', signal.SIGTERM),
+    ('sanic-tarantool-multi-uvloop', signal.SIGTERM),
+    ('sanic-tarantool-one', signal.SIGINT),
+])
+async def test_signal_stops_cleanly(tarantool, tmp_path, engine, sig):
+    a = tarantool_address(tarantool)
+    server = ServerProcess(engine, ['--tarantool', '%s:%d' % (a.host, a.port)],
+                           str(tmp_path / 'server.log'))
+    pending = asyncio.ensure_future(burst(server.url + '/good', 40))
+    await asyncio.sleep(0.05)
+    server.process.send_signal(sig)
+    statuses = await pending
+    assert server.stop() == 0, server.output()
+    answered = [s for s in statuses if s == 200]
+    assert answered, statuses
+    assert all(s == 200 or isinstance(s, aiohttp.ClientError) for s in statuses)
+    assert 'stopped' in server.output()
+    assert 'Traceback' not in server.output()
+
+
+@pytest.mark.parametrize('engine', ['aiohttp-tarantool-one-uvloop',
+                                    'sanic-tarantool-one'])
+async def test_one_connection_reconnects(tmp_path, engine):
+    """Kill Tarantool under a running 'one' engine: 503 while it is gone,
+    pages again once it is back."""
+    db = start_tarantool(str(tmp_path / 'db'))
+    try:
+        from data_interface.address import as_admin
+        from data_interface.tarantool.asynctnt_data import TarantoolData
+        from conftest import load_small
+        await load_small(TarantoolData(as_admin(tarantool_address(db))))
+        server = ServerProcess(engine, ['--tarantool', '%s:%d' % (db.host, db.port)],
+                               str(tmp_path / 'server.log'))
+        try:
+            assert await burst(server.url + '/good', 1) == [200]
+            db.kill()
+            assert await burst(server.url + '/good', 3) == [503] * 3
+            assert await burst(server.url + '/ugly', 1) == [200]
+            db.start()
+            deadline = time.monotonic() + 10
+            while await burst(server.url + '/good', 1) != [200]:
+                assert time.monotonic() < deadline, server.output()
+                await asyncio.sleep(0.2)
+            assert await burst(server.url + '/', 5) == [200] * 5
+        finally:
+            assert server.stop() == 0
+    finally:
+        db.stop()
+
+
+async def test_expiry_fiber_sweeps_by_itself(tmp_path):
+    """With short TTLs the instance's own fiber empties ballots/sessions."""
+    from data_interface import Visit
+    from data_interface.address import as_admin
+    from data_interface.tarantool.asynctnt_data import TarantoolData
+    from conftest import load_small
+    db = start_tarantool(str(tmp_path / 'db'), TNT_SWEEP_EVERY='0.2',
+                         TNT_SESSION_TTL='0.5')
+    try:
+        await load_small(TarantoolData(as_admin(tarantool_address(db))))
+        data = TarantoolData(tarantool_address(db))
+        await data.start()
+        for i in range(5):
+            await data.sticker_pair(Visit('s%d' % i, 'ip', 'ua'),
+                                    ('a%d' % i, 'b%d' % i), 0.3)
+        stats = await data.stats()
+        assert (stats.sessions, stats.ballots) == (5, 10)
+        await asyncio.sleep(1.5)
+        stats = await data.stats()
+        assert (stats.sessions, stats.ballots) == (0, 0)
+        await data.close()
+    finally:
+        db.stop()
