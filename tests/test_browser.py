@@ -1,0 +1,62 @@
+"""End to end in headless Chromium: vote by clicking, as a visitor does.
+Screenshots of every page go to test-artifacts/."""
+import json
+import os
+
+import pytest
+
+from conftest import ARTIFACTS, tarantool_address
+
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic',
+                 '--no-first-run', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync']
+
+
+@pytest.fixture
+async def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail('Chromium is missing: ./run.sh setup installs it')
+    from playwright.async_api import async_playwright
+    async with async_playwright() as p:
+        b = await p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=CHROMIUM_ARGS)
+        yield b
+        await b.close()
+
+
+async def test_click_a_sticker_and_see_the_vote(browser, tarantool, start_server):
+    a = tarantool_address(tarantool)
+    site = start_server('aiohttp-tarantool-one-uvloop',
+                        '--tarantool', '%s:%d' % (a.host, a.port)).url
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    page = await browser.new_page(viewport={'width': 1200, 'height': 900})
+
+    await page.goto(site + '/')
+    choice = page.locator('button.sticker-choice').first
+    sticker_id = int(await choice.get_attribute('data-sticker-id'))
+    pack = (await page.locator('form.contender .meta a').first
+            .get_attribute('href')).rsplit('/', 1)[1]
+    image = page.locator('button.sticker-choice img').first
+    assert await image.evaluate('img => img.naturalWidth') > 0
+    await page.screenshot(path=os.path.join(ARTIFACTS, 'index.png'))
+
+    before = json.loads(await (await page.request.get(
+        '%s/stickers/%s/%d' % (site, pack, sticker_id))).text())
+    await choice.click()
+    await page.wait_for_load_state()
+    assert 'Vote counted' in await page.locator('[role=status]').inner_text()
+    await page.screenshot(path=os.path.join(ARTIFACTS, 'voted.png'))
+    after = json.loads(await (await page.request.get(
+        '%s/stickers/%s/%d' % (site, pack, sticker_id))).text())
+    assert after['votes_plus'] == before['votes_plus'] + 1
+    assert after['rating'] == before['rating'] + 1
+
+    for name in ('good', 'bad', 'about', 'ugly'):
+        response = await page.goto('%s/%s' % (site, name))
+        assert response.status == 200
+        await page.screenshot(path=os.path.join(ARTIFACTS, name + '.png'),
+                              full_page=True)
+    await page.set_viewport_size({'width': 390, 'height': 800})
+    await page.goto(site + '/')
+    await page.screenshot(path=os.path.join(ARTIFACTS, 'index-phone.png'))
