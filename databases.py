@@ -28,15 +28,30 @@ def write_images(packs):
              time.monotonic() - started)
 
 
-async def load_if_empty(data, admin_data, packs):
-    """Load the generated data set unless stickers are already there."""
-    write_images(packs)
-    if (await data.stats()).stickers:
+async def load_if_empty(data, admin_data, packs, dump=None):
+    """Load the data set (a JSON dump, or the generated one) into an empty
+    database; refuse a dump the database does not already hold."""
+    if dump is None:
+        write_images(packs)
+        chosen = dataset.generate(packs=packs)
+    else:
+        chosen = dataset.read_dump(dump)
+    stickers = (await data.stats()).stickers
+    if stickers:
+        if dump is not None:
+            first = chosen.stickers[0]
+            held = await data.sticker(first.pack, first.id)
+            if held is None or held.image != first.image:
+                raise RuntimeError(
+                    'the database already holds %d other stickers: load %s '
+                    'into an empty one (for the local one, remove %s)'
+                    % (stickers, dump, os.path.join(VAR, 'tarantool')))
         return 0
-    log.info('loading the generated data set (%d packs)', packs)
+    log.info('loading %d stickers in %d packs', len(chosen.stickers),
+             len(chosen.packs))
     await admin_data.start()
     try:
-        inserted = await admin_data.load(dataset.generate(packs=packs))
+        inserted = await admin_data.load(chosen)
     finally:
         await admin_data.close()
     log.info('loaded %d stickers', inserted)
@@ -46,9 +61,10 @@ async def load_if_empty(data, admin_data, packs):
 class Databases:
     """Starts what the engine needs; stop() undoes what start() started."""
 
-    def __init__(self, tarantool=None, packs=300):
+    def __init__(self, tarantool=None, packs=300, dump=None):
         self.tarantool_address = tarantool
         self.packs = packs
+        self.dump = dump
         self.managed = []
 
     def tarantool(self):
@@ -71,7 +87,7 @@ class Databases:
         await data.start()
         try:
             await load_if_empty(data, TarantoolData(as_admin(address)),
-                                self.packs)
+                                self.packs, self.dump)
         finally:
             await data.close()
         return data

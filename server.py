@@ -37,11 +37,22 @@ def parse_args(argv):
                         'app.lua) instead of a local one under var/')
     p.add_argument('--packs', type=int, default=300,
                    help='packs in the generated data set (default 300)')
+    p.add_argument('--data', metavar='DUMP.json',
+                   help='load this sticker dump (see dataset/dump.py) instead '
+                        'of the generated data set into an empty database')
     args = p.parse_args(argv)
     if not args.list and not args.engine:
         p.error('an engine is required: -e ENGINE (see --list)')
     if not 0 < args.port < 65536:
         p.error('port must be 1..65535')
+    if not 2 <= args.packs <= 5000:
+        p.error('--packs must be 2..5000')
+    if args.data:
+        import dataset
+        try:
+            dataset.read_dump(args.data)
+        except (OSError, dataset.DumpError) as e:
+            p.error(str(e))
     return args
 
 
@@ -63,7 +74,8 @@ async def serve(engine, args):
     from databases import Databases
     from pages import Site
     adapter = importlib.import_module(engine.framework + '_server')
-    databases = Databases(tarantool=args.tarantool, packs=args.packs)
+    databases = Databases(tarantool=args.tarantool, packs=args.packs,
+                          dump=args.data)
     try:
         site = Site(await databases.open(engine))
         await site.start()

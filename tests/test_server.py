@@ -140,3 +140,49 @@ async def test_expiry_fiber_sweeps_by_itself(tmp_path):
         await data.close()
     finally:
         db.stop()
+
+
+SAMPLE_DUMP = os.path.join(ROOT, 'tests', 'data', 'sample_dump.json')
+
+
+async def test_json_dump_is_imported_into_an_empty_database(tmp_path):
+    import dataset
+    expected = dataset.read_dump(SAMPLE_DUMP)
+    db = start_tarantool(str(tmp_path / 'db'))
+    try:
+        args = ['--tarantool', '%s:%d' % (db.host, db.port), '--data', SAMPLE_DUMP]
+        for _ in range(2):      # the second start finds the dump already there
+            server = ServerProcess('aiohttp-tarantool-one', args,
+                                   str(tmp_path / 'server.log'))
+            try:
+                async with aiohttp.ClientSession() as s:
+                    async with s.get(server.url + '/stickers') as r:
+                        packs = await r.json()
+                    first = expected.stickers[0]
+                    async with s.get('%s/stickers/%s/%d' % (
+                            server.url, first.pack, first.id)) as r:
+                        assert (await r.json())['image'] == first.image
+            finally:
+                assert server.stop() == 0
+            assert sorted(p['name'] for p in packs) == sorted(
+                p.name for p in expected.packs)
+            assert sum(p['stickers'] for p in packs) == len(expected.stickers)
+    finally:
+        db.stop()
+
+
+def test_dump_into_a_database_with_other_stickers_is_refused(tarantool):
+    a = tarantool_address(tarantool)
+    result = run_server('-e', 'aiohttp-tarantool-one', '-p', '1',
+                        '--tarantool', '%s:%d' % (a.host, a.port),
+                        '--data', SAMPLE_DUMP)
+    assert result.returncode == 1
+    assert 'already holds' in result.stderr and 'Traceback' not in result.stderr
+
+
+def test_broken_dump_is_refused_before_start(tmp_path):
+    broken = tmp_path / 'broken.json'
+    broken.write_text('{"packs": [{"name": "Bad Name!", "stickers": []}]}')
+    result = run_server('-e', 'aiohttp-tarantool-one', '--data', str(broken))
+    assert result.returncode == 2
+    assert 'Bad Name!' in result.stderr
