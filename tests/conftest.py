@@ -65,7 +65,7 @@ def tarantool(tmp_path_factory):
 class ServerProcess:
     """python server.py as a child process, ready when its port answers."""
 
-    def __init__(self, engine, args, log_path):
+    def __init__(self, engine, args, log_path, packs=TEST_PACKS):
         self.engine = engine
         self.port = free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
@@ -73,7 +73,8 @@ class ServerProcess:
         self.log = open(log_path, 'wb')
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine,
-             '-p', str(self.port), '--packs', str(TEST_PACKS)] + list(args),
+             '-p', str(self.port)] + list(args)
+            + (['--packs', str(packs)] if packs else []),
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_ready()
 

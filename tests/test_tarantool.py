@@ -1,0 +1,91 @@
+"""What is Tarantool's own: the app account's privileges, and the local
+instance server.py manages when no address is given."""
+import os
+
+import aiohttp
+import asynctnt
+import pytest
+from asynctnt.exceptions import TarantoolDatabaseError
+
+from conftest import ROOT, ServerProcess, tarantool_address
+from data_interface.address import DEFAULT_TARANTOOL
+from data_interface.tarantool.managed import answers
+from bench.pagecheck import ballots, stat
+
+
+@pytest.fixture
+async def app_connection(tarantool):
+    a = tarantool_address(tarantool)
+    conn = asynctnt.Connection(host=a.host, port=a.port, username=a.user,
+                               password=a.password)
+    await conn.connect()
+    yield conn
+    await conn.disconnect()
+
+
+@pytest.mark.parametrize('forbidden', [
+    lambda c: c.eval('return 1'),
+    lambda c: c.call('load_stickers', [[], []]),
+    lambda c: c.call('box.schema.user.grant', ['guest', 'super']),
+    # Spaces by id (stickers 512, packs, ballots, sessions, server 516): the
+    # ones the app may not read are not even in its view of the schema.
+    lambda c: c.select(514),
+    lambda c: c.select(515),
+    lambda c: c.select(516),
+    lambda c: c.insert(512, [999999, 'x', 'x', 0, 0, 0]),
+    lambda c: c.delete(514, ['x']),
+])
+async def test_app_account_may_only_call_site_functions(app_connection, forbidden):
+    with pytest.raises(TarantoolDatabaseError) as e:
+        await forbidden(app_connection)
+    assert 'denied' in str(e.value).lower()
+
+
+async def test_app_account_reads_what_pages_read(app_connection):
+    assert len((await app_connection.select('stickers', [1])).body) == 1
+    assert len((await app_connection.call('site_stats', [])).body) == 1
+
+
+async def first_vote(url):
+    """Vote once as a new visitor; return the winner's API path and JSON."""
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as s:
+        async with s.get(url + '/') as r:
+            cookie = r.headers['Set-Cookie'].split(';')[0]
+            (winner, win, lose), _ = ballots(await r.text())
+        async with s.post(url + '/', data={'win': win, 'lose': lose},
+                          headers={'Cookie': cookie}) as r:
+            assert r.status == 200
+        async with s.get(url + '/stickers') as r:
+            packs = await r.json()
+        for p in packs:
+            async with s.get(url + p['url']) as r:
+                for sticker in (await r.json())['stickers']:
+                    if sticker['id'] == winner:
+                        return '/stickers/%s/%d' % (p['name'], winner), sticker
+
+
+async def test_local_instance_is_started_kept_and_stopped(tmp_path):
+    d = DEFAULT_TARANTOOL
+    if answers(d.host, d.port):
+        pytest.skip('something already answers at %s:%d' % (d.host, d.port))
+    server = ServerProcess('aiohttp-tarantool-one', [], str(tmp_path / 'a.log'),
+                           packs=None)
+    try:
+        winner, voted = await first_vote(server.url)
+    finally:
+        assert server.stop() == 0, server.output()
+    assert 'starting Tarantool' in server.output()
+    assert not answers(d.host, d.port), 'the local Tarantool was left running'
+    assert os.path.isdir(os.path.join(ROOT, 'var', 'tarantool'))
+
+    server = ServerProcess('sanic-tarantool-one', [], str(tmp_path / 'b.log'),
+                           packs=None)
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(server.url + winner) as r:
+                assert await r.json() == voted
+            async with s.get(server.url + '/about') as r:
+                assert stat(await r.text(), 'stickers') == 16200
+    finally:
+        assert server.stop() == 0, server.output()
+    assert 'loading' not in server.output()
