@@ -3,10 +3,12 @@ Tarantool (and PostgreSQL) in a temporary directory, loads a small generated
 data set, and starts server.py processes on free ports."""
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -17,6 +19,7 @@ sys.path.insert(0, ROOT)
 import dataset  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
 from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
+from data_interface.postgres.managed import ManagedPostgres  # noqa: E402
 
 TEST_PACKS = 10
 ARTIFACTS = os.path.join(ROOT, 'test-artifacts')
@@ -60,6 +63,36 @@ def tarantool(tmp_path_factory):
     load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
     yield server
     server.stop()
+
+
+def start_postgres():
+    """A cluster of our own on a free port; its directory is not under
+    pytest's tmp_path, which the postgres user (when root) cannot enter."""
+    server = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                             port=free_port())
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(server.directory, ignore_errors=True)
+        raise
+    return server
+
+
+def remove_postgres(server):
+    server.stop()
+    shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope='session')
+def postgres():
+    """A PostgreSQL cluster with the small data set loaded."""
+    from data_interface.postgres.asyncpg_data import PostgresData
+    server = start_postgres()
+    try:
+        load_small_dataset(PostgresData(server.dsn))
+        yield server
+    finally:
+        remove_postgres(server)
 
 
 class ServerProcess:
@@ -143,10 +176,18 @@ def _tarantool_backend(request, mode):
                    lambda: TarantoolData(as_admin(address)))
 
 
+def _postgres_backend(request):
+    from data_interface.postgres.asyncpg_data import PostgresData
+    dsn = request.getfixturevalue('postgres').dsn
+    # The app's role owns the tables and loads them as well.
+    return Backend(lambda: PostgresData(dsn), lambda: PostgresData(dsn))
+
+
 # Contract-suite backends: name -> (pytest request -> Backend)
 BACKENDS = {
     'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
     'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
+    'postgres-pool': _postgres_backend,
 }
 
 
