@@ -16,11 +16,16 @@ TARANTOOL_ENGINES = [
     '%s-tarantool-%s%s' % (f, m, l)
     for f in ('aiohttp', 'sanic') for m in ('one', 'multi')
     for l in ('', '-uvloop')]
-ENGINES = list(TARANTOOL_ENGINES)
+POSTGRES_ENGINES = [
+    '%s-postgres-pool%s' % (f, l)
+    for f in ('aiohttp', 'sanic') for l in ('', '-uvloop')]
+ENGINES = TARANTOOL_ENGINES + POSTGRES_ENGINES
 
 
 def engine_args(request, engine):
     """Command-line arguments pointing an engine at the test databases."""
+    if '-postgres-' in engine:
+        return ['--postgres', request.getfixturevalue('postgres').dsn]
     server = request.getfixturevalue('tarantool')
     a = tarantool_address(server)
     return ['--tarantool', '%s:%d' % (a.host, a.port)]
@@ -248,4 +253,4 @@ async def test_hostile_headers_are_harmless(site):
 def test_engine_list_is_complete():
     assert os.path.exists(os.path.join(os.path.dirname(__file__), '..', 'server.py'))
     import engines
-    assert set(TARANTOOL_ENGINES) <= set(engines.BY_NAME)
+    assert set(ENGINES) <= set(engines.BY_NAME)
