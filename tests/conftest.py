@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -52,7 +53,9 @@ async def load_small(data):
 
 
 def load_small_dataset(data):
-    return asyncio.run(load_small(data))
+    # In a thread: a fixture may be set up from inside a running event loop.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, load_small(data)).result()
 
 
 @pytest.fixture(scope='session')
@@ -142,6 +145,14 @@ class ServerProcess:
                 self.process.wait()
         self.log.close()
         return self.process.returncode
+
+
+def engine_args(request, engine):
+    """Command-line arguments pointing an engine at the test databases."""
+    if '-postgres-' in engine:
+        return ['--postgres', request.getfixturevalue('postgres').dsn]
+    a = tarantool_address(request.getfixturevalue('tarantool'))
+    return ['--tarantool', '%s:%d' % (a.host, a.port)]
 
 
 @pytest.fixture(scope='session')

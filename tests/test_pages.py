@@ -7,7 +7,7 @@ import uuid
 import pytest
 import yarl
 
-from conftest import TEST_PACKS, tarantool_address
+from conftest import TEST_PACKS, engine_args
 from bench.pagecheck import all_stickers, ballots, cards, client, ranked, stat
 
 import dataset
@@ -20,15 +20,6 @@ POSTGRES_ENGINES = [
     '%s-postgres-pool%s' % (f, l)
     for f in ('aiohttp', 'sanic') for l in ('', '-uvloop')]
 ENGINES = TARANTOOL_ENGINES + POSTGRES_ENGINES
-
-
-def engine_args(request, engine):
-    """Command-line arguments pointing an engine at the test databases."""
-    if '-postgres-' in engine:
-        return ['--postgres', request.getfixturevalue('postgres').dsn]
-    server = request.getfixturevalue('tarantool')
-    a = tarantool_address(server)
-    return ['--tarantool', '%s:%d' % (a.host, a.port)]
 
 
 @pytest.fixture(scope='module', params=ENGINES)
