@@ -16,6 +16,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
     SCHEMA = _f.read()
 SCHEMA_DIGEST = hashlib.sha1(SCHEMA.encode('utf-8')).hexdigest()
 
+SCHEMA_TIMEOUT = 60.0   # may wait for other processes or running queries
 LOAD_BATCH = 2000
 EXPIRE_BATCH = 1000
 # What a stopped, restarting or overloaded server looks like to asyncpg:
@@ -38,13 +39,14 @@ async def apply_schema(conn):
     advisory lock serialises processes that start at the same time."""
     async with conn.transaction():
         await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtext('sticker site schema'))")
+            "SELECT pg_advisory_xact_lock(hashtext('sticker site schema'))",
+            timeout=SCHEMA_TIMEOUT)
         if await conn.fetchval(
                 "SELECT to_regclass('schema_digest') IS NOT NULL"):
             if await conn.fetchval(
                     'SELECT digest FROM schema_digest') == SCHEMA_DIGEST:
                 return False
-        await conn.execute(SCHEMA)
+        await conn.execute(SCHEMA, timeout=SCHEMA_TIMEOUT)
         await conn.execute('DELETE FROM schema_digest')
         await conn.execute('INSERT INTO schema_digest VALUES ($1)',
                            SCHEMA_DIGEST)
@@ -95,10 +97,12 @@ class PostgresData(DataInterface):
                 connection_class=_Connection)
             async with self._pool.acquire(timeout=self.timeout) as conn:
                 await apply_schema(conn)
-        except UNAVAILABLE as e:
+        except BaseException as e:
             await self.close()
-            raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
-                                  % (self, e)) from e
+            if isinstance(e, UNAVAILABLE):
+                raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
+                                      % (self, e)) from e
+            raise
 
     async def close(self):
         if self._pool is not None:
