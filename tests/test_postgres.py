@@ -148,3 +148,24 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
         if server.running():
             server.stop()
         shutil.rmtree(var, ignore_errors=True)
+
+
+@pytest.mark.parametrize('order', ['rating DESC, id DESC', 'rating, id'])
+async def test_ranked_stickers_walk_the_rating_index(postgres, order):
+    """The plan ranked_stickers keeps (generic: LIMIT is a parameter)."""
+    data = PostgresData(postgres.dsn, min_size=1)
+    await data.start()
+    try:
+        async with data._pool.acquire() as conn:
+            async with conn.transaction():
+                await conn.execute(
+                    'SET LOCAL plan_cache_mode = force_generic_plan;'
+                    'PREPARE ranked(int) AS SELECT * FROM sticker_cards '
+                    'ORDER BY %s LIMIT $1' % order)
+                plan = await conn.fetch('EXPLAIN EXECUTE ranked(9)')
+                await conn.execute('DEALLOCATE ranked')
+    finally:
+        await data.close()
+    plan = '\n'.join(row[0] for row in plan)
+    assert 'Index Scan' in plan and 'stickers_rating' in plan, plan
+    assert 'Sort' not in plan, plan
