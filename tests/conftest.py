@@ -62,10 +62,14 @@ def load_small_dataset(data):
 def tarantool(tmp_path_factory):
     """A Tarantool instance with the small data set loaded."""
     from data_interface.tarantool.asynctnt_data import TarantoolData
-    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')))
-    load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
-    yield server
-    server.stop()
+    # Its expiry fiber would race the contract's expiry tests: sweep hourly.
+    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')),
+                             TNT_SWEEP_EVERY='3600')
+    try:
+        load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
+        yield server
+    finally:
+        server.stop()
 
 
 def start_postgres():
@@ -82,8 +86,12 @@ def start_postgres():
 
 
 def remove_postgres(server):
-    server.stop()
-    shutil.rmtree(server.directory, ignore_errors=True)
+    try:
+        if server.running():
+            server.started = True   # whoever started it, stop it
+            server.stop()
+    finally:
+        shutil.rmtree(server.directory, ignore_errors=True)
 
 
 @pytest.fixture(scope='session')

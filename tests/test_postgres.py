@@ -144,9 +144,7 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
             dbs.stop()
             assert not server.running()
     finally:
-        server.started = True   # stop it whatever happened
-        if server.running():
-            server.stop()
+        remove_postgres(server)
         shutil.rmtree(var, ignore_errors=True)
 
 
