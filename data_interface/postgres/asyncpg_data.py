@@ -18,11 +18,11 @@ SCHEMA_DIGEST = hashlib.sha1(SCHEMA.encode('utf-8')).hexdigest()
 
 SCHEMA_TIMEOUT = 60.0   # may wait for other processes or running queries
 LOAD_BATCH = 2000
+EXPIRE_BATCH = 1000   # rows of each table per transaction, as in app.lua
 # The tables are small enough to stay cached: with the default cost of a
 # random page (4, for spinning disks) the planner would rather scan all the
 # packs than probe their index for one title.
 SETTINGS = {'application_name': 'stickers', 'random_page_cost': '1.1'}
-EXPIRE_BATCH = 1000
 # What a stopped, restarting or overloaded server looks like to asyncpg:
 # refused or timed-out connects, connections closed under a query (class 08),
 # shutdown / starting up (class 57), too many connections (class 53).
