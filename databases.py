@@ -6,7 +6,8 @@ import os
 import time
 
 import dataset
-from data_interface.address import DEFAULT_TARANTOOL, as_admin
+import engines
+from data_interface.address import DEFAULT_POSTGRES, DEFAULT_TARANTOOL, as_admin
 from data_interface.tarantool.managed import ManagedTarantool, answers
 
 log = logging.getLogger('databases')
@@ -44,8 +45,8 @@ async def load_if_empty(data, admin_data, packs, dump=None):
             if held is None or held.image != first.image:
                 raise RuntimeError(
                     'the database already holds %d other stickers: load %s '
-                    'into an empty one (for the local one, remove %s)'
-                    % (stickers, dump, os.path.join(VAR, 'tarantool')))
+                    'into an empty one (local databases live in %s)'
+                    % (stickers, dump, VAR))
         return 0
     log.info('loading %d stickers in %d packs', len(chosen.stickers),
              len(chosen.packs))
@@ -61,8 +62,9 @@ async def load_if_empty(data, admin_data, packs, dump=None):
 class Databases:
     """Starts what the engine needs; stop() undoes what start() started."""
 
-    def __init__(self, tarantool=None, packs=300, dump=None):
+    def __init__(self, tarantool=None, packs=300, dump=None, postgres=None):
         self.tarantool_address = tarantool
+        self.postgres_dsn = postgres
         self.packs = packs
         self.dump = dump
         self.managed = []
@@ -79,15 +81,38 @@ class Databases:
             self.tarantool_address = default
         return self.tarantool_address
 
+    async def postgres(self):
+        """The PostgreSQL DSN to use: the one given, a cluster answering to
+        the default DSN, else the local one under var/ (started if needed)."""
+        if self.postgres_dsn is None:
+            from data_interface.postgres.asyncpg_data import can_connect
+            from data_interface.postgres.managed import ManagedPostgres
+            server = ManagedPostgres(os.path.join(VAR, 'postgres'))
+            if server.running():
+                self.postgres_dsn = server.dsn
+            elif await can_connect(DEFAULT_POSTGRES):
+                self.postgres_dsn = DEFAULT_POSTGRES
+            else:
+                server.start()
+                self.managed.append(server)
+                self.postgres_dsn = server.dsn
+        return self.postgres_dsn
+
     async def open(self, engine):
         """A started-later DataInterface for the engine, with data loaded."""
-        from data_interface.tarantool.asynctnt_data import TarantoolData
-        address = self.tarantool()
-        data = TarantoolData(address, engine.mode)
+        if engines.database(engine) == 'postgres':
+            from data_interface.postgres.asyncpg_data import PostgresData
+            dsn = await self.postgres()
+            # The app's role owns the tables, so it loads them too.
+            data, admin = PostgresData(dsn), PostgresData(dsn, min_size=1)
+        else:
+            from data_interface.tarantool.asynctnt_data import TarantoolData
+            address = self.tarantool()
+            data = TarantoolData(address, engine.mode)
+            admin = TarantoolData(as_admin(address))
         await data.start()
         try:
-            await load_if_empty(data, TarantoolData(as_admin(address)),
-                                self.packs, self.dump)
+            await load_if_empty(data, admin, self.packs, self.dump)
         finally:
             await data.close()
         return data

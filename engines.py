@@ -14,13 +14,14 @@ FRAMEWORKS = ('aiohttp', 'sanic')
 # driver name -> (database, connection modes)
 DRIVERS = (
     ('tarantool', 'tarantool', ('one', 'multi')),
+    ('postgres', 'postgres', ('pool',)),
 )
 LOOPS = ('asyncio', 'uvloop')
 
 # What each dimension needs importable in this interpreter.
 MODULES = {
     'aiohttp': 'aiohttp', 'sanic': 'sanic', 'uvloop': 'uvloop',
-    'tarantool': 'asynctnt',
+    'tarantool': 'asynctnt', 'postgres': 'asyncpg',
 }
 
 

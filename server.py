@@ -1,6 +1,7 @@
 """Serve the sticker site with one engine.
 
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--tarantool HOST:PORT]
+                     [--postgres postgresql://USER:PASS@HOST:PORT/DB]
     python server.py --list
 """
 import argparse
@@ -11,13 +12,14 @@ import signal
 import sys
 
 import engines
+from data_interface import DataUnavailable
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
 log = logging.getLogger('server')
 
 
 def parse_args(argv):
-    from data_interface.address import parse_tarantool
+    from data_interface.address import parse_postgres, parse_tarantool
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('-e', '--engine', help='engine name (see --list)')
     p.add_argument('-p', '--port', type=int, default=1717)
@@ -35,6 +37,16 @@ def parse_args(argv):
     p.add_argument('--tarantool', type=tarantool, metavar='[USER:PASS@]HOST:PORT',
                    help='use this Tarantool (running data_interface/tarantool/'
                         'app.lua) instead of a local one under var/')
+
+    def postgres(text):
+        try:
+            return parse_postgres(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e))
+    p.add_argument('--postgres', type=postgres,
+                   metavar='postgresql://USER:PASS@HOST:PORT/DB',
+                   help='use this PostgreSQL database (the schema is applied '
+                        'at start) instead of a local cluster under var/')
     p.add_argument('--packs', type=int, default=300,
                    help='packs in the generated data set (default 300)')
     p.add_argument('--data', metavar='DUMP.json',
@@ -75,7 +87,7 @@ async def serve(engine, args):
     from pages import Site
     adapter = importlib.import_module(engine.framework + '_server')
     databases = Databases(tarantool=args.tarantool, packs=args.packs,
-                          dump=args.data)
+                          dump=args.data, postgres=args.postgres)
     try:
         site = Site(await databases.open(engine))
         await site.start()
@@ -115,7 +127,7 @@ def main(argv=None):
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(serve(engine, args))
-    except (RuntimeError, OSError) as e:
+    except (RuntimeError, OSError, DataUnavailable) as e:
         log.error('%s', e)
         return 1
     finally:

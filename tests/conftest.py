@@ -3,11 +3,14 @@ Tarantool (and PostgreSQL) in a temporary directory, loads a small generated
 data set, and starts server.py processes on free ports."""
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -17,6 +20,7 @@ sys.path.insert(0, ROOT)
 import dataset  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
 from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
+from data_interface.postgres.managed import ManagedPostgres  # noqa: E402
 
 TEST_PACKS = 10
 ARTIFACTS = os.path.join(ROOT, 'test-artifacts')
@@ -49,17 +53,57 @@ async def load_small(data):
 
 
 def load_small_dataset(data):
-    return asyncio.run(load_small(data))
+    # In a thread: a fixture may be set up from inside a running event loop.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, load_small(data)).result()
 
 
 @pytest.fixture(scope='session')
 def tarantool(tmp_path_factory):
     """A Tarantool instance with the small data set loaded."""
     from data_interface.tarantool.asynctnt_data import TarantoolData
-    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')))
-    load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
-    yield server
-    server.stop()
+    # Its expiry fiber would race the contract's expiry tests: sweep hourly.
+    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')),
+                             TNT_SWEEP_EVERY='3600')
+    try:
+        load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
+        yield server
+    finally:
+        server.stop()
+
+
+def start_postgres():
+    """A cluster of our own on a free port; its directory is not under
+    pytest's tmp_path, which the postgres user (when root) cannot enter."""
+    server = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                             port=free_port())
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(server.directory, ignore_errors=True)
+        raise
+    return server
+
+
+def remove_postgres(server):
+    try:
+        if server.running():
+            server.started = True   # whoever started it, stop it
+            server.stop()
+    finally:
+        shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope='session')
+def postgres():
+    """A PostgreSQL cluster with the small data set loaded."""
+    from data_interface.postgres.asyncpg_data import PostgresData
+    server = start_postgres()
+    try:
+        load_small_dataset(PostgresData(server.dsn))
+        yield server
+    finally:
+        remove_postgres(server)
 
 
 class ServerProcess:
@@ -112,6 +156,14 @@ class ServerProcess:
         return self.process.returncode
 
 
+def engine_args(request, engine):
+    """Command-line arguments pointing an engine at the test databases."""
+    if '-postgres-' in engine:
+        return ['--postgres', request.getfixturevalue('postgres').dsn]
+    a = tarantool_address(request.getfixturevalue('tarantool'))
+    return ['--tarantool', '%s:%d' % (a.host, a.port)]
+
+
 @pytest.fixture(scope='session')
 def start_server(tmp_path_factory):
     """start_server(engine, *args) -> a running ServerProcess, stopped at
@@ -144,10 +196,18 @@ def _tarantool_backend(request, mode):
                    lambda: TarantoolData(as_admin(address)))
 
 
+def _postgres_backend(request):
+    from data_interface.postgres.asyncpg_data import PostgresData
+    dsn = request.getfixturevalue('postgres').dsn
+    # The app's role owns the tables and loads them as well.
+    return Backend(lambda: PostgresData(dsn), lambda: PostgresData(dsn))
+
+
 # Contract-suite backends: name -> (pytest request -> Backend)
 BACKENDS = {
     'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
     'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
+    'postgres-pool': _postgres_backend,
 }
 
 

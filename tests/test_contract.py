@@ -182,6 +182,9 @@ async def test_concurrent_votes_count_exactly_once(data, new_data):
     for d in others:
         await d.start()
     try:
+        # Warm every connection up first, so the calls below really overlap.
+        await asyncio.gather(*[d.cast_vote(v.session, lose, lose)
+                               for d in [data] * 8 + others])
         outcomes = await asyncio.gather(*[
             d.cast_vote(v.session, win, lose) for d in [data] * 8 + others])
     finally:
@@ -191,6 +194,22 @@ async def test_concurrent_votes_count_exactly_once(data, new_data):
     assert set(outcomes) == {VoteOutcome.OK, VoteOutcome.UNKNOWN}
     assert (await current(data, a)).rating == a.rating + 1
     assert (await current(data, b)).rating == b.rating - 1
+
+
+async def test_concurrent_votes_both_ways_count_once(data):
+    """Either token may win: calls racing with the tokens swapped must not
+    deadlock, and exactly one of them counts."""
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    await asyncio.gather(*[data.cast_vote(v.session, lose, lose)
+                           for _ in range(8)])
+    orders = [(win, lose), (lose, win)] * 4
+    outcomes = await asyncio.gather(*[
+        data.cast_vote(v.session, *order) for order in orders])
+    assert sorted(outcomes) == ['ok'] + ['unknown'] * 7
+    a_won = orders[outcomes.index(VoteOutcome.OK)][0] == win
+    assert (await current(data, a)).rating == a.rating + (1 if a_won else -1)
+    assert (await current(data, b)).rating == b.rating + (-1 if a_won else 1)
 
 
 async def test_expire_removes_old_ballots_and_sessions(data):
@@ -225,6 +244,11 @@ async def test_hostile_text_is_stored_as_text(data):
     await data.top_stickers(v, 9)
     assert await data.pack(hostile) is None
     assert await data.sticker(hostile, 1) is None
+    # Pages clean NUL out of what they store, but not out of path parts.
+    assert await data.pack('a\x00b') is None
+    assert await data.sticker('a\x00b', 1) is None
+    _, pair = await issue(data, visit(ip='\x00', user_agent='a\x00b'))
+    assert len(pair) == 2
     stats = await data.stats()
     assert stats.stickers == len(dataset.generate(packs=TEST_PACKS).stickers)
 

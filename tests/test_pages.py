@@ -7,7 +7,7 @@ import uuid
 import pytest
 import yarl
 
-from conftest import TEST_PACKS, tarantool_address
+from conftest import TEST_PACKS, engine_args
 from bench.pagecheck import all_stickers, ballots, cards, client, ranked, stat
 
 import dataset
@@ -16,14 +16,10 @@ TARANTOOL_ENGINES = [
     '%s-tarantool-%s%s' % (f, m, l)
     for f in ('aiohttp', 'sanic') for m in ('one', 'multi')
     for l in ('', '-uvloop')]
-ENGINES = list(TARANTOOL_ENGINES)
-
-
-def engine_args(request, engine):
-    """Command-line arguments pointing an engine at the test databases."""
-    server = request.getfixturevalue('tarantool')
-    a = tarantool_address(server)
-    return ['--tarantool', '%s:%d' % (a.host, a.port)]
+POSTGRES_ENGINES = [
+    '%s-postgres-pool%s' % (f, l)
+    for f in ('aiohttp', 'sanic') for l in ('', '-uvloop')]
+ENGINES = TARANTOOL_ENGINES + POSTGRES_ENGINES
 
 
 @pytest.fixture(scope='module', params=ENGINES)
@@ -248,4 +244,4 @@ async def test_hostile_headers_are_harmless(site):
 def test_engine_list_is_complete():
     assert os.path.exists(os.path.join(os.path.dirname(__file__), '..', 'server.py'))
     import engines
-    assert set(TARANTOOL_ENGINES) <= set(engines.BY_NAME)
+    assert set(ENGINES) <= set(engines.BY_NAME)

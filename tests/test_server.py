@@ -10,7 +10,8 @@ import aiohttp
 import pytest
 
 import engines
-from conftest import ROOT, ServerProcess, start_tarantool, tarantool_address
+from conftest import (ROOT, ServerProcess, engine_args, start_tarantool,
+                      tarantool_address)
 
 
 def run_server(*args):
@@ -49,6 +50,8 @@ def test_unknown_engine_exits_2_with_closest_match():
     ['-e', 'aiohttp-tarantool-one', '-p', '0'],
     ['-e', 'aiohttp-tarantool-one', '-l', 'LOUD'],
     ['-e', 'aiohttp-tarantool-one', '--tarantool', 'nowhere'],
+    ['-e', 'aiohttp-postgres-pool', '--postgres', 'nowhere'],
+    ['-e', 'aiohttp-postgres-pool', '--postgres', 'postgresql://h:99999/db'],
     [],
 ])
 def test_bad_arguments_exit_2(args):
@@ -70,15 +73,18 @@ async def burst(url, count):
     ('aiohttp-tarantool-one', signal.SIGTERM),
     ('sanic-tarantool-multi-uvloop', signal.SIGTERM),
     ('sanic-tarantool-one', signal.SIGINT),
+    ('aiohttp-postgres-pool-uvloop', signal.SIGTERM),
+    ('sanic-postgres-pool', signal.SIGINT),
 ])
-async def test_signal_stops_cleanly(tarantool, tmp_path, engine, sig):
-    a = tarantool_address(tarantool)
-    server = ServerProcess(engine, ['--tarantool', '%s:%d' % (a.host, a.port)],
+async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
+    server = ServerProcess(engine, engine_args(request, engine),
                            str(tmp_path / 'server.log'))
     pending = asyncio.ensure_future(burst(server.url + '/good', 40))
     await asyncio.sleep(0.05)
     server.process.send_signal(sig)
     statuses = await pending
+    # Its own exit, not the SIGTERM stop() sends to a process still running.
+    server.process.wait(20)
     assert server.stop() == 0, server.output()
     answered = [s for s in statuses if s == 200]
     assert answered, statuses

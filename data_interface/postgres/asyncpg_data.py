@@ -1,0 +1,193 @@
+"""DataInterface on PostgreSQL through asyncpg: every operation is one call
+of a function of schema.sql, over a pool of connections for one process.
+asyncpg prepares each statement once per connection and keeps it."""
+import asyncio
+import hashlib
+import json
+import os
+from urllib.parse import urlsplit
+
+import asyncpg
+
+from .. import DataInterface, DataUnavailable, Pack, Stats, Sticker
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'schema.sql'), encoding='utf-8') as _f:
+    SCHEMA = _f.read()
+SCHEMA_DIGEST = hashlib.sha1(SCHEMA.encode('utf-8')).hexdigest()
+
+SCHEMA_TIMEOUT = 60.0   # may wait for other processes or running queries
+LOAD_BATCH = 2000
+EXPIRE_BATCH = 1000   # rows of each table per transaction, as in app.lua
+# The tables are small enough to stay cached: with the default cost of a
+# random page (4, for spinning disks) the planner would rather scan all the
+# packs than probe their index for one title.
+SETTINGS = {'application_name': 'stickers', 'random_page_cost': '1.1'}
+# What a stopped, restarting or overloaded server looks like to asyncpg:
+# refused or timed-out connects, connections closed under a query (class 08),
+# shutdown / starting up (class 57), too many connections (class 53).
+UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
+               asyncpg.exceptions.OperatorInterventionError,
+               asyncpg.exceptions.InsufficientResourcesError)
+
+
+def text(value):
+    """PostgreSQL text holds neither NUL nor lone surrogates: replace them as
+    pages.http.clean_text does (a key with them then matches nothing)."""
+    return value.replace('\x00', '\ufffd').encode(
+        'utf-8', 'replace').decode('utf-8')
+
+
+async def apply_schema(conn):
+    """Run schema.sql unless this very text was the last one applied; the
+    advisory lock serialises processes that start at the same time."""
+    async with conn.transaction():
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('sticker site schema'))",
+            timeout=SCHEMA_TIMEOUT)
+        if await conn.fetchval(
+                "SELECT to_regclass('schema_digest') IS NOT NULL"):
+            if await conn.fetchval(
+                    'SELECT digest FROM schema_digest') == SCHEMA_DIGEST:
+                return False
+        await conn.execute(SCHEMA, timeout=SCHEMA_TIMEOUT)
+        await conn.execute('DELETE FROM schema_digest')
+        await conn.execute('INSERT INTO schema_digest VALUES ($1)',
+                           SCHEMA_DIGEST)
+        return True
+
+
+async def can_connect(dsn, timeout=2.0):
+    """True if the database at dsn accepts these credentials."""
+    try:
+        conn = await asyncpg.connect(dsn, timeout=timeout)
+    except Exception:   # refused, not PostgreSQL, no such role...
+        return False
+    await conn.close()
+    return True
+
+
+class _Connection(asyncpg.Connection):
+    """Pages leave no session state behind (no SET, LISTEN, cursors or
+    session locks), so skip the reset query on every release to the pool."""
+
+    def get_reset_query(self):
+        return ''
+
+    _get_reset_query = get_reset_query   # its name in asyncpg < 0.30
+
+
+class PostgresData(DataInterface):
+    """A pool of min_size..max_size connections; connects, acquires and
+    queries give up after `timeout` seconds with DataUnavailable."""
+
+    sweeps_itself = False
+
+    def __init__(self, dsn, min_size=4, max_size=16, timeout=3.0):
+        self.dsn = dsn
+        self.min_size, self.max_size = min_size, max_size
+        self.timeout = timeout
+        self._pool = None
+
+    def __str__(self):
+        u = urlsplit(self.dsn)    # without the password
+        return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
+
+    async def start(self):
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.dsn, min_size=self.min_size, max_size=self.max_size,
+                timeout=self.timeout, command_timeout=self.timeout,
+                connection_class=_Connection, server_settings=SETTINGS)
+            async with self._pool.acquire(timeout=self.timeout) as conn:
+                await apply_schema(conn)
+        except BaseException as e:
+            await self.close()
+            if isinstance(e, UNAVAILABLE):
+                raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
+                                      % (self, e)) from e
+            raise
+
+    async def close(self):
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def _query(self, method, query, *args):
+        try:
+            async with self._pool.acquire(timeout=self.timeout) as conn:
+                return await getattr(conn, method)(query, *args)
+        except UNAVAILABLE as e:
+            raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
+                self, type(e).__name__, e)) from e
+
+    async def sticker_pair(self, visit, tokens, ttl):
+        rows = await self._query(
+            'fetch', 'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
+            text(visit.session), text(visit.ip), text(visit.user_agent),
+            text(tokens[0]), text(tokens[1]), ttl)
+        return [Sticker(*row) for row in rows]
+
+    async def cast_vote(self, session, win_token, lose_token):
+        return await self._query(
+            'fetchval', 'SELECT cast_vote($1, $2, $3)',
+            text(session), text(win_token), text(lose_token))
+
+    async def _ranked(self, visit, count, best):
+        rows = await self._query(
+            'fetch', 'SELECT * FROM ranked_stickers($1, $2, $3, $4, $5)',
+            text(visit.session), text(visit.ip), text(visit.user_agent),
+            count, best)
+        return [Sticker(*row) for row in rows]
+
+    async def top_stickers(self, visit, count):
+        return await self._ranked(visit, count, True)
+
+    async def bottom_stickers(self, visit, count):
+        return await self._ranked(visit, count, False)
+
+    async def stats(self):
+        return Stats(*await self._query('fetchval', 'SELECT site_stats()'))
+
+    async def packs(self):
+        rows = await self._query('fetch', 'SELECT * FROM list_packs()')
+        return [Pack(*row) for row in rows]
+
+    async def pack(self, name):
+        row = await self._query(
+            'fetchrow', 'SELECT * FROM pack_stickers($1)', text(name))
+        if row is None:
+            return None
+        return Pack(row[0], row[1], [Sticker(*s) for s in row[2]])
+
+    async def sticker(self, pack, sticker_id):
+        if not 0 < sticker_id < 2 ** 31:   # ids are 1..N, N an int
+            return None
+        row = await self._query(
+            'fetchrow', 'SELECT * FROM get_sticker($1, $2)',
+            text(pack), sticker_id)
+        return None if row is None else Sticker(*row)
+
+    async def expire(self, session_ttl, max_sessions, max_ballots):
+        """In batches, each its own transaction, as the Tarantool sweep."""
+        removed = [0, 0]
+        while True:
+            batch = await self._query(
+                'fetchval', 'SELECT expire($1, $2, $3, $4)',
+                session_ttl, max_sessions, max_ballots, EXPIRE_BATCH)
+            removed = [removed[0] + batch[0], removed[1] + batch[1]]
+            if max(batch) < EXPIRE_BATCH:
+                return tuple(removed)
+
+    async def load(self, dataset):
+        packs = [list(p) for p in dataset.packs]
+        inserted = 0
+        for i in range(0, len(dataset.stickers), LOAD_BATCH):
+            rows = [list(s) for s in dataset.stickers[i:i + LOAD_BATCH]]
+            inserted += await self._query(
+                'fetchval', 'SELECT load_stickers($1, $2)',
+                json.dumps(packs), json.dumps(rows))
+            packs = []
+        # Fresh statistics, so that plans cached from now on fit the data.
+        await self._query('execute', 'ANALYZE stickers, packs')
+        return inserted

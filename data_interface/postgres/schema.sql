@@ -1,0 +1,240 @@
+-- The sticker site on PostgreSQL: tables, indexes and one function per page
+-- operation, with the semantics of ../tarantool/app.lua. asyncpg_data.py runs
+-- this file at start whenever its text changed, so it must stay idempotent
+-- (a change of a view's columns or a function's result type needs a DROP).
+--
+-- Layout: like the 2017 benchmark's (id serial, data jsonb) tables, a row is
+-- ONE jsonb document, here a JSON array with the fields in the order of the
+-- Tarantool tuple, so both databases keep the same thing:
+--   stickers  [id, pack, image, rating, votes_plus, votes_minus]
+--   packs     [name, title]
+--   ballots   [token, session, sticker, partner, deadline]
+--   sessions  [uuid, last_seen, visits, ip, user_agent]
+--   server    [id, users, views, votes]
+-- The key already sits in the document, so there is no serial column: a
+-- unique expression index on the key is the primary key, and the other
+-- indexes are expression indexes too. server is a single row without any
+-- index, so its counters are updated in place (HOT). Times are Unix seconds.
+
+CREATE TABLE IF NOT EXISTS stickers (data jsonb NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS stickers_id ON stickers (((data->>0)::int));
+CREATE INDEX IF NOT EXISTS stickers_rating
+    ON stickers (((data->>3)::int), ((data->>0)::int));
+CREATE INDEX IF NOT EXISTS stickers_pack
+    ON stickers ((data->>1), ((data->>0)::int));
+
+CREATE TABLE IF NOT EXISTS packs (data jsonb NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS packs_name ON packs ((data->>0));
+
+CREATE TABLE IF NOT EXISTS ballots (data jsonb NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS ballots_token ON ballots ((data->>0));
+CREATE INDEX IF NOT EXISTS ballots_deadline ON ballots (((data->>4)::float8));
+
+CREATE TABLE IF NOT EXISTS sessions (data jsonb NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_uuid ON sessions ((data->>0));
+CREATE INDEX IF NOT EXISTS sessions_last_seen
+    ON sessions (((data->>1)::float8));
+
+CREATE TABLE IF NOT EXISTS server (data jsonb NOT NULL);
+INSERT INTO server SELECT '[1, 0, 0, 0]' WHERE NOT EXISTS (SELECT FROM server);
+
+-- The text of schema.sql last applied (see asyncpg_data.apply_schema).
+CREATE TABLE IF NOT EXISTS schema_digest (digest text NOT NULL);
+
+-- A sticker as the pages see it, with its pack's title.
+CREATE OR REPLACE VIEW sticker_cards AS
+    SELECT (s.data->>0)::int AS id, s.data->>1 AS pack, s.data->>2 AS image,
+           (s.data->>3)::int AS rating, (s.data->>4)::int AS votes_plus,
+           (s.data->>5)::int AS votes_minus,
+           coalesce(p.data->>1, s.data->>1) AS pack_title
+    FROM stickers s LEFT JOIN packs p ON p.data->>0 = s.data->>1;
+
+-- Upsert the session and count a view (and a user, for a new session).
+CREATE OR REPLACE FUNCTION touch(p_uuid text, p_ip text, p_agent text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    t float8 := date_part('epoch', now());
+BEGIN
+    LOOP
+        INSERT INTO sessions
+            VALUES (jsonb_build_array(p_uuid, t, 1, p_ip, p_agent))
+            ON CONFLICT ((data->>0)) DO NOTHING;
+        IF FOUND THEN
+            UPDATE server SET data = jsonb_build_array(data->0,
+                (data->>1)::bigint + 1, (data->>2)::bigint + 1, data->3);
+            RETURN;
+        END IF;
+        UPDATE sessions SET data = jsonb_build_array(data->0, t,
+                (data->>2)::bigint + 1, p_ip, p_agent)
+            WHERE data->>0 = p_uuid;
+        -- Not found: swept between the two statements, so insert again.
+        EXIT WHEN FOUND;
+    END LOOP;
+    UPDATE server SET data = jsonb_build_array(data->0, data->1,
+        (data->>2)::bigint + 1, data->3);
+END $$;
+
+-- The server row is updated last everywhere: its lock, which every page
+-- view needs, is then held only until the commit.
+CREATE OR REPLACE FUNCTION sticker_pair(p_uuid text, p_ip text, p_agent text,
+    p_token_a text, p_token_b text, p_ttl float8)
+RETURNS SETOF sticker_cards LANGUAGE plpgsql AS $$
+DECLARE
+    n int;
+    a int;
+    b int;
+    deadline float8 := date_part('epoch', now()) + p_ttl;
+BEGIN
+    -- Ids run 1..n without gaps, so the largest one is the count.
+    SELECT (data->>0)::int INTO n FROM stickers
+        ORDER BY (data->>0)::int DESC LIMIT 1;
+    IF n IS NULL OR n < 2 THEN
+        RAISE EXCEPTION 'fewer than two stickers loaded';
+    END IF;
+    a := 1 + floor(random() * n)::int;
+    b := 1 + floor(random() * (n - 1))::int;
+    IF b >= a THEN b := b + 1; END IF;
+    INSERT INTO ballots VALUES
+        (jsonb_build_array(p_token_a, p_uuid, a, p_token_b, deadline)),
+        (jsonb_build_array(p_token_b, p_uuid, b, p_token_a, deadline));
+    RETURN QUERY SELECT * FROM sticker_cards WHERE id = a;
+    RETURN QUERY SELECT * FROM sticker_cards WHERE id = b;
+    PERFORM touch(p_uuid, p_ip, p_agent);
+END $$;
+
+CREATE OR REPLACE FUNCTION cast_vote(p_uuid text, p_win text, p_lose text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    ballot jsonb;
+    win jsonb;
+    lose jsonb;
+BEGIN
+    -- Lock both ballots in token order, so concurrent calls neither deadlock
+    -- nor both succeed: the later one finds the rows gone.
+    FOR ballot IN SELECT data FROM ballots WHERE data->>0 IN (p_win, p_lose)
+                  ORDER BY data->>0 FOR UPDATE LOOP
+        IF ballot->>0 = p_win THEN win := ballot; ELSE lose := ballot; END IF;
+    END LOOP;
+    IF win IS NULL OR lose IS NULL OR p_win = p_lose THEN
+        RETURN 'unknown';
+    END IF;
+    IF win->>3 <> p_lose OR lose->>3 <> p_win THEN RETURN 'not_pair'; END IF;
+    IF win->>1 <> p_uuid THEN RETURN 'foreign'; END IF;
+    IF (win->>4)::float8 < date_part('epoch', now()) THEN
+        RETURN 'expired';
+    END IF;
+    DELETE FROM ballots WHERE data->>0 IN (p_win, p_lose);
+    -- Stickers too are locked in one order (by id) before the update.
+    PERFORM FROM stickers
+        WHERE (data->>0)::int IN ((win->>2)::int, (lose->>2)::int)
+        ORDER BY (data->>0)::int FOR UPDATE;
+    UPDATE stickers SET data = CASE WHEN (data->>0)::int = (win->>2)::int
+        THEN jsonb_build_array(data->0, data->1, data->2,
+            (data->>3)::int + 1, (data->>4)::int + 1, data->5)
+        ELSE jsonb_build_array(data->0, data->1, data->2,
+            (data->>3)::int - 1, data->4, (data->>5)::int + 1) END
+        WHERE (data->>0)::int IN ((win->>2)::int, (lose->>2)::int);
+    UPDATE server SET data = jsonb_build_array(data->0, data->1, data->2,
+        (data->>3)::bigint + 1);
+    RETURN 'ok';
+END $$;
+
+-- top_stickers (best true) and bottom_stickers (best false). With LIMIT a
+-- parameter, PostgreSQL would plan every call anew (about 0.1 ms); the
+-- generic plan, kept, is the walk down the rating index.
+CREATE OR REPLACE FUNCTION ranked_stickers(p_uuid text, p_ip text,
+    p_agent text, p_count int, p_best boolean)
+RETURNS SETOF sticker_cards LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    IF p_best THEN
+        RETURN QUERY SELECT * FROM sticker_cards
+            ORDER BY rating DESC, id DESC LIMIT p_count;
+    ELSE
+        RETURN QUERY SELECT * FROM sticker_cards
+            ORDER BY rating, id LIMIT p_count;
+    END IF;
+    PERFORM touch(p_uuid, p_ip, p_agent);
+END $$;
+
+CREATE OR REPLACE FUNCTION site_stats() RETURNS bigint[]
+LANGUAGE sql STABLE AS $$
+    SELECT ARRAY[(SELECT count(*) FROM packs), (SELECT count(*) FROM stickers),
+                 (data->>1)::bigint, (data->>2)::bigint, (data->>3)::bigint,
+                 (SELECT count(*) FROM sessions),
+                 (SELECT count(*) FROM ballots)]
+    FROM server
+$$;
+
+CREATE OR REPLACE FUNCTION list_packs()
+RETURNS TABLE (name text, title text, stickers bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT p.data->>0, p.data->>1,
+           (SELECT count(*) FROM stickers s WHERE s.data->>1 = p.data->>0)
+    FROM packs p ORDER BY (p.data->>0) COLLATE "C"
+$$;
+
+CREATE OR REPLACE FUNCTION pack_stickers(p_name text)
+RETURNS TABLE (name text, title text, stickers sticker_cards[])
+LANGUAGE sql STABLE AS $$
+    SELECT p.data->>0, p.data->>1,
+           ARRAY(SELECT c FROM sticker_cards c WHERE c.pack = p.data->>0
+                 ORDER BY c.id)
+    FROM packs p WHERE p.data->>0 = p_name
+$$;
+
+CREATE OR REPLACE FUNCTION get_sticker(p_pack text, p_id int)
+RETURNS SETOF sticker_cards LANGUAGE sql STABLE AS $$
+    SELECT * FROM sticker_cards WHERE id = p_id AND pack = p_pack
+$$;
+
+-- One batch of expire(): ballots past their deadline and sessions idle for
+-- p_session_ttl, then the oldest beyond the caps, at most p_batch of each.
+-- Rows locked by a vote or a visit in progress wait for the next sweep.
+CREATE OR REPLACE FUNCTION expire(p_session_ttl float8, p_max_sessions bigint,
+    p_max_ballots bigint, p_batch int)
+RETURNS int[] LANGUAGE plpgsql AS $$
+DECLARE
+    t float8 := date_part('epoch', now());
+    ballots_gone int;
+    sessions_gone int;
+    more int;
+BEGIN
+    DELETE FROM ballots WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM ballots WHERE (data->>4)::float8 < t
+        ORDER BY (data->>4)::float8 LIMIT p_batch FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS ballots_gone = ROW_COUNT;
+    DELETE FROM ballots WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM ballots ORDER BY (data->>4)::float8
+        LIMIT least(p_batch - ballots_gone,
+                    greatest((SELECT count(*) FROM ballots) - p_max_ballots, 0))
+        FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS more = ROW_COUNT;
+    ballots_gone := ballots_gone + more;
+
+    DELETE FROM sessions WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM sessions WHERE (data->>1)::float8 < t - p_session_ttl
+        ORDER BY (data->>1)::float8 LIMIT p_batch FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS sessions_gone = ROW_COUNT;
+    DELETE FROM sessions WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM sessions ORDER BY (data->>1)::float8
+        LIMIT least(p_batch - sessions_gone,
+                    greatest((SELECT count(*) FROM sessions) - p_max_sessions, 0))
+        FOR UPDATE SKIP LOCKED));
+    GET DIAGNOSTICS more = ROW_COUNT;
+    RETURN ARRAY[ballots_gone, sessions_gone + more];
+END $$;
+
+-- Insert the packs and stickers (JSON arrays of rows) not there yet.
+CREATE OR REPLACE FUNCTION load_stickers(p_packs jsonb, p_stickers jsonb)
+RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    inserted int;
+BEGIN
+    INSERT INTO packs SELECT value FROM jsonb_array_elements(p_packs)
+        ON CONFLICT ((data->>0)) DO NOTHING;
+    INSERT INTO stickers SELECT value FROM jsonb_array_elements(p_stickers)
+        ON CONFLICT (((data->>0)::int)) DO NOTHING;
+    GET DIAGNOSTICS inserted = ROW_COUNT;
+    RETURN inserted;
+END $$;

@@ -1,0 +1,169 @@
+"""The PostgreSQL side: the local cluster, the schema at start, outages."""
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+import time
+
+import pytest
+
+import dataset
+from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
+                      remove_postgres)
+from data_interface import DataUnavailable, Visit
+from data_interface.postgres.asyncpg_data import PostgresData, apply_schema
+from data_interface.postgres.managed import ManagedPostgres
+from test_server import burst
+
+
+@pytest.fixture(scope='module')
+def cluster():
+    """(a fresh cluster of its own, the port it was told to use but found
+    taken by something that is not PostgreSQL)."""
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                                 port=port)
+        try:
+            server.start()
+        except BaseException:
+            remove_postgres(server)
+            raise
+    yield server, port
+    remove_postgres(server)
+
+
+def test_taken_port_is_replaced_and_remembered(cluster):
+    server, taken = cluster
+    assert server.port != taken
+    again = ManagedPostgres(server.directory, port=taken)
+    assert again.port == server.port
+    assert again.running()
+
+
+async def test_first_starts_at_once_apply_the_schema_once(cluster):
+    server, _ = cluster
+    datas = [PostgresData(server.dsn, min_size=1) for _ in range(4)]
+    await asyncio.gather(*[d.start() for d in datas])
+    try:
+        stats = await datas[0].stats()
+        assert (stats.packs, stats.stickers, stats.views) == (0, 0, 0)
+        async with datas[0]._pool.acquire() as conn:
+            assert await apply_schema(conn) is False
+            assert not await conn.fetchval(
+                'SELECT rolsuper OR rolcreaterole OR rolcreatedb FROM pg_roles'
+                ' WHERE rolname = current_user')
+        await load_small(PostgresData(server.dsn))
+        assert (await datas[1].stats()).stickers > 0
+    finally:
+        for d in datas:
+            await d.close()
+
+
+async def test_start_without_database_is_unavailable():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    data = PostgresData('postgresql://sticker_app:x@127.0.0.1:%d/stickers'
+                        % port, timeout=1)
+    with pytest.raises(DataUnavailable):
+        await data.start()
+
+
+async def wait_for(url, status, timeout=10):
+    deadline = time.monotonic() + timeout
+    while await burst(url, 1) != [status]:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize('engine, mode', [
+    ('aiohttp-postgres-pool-uvloop', 'fast'),
+    ('sanic-postgres-pool', 'immediate'),
+])
+async def test_pool_recovers_after_postgres_restarts(cluster, tmp_path,
+                                                     engine, mode):
+    """Stop PostgreSQL under a running engine: 503 at once while it is
+    gone, pages again once it is back."""
+    server, _ = cluster
+    await load_small(PostgresData(server.dsn))
+    site = ServerProcess(engine, ['--postgres', server.dsn],
+                         str(tmp_path / 'server.log'))
+    try:
+        assert await burst(site.url + '/good', 8) == [200] * 8
+        server.stop(mode)
+        started = time.monotonic()
+        assert await burst(site.url + '/good', 3) == [503] * 3
+        assert await burst(site.url + '/', 3) == [503] * 3
+        assert time.monotonic() - started < 5
+        assert await burst(site.url + '/ugly', 1) == [200]
+        server.start()
+        await wait_for(site.url + '/good', 200, timeout=5)
+        assert await burst(site.url + '/', 20) == [200] * 20
+    finally:
+        assert site.stop() == 0, site.output()
+        if not server.running():
+            server.start()
+
+
+async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
+    """databases.Databases with no DSN: a cluster under var/postgres (here a
+    temporary var/, with a free port remembered as if chosen before),
+    loaded once, stopped on stop(), found again with its data."""
+    import databases
+    import engines
+    var = tempfile.mkdtemp(prefix='stickers-test-var-')
+    os.chmod(var, 0o755)   # as a checkout's var/ is
+    os.makedirs(os.path.join(var, 'postgres'))
+    with open(os.path.join(var, 'postgres', 'port'), 'w') as f:
+        f.write(str(free_port()))
+    monkeypatch.setattr(databases, 'VAR', var)
+    monkeypatch.setattr(databases, 'DEFAULT_POSTGRES',
+                        'postgresql://sticker_app:sticker_app@127.0.0.1:%d/'
+                        'stickers' % free_port())
+    engine = engines.BY_NAME['aiohttp-postgres-pool']
+    server = ManagedPostgres(os.path.join(var, 'postgres'))
+    try:
+        for loaded in (True, False):
+            dbs = databases.Databases(packs=TEST_PACKS)
+            data = await dbs.open(engine)
+            assert [type(m) for m in dbs.managed] == [ManagedPostgres]
+            assert dbs.postgres_dsn == server.dsn
+            await data.start()
+            try:
+                stats = await data.stats()
+                assert stats.stickers == len(
+                    dataset.generate(packs=TEST_PACKS).stickers)
+                assert (stats.views == 0) == loaded
+                await data.top_stickers(Visit('s', 'ip', 'ua'), 1)
+            finally:
+                await data.close()
+            dbs.stop()
+            assert not server.running()
+    finally:
+        remove_postgres(server)
+        shutil.rmtree(var, ignore_errors=True)
+
+
+@pytest.mark.parametrize('order', ['rating DESC, id DESC', 'rating, id'])
+async def test_ranked_stickers_walk_the_rating_index(postgres, order):
+    """The plan ranked_stickers keeps (generic: LIMIT is a parameter)."""
+    data = PostgresData(postgres.dsn, min_size=1)
+    await data.start()
+    try:
+        async with data._pool.acquire() as conn:
+            async with conn.transaction():
+                await conn.execute(
+                    'SET LOCAL plan_cache_mode = force_generic_plan;'
+                    'PREPARE ranked(int) AS SELECT * FROM sticker_cards '
+                    'ORDER BY %s LIMIT $1' % order)
+                plan = await conn.fetch('EXPLAIN EXECUTE ranked(9)')
+                await conn.execute('DEALLOCATE ranked')
+    finally:
+        await data.close()
+    plan = '\n'.join(row[0] for row in plan)
+    assert 'Index Scan' in plan and 'stickers_rating' in plan, plan
+    assert 'Sort' not in plan, plan
