@@ -54,9 +54,11 @@ def load_small_dataset(data):
 
 @pytest.fixture(scope='session')
 def tarantool(tmp_path_factory):
-    """A Tarantool instance with the small data set loaded."""
+    """A Tarantool instance with the small data set loaded; its expiry fiber
+    stays idle so that tests see their short-lived ballots expire, not go."""
     from data_interface.tarantool.asynctnt_data import TarantoolData
-    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')))
+    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')),
+                             TNT_SWEEP_EVERY='3600')
     load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
     yield server
     server.stop()

@@ -12,6 +12,8 @@ class TarantoolData(DataInterface):
     """mode 'one': one connection shared by all requests, reconnecting by
     itself; mode 'multi': a connection opened and closed per operation."""
 
+    sweeps_itself = True    # app.lua's expiry fiber
+
     def __init__(self, address, mode='one'):
         if mode not in ('one', 'multi'):
             raise ValueError('mode must be one or multi, not %r' % mode)
