@@ -2,6 +2,8 @@
 Tarantool (and PostgreSQL) in a temporary directory, loads a small generated
 data set, and starts server.py processes on free ports."""
 import asyncio
+import functools
+import importlib.util
 import os
 import signal
 import socket
@@ -138,11 +140,14 @@ class Backend:
         self.new, self.admin = new, admin
 
 
-def _tarantool_backend(request, mode):
-    from data_interface.tarantool.asynctnt_data import TarantoolData
+def _tarantool_backend(request, mode, driver='asynctnt'):
+    if driver == 'aiotarantool':
+        from data_interface.tarantool.aiotarantool_data import (
+            AiotarantoolData as Data)
+    else:
+        from data_interface.tarantool.asynctnt_data import TarantoolData as Data
     address = tarantool_address(request.getfixturevalue('tarantool'))
-    return Backend(lambda: TarantoolData(address, mode),
-                   lambda: TarantoolData(as_admin(address)))
+    return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)))
 
 
 # Contract-suite backends: name -> (pytest request -> Backend)
@@ -150,9 +155,18 @@ BACKENDS = {
     'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
     'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
 }
+# Drivers of the legacy environment (.venv37), tested there: see run.sh.
+LEGACY_BACKENDS = set()
+if importlib.util.find_spec('aiotarantool'):
+    for _mode in ('one', 'multi'):
+        BACKENDS['aiotarantool-' + _mode] = functools.partial(
+            _tarantool_backend, mode=_mode, driver='aiotarantool')
+        LEGACY_BACKENDS.add('aiotarantool-' + _mode)
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=[
+    pytest.param(name, marks=pytest.mark.legacy) if name in LEGACY_BACKENDS
+    else name for name in sorted(BACKENDS)])
 def backend(request):
     return BACKENDS[request.param](request)
 
