@@ -43,6 +43,15 @@ async def load_if_empty(data, admin_data, packs):
     return inserted
 
 
+def tarantool_driver(driver):
+    """The DataInterface class of a Tarantool driver of engines.DRIVERS."""
+    if driver == 'aiotarantool':
+        from data_interface.tarantool.aiotarantool_data import AiotarantoolData
+        return AiotarantoolData
+    from data_interface.tarantool.asynctnt_data import TarantoolData
+    return TarantoolData
+
+
 class Databases:
     """Starts what the engine needs; stop() undoes what start() started."""
 
@@ -65,13 +74,12 @@ class Databases:
 
     async def open(self, engine):
         """A started-later DataInterface for the engine, with data loaded."""
-        from data_interface.tarantool.asynctnt_data import TarantoolData
+        Data = tarantool_driver(engine.driver)
         address = self.tarantool()
-        data = TarantoolData(address, engine.mode)
+        data = Data(address, engine.mode)
         await data.start()
         try:
-            await load_if_empty(data, TarantoolData(as_admin(address)),
-                                self.packs)
+            await load_if_empty(data, Data(as_admin(address)), self.packs)
         finally:
             await data.close()
         return data

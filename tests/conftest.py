@@ -17,6 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import dataset  # noqa: E402
+import engines  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
 from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
 
@@ -66,10 +67,19 @@ def tarantool(tmp_path_factory):
     server.stop()
 
 
+def skip_unless_runnable(engine):
+    """Skip the test when server.py cannot run the engine, here or through
+    the legacy environment."""
+    status = engines.runs_here(engines.BY_NAME[engine])
+    if status.startswith('no: '):
+        pytest.skip('%s: %s' % (engine, status[len('no: '):]))
+
+
 class ServerProcess:
     """python server.py as a child process, ready when its port answers."""
 
     def __init__(self, engine, args, log_path):
+        skip_unless_runnable(engine)
         self.engine = engine
         self.port = free_port()
         self.url = 'http://127.0.0.1:%d' % self.port

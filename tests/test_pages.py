@@ -16,7 +16,13 @@ TARANTOOL_ENGINES = [
     '%s-tarantool-%s%s' % (f, m, l)
     for f in ('aiohttp', 'sanic') for m in ('one', 'multi')
     for l in ('', '-uvloop')]
-ENGINES = list(TARANTOOL_ENGINES)
+# Run by server.py in the legacy environment (.venv37), skipped without it.
+LEGACY_ENGINES = [
+    '%s-%s-%s%s' % (f, d, m, l)
+    for f, d in (('japronto', 'tarantool'), ('japronto', 'aiotarantool'),
+                 ('aiohttp', 'aiotarantool'), ('sanic', 'aiotarantool'))
+    for m in ('one', 'multi') for l in ('', '-uvloop')]
+ENGINES = list(TARANTOOL_ENGINES) + LEGACY_ENGINES
 
 
 def engine_args(request, engine):
@@ -248,4 +254,4 @@ async def test_hostile_headers_are_harmless(site):
 def test_engine_list_is_complete():
     assert os.path.exists(os.path.join(os.path.dirname(__file__), '..', 'server.py'))
     import engines
-    assert set(TARANTOOL_ENGINES) <= set(engines.BY_NAME)
+    assert set(TARANTOOL_ENGINES + LEGACY_ENGINES) <= set(engines.BY_NAME)
