@@ -3,18 +3,20 @@
 japronto parses every request it is handed and queues those whose handler
 is a coroutine in a fixed pipeline of 10 per connection (one more aborts the
 process). Worse, every queued task releases the connection once more when
-it finds the pipeline already emptied by an earlier one, and the response
-a task returns lives inside the request, which japronto frees while the
-task still holds it: a few pipelined requests to coroutine handlers corrupt
-memory and crash the process.
+it finds the pipeline already emptied by an earlier one: a few pipelined
+requests to coroutine handlers free the connection while in use. And the
+response a handler returns lives inside its request, which japronto frees
+while the task still holds the response: under uvloop, writes allocate in
+between, and the task's end then corrupts memory even without pipelining.
 
 So this protocol frames the requests itself and hands japronto a batch of
 whole requests only when japronto's pipeline is empty: the requests that it
 answers at once (`at_once`: request-line prefixes of synchronous handlers),
 then at most one that may wait. Two loop turns after that one's handler
 ends (japronto has written its answer and dropped its task by then), the
-next batch follows. Reading pauses meanwhile, so a deep pipeline waits in
-the socket buffer. Bodies need a Content-Length of at most `max_body`.
+next batch follows, and only then is the request let go (feed_later).
+Reading pauses meanwhile, so a deep pipeline waits in the socket buffer.
+Bodies need a Content-Length of at most `max_body`.
 """
 import asyncio
 import re
@@ -154,12 +156,17 @@ class Connection(asyncio.Protocol):
 
 
 def feed_later(request):
-    """Call as a coroutine handler ends: its connection takes the next batch
-    once japronto's done-callback has run and the task is gone, as nothing
-    may allocate while the task holds a response in freed memory."""
-    connection = request.transport.get_protocol()
+    """Call as a coroutine handler ends. Two loop turns later japronto has
+    written the answer and dropped the handler's task: then the connection
+    takes its next batch, and lets go of the request, which japronto would
+    otherwise free while the task still holds the response inside it."""
     loop = asyncio.get_event_loop()
-    loop.call_soon(loop.call_soon, connection.feed)
+    loop.call_soon(loop.call_soon, _feed, request.transport.get_protocol(),
+                   request)
+
+
+def _feed(connection, request):
+    connection.feed()
 
 
 async def drain(connections, timeout=10.0):
