@@ -2,6 +2,9 @@
 
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--tarantool HOST:PORT]
     python server.py --list
+
+Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
+any other interpreter the command runs itself again in .venv37.
 """
 import argparse
 import asyncio

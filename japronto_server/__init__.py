@@ -13,7 +13,7 @@ from japronto.router import RouteNotFoundException
 
 from pages import MAX_BODY, ROUTES, SESSION_COOKIE, Request
 from pages.static import static_page
-from .pipeline import Connection, drain, feed_later
+from .pipeline import Connection, Refused, drain, feed_later
 
 # Pages that never wait: their handlers are plain functions, which japronto
 # answers at once, so pipelined requests for them go through in batches.
@@ -71,6 +71,8 @@ def make_app(site):
         r = static_page(request.path) if request.method == 'GET' else None
         return _response(request, r or _now(site.not_found(_request(request))))
     app.add_error_handler(RouteNotFoundException, unrouted)
+    # japronto's own prints every unparsable request to stdout.
+    app.protocol_error_handler = lambda error: Refused(400).response()
     return app
 
 

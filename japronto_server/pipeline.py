@@ -22,8 +22,9 @@ import asyncio
 import re
 
 HEAD_END = re.compile(br'\r?\n\r?\n')
-FRAMING = re.compile(br'\n(content-length|transfer-encoding)[ \t]*:[ \t]*([^\r\n]*)',
-                     re.IGNORECASE)
+FIELDS = re.compile(br'\n(content-length|transfer-encoding|connection)[ \t]*:'
+                    br'[ \t]*([^\r\n]*)', re.IGNORECASE)
+HTTP11 = re.compile(br'[^\r\n]* HTTP/1\.1\r?\n')
 MAX_HEAD = 64 * 1024
 REASONS = {400: 'Bad Request', 411: 'Length Required',
            413: 'Payload Too Large', 431: 'Request Header Fields Too Large'}
@@ -89,9 +90,9 @@ class Connection(asyncio.Protocol):
     def feed(self):
         """Hand japronto the next batches while its pipeline is empty."""
         transport = self.transport
-        if transport is None or transport.is_closing():
-            return
         while self.inner.pipeline_empty and self.writing:
+            if transport.is_closing():
+                return
             try:
                 end = self._batch_end()
             except Refused as e:
@@ -105,9 +106,10 @@ class Connection(asyncio.Protocol):
             self.inner.data_received(batch)
         if transport.is_closing():
             return
-        if self.last_batch and self.inner.pipeline_empty and self.writing:
+        idle = self.inner.pipeline_empty and self.writing
+        if self.last_batch and idle:
             transport.close()
-        elif self.reading != (self.inner.pipeline_empty or not self.buffer):
+        elif self.reading != (idle or not self.buffer):
             self.reading = not self.reading
             (transport.resume_reading if self.reading else transport.pause_reading)()
 
@@ -116,20 +118,22 @@ class Connection(asyncio.Protocol):
         end = 0
         while True:
             try:
-                request_end = self._request_end(end)
+                found = self._request_end(end)
             except Refused:
                 if end:
                     return end      # answer what came before it first
                 raise
-            if request_end is None:
+            if found is None:
                 return end
-            may_wait = not self.buffer.startswith(self.at_once, end)
-            end = request_end
-            if may_wait:
+            at_once = self.buffer.startswith(self.at_once, end)
+            end, alone = found
+            if alone or not at_once:
                 return end
 
     def _request_end(self, start):
-        """End of the request starting at `start`, or None if incomplete."""
+        """(end, alone) of the request starting at `start`, or None if it is
+        incomplete; alone: it ends a batch, since japronto may close after
+        it (and then drops the answers it holds back in a batch)."""
         buffer = self.buffer
         head = HEAD_END.search(buffer, start)
         if head is None:
@@ -138,21 +142,24 @@ class Connection(asyncio.Protocol):
             return None
         if head.end() - start > MAX_HEAD:
             raise Refused(431)
-        framing = FRAMING.findall(buffer, start, head.end())
-        if not framing:
-            return head.end()
-        if len(framing) > 1:
-            raise Refused(400)
-        name, value = framing[0]
-        if name.lower() == b'transfer-encoding':
+        fields = {}
+        for name, value in FIELDS.findall(buffer, start, head.end()):
+            name = name.lower()
+            if name in fields:
+                raise Refused(400)      # sent twice
+            fields[name] = value.strip()
+        if b'transfer-encoding' in fields:
             raise Refused(411)
-        value = value.strip()
-        if not value.isdigit():
+        length = fields.get(b'content-length', b'0')
+        if not length.isdigit():
             raise Refused(400)
-        if int(value) > self.max_body:
+        if int(length) > self.max_body:
             raise Refused(413)
-        end = head.end() + int(value)
-        return end if end <= len(buffer) else None
+        end = head.end() + int(length)
+        if end > len(buffer):
+            return None
+        alone = b'connection' in fields or not HTTP11.match(buffer, start)
+        return end, alone
 
 
 def feed_later(request):

@@ -81,6 +81,21 @@ async def test_pipelined_bodies_are_framed(server):
     await alive(server)
 
 
+@pytest.mark.parametrize('last', [
+    b'GET /about HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n',
+    b'GET /about HTTP/1.0\r\n\r\n'])
+async def test_closing_request_ends_the_pipeline(server, last):
+    # aiohttp refuses the whole pipeline if anything follows the last one.
+    after = get(b'/ugly') if server.engine in JAPRONTO else b''
+    reader, writer = await asyncio.open_connection('127.0.0.1', server.port)
+    writer.write(get(b'/ugly') + get(b'/good') + last + after)
+    answer = await asyncio.wait_for(reader.read(), 10)   # until it closes
+    writer.close()
+    assert re.findall(br'HTTP/1\.[01] (\d{3}) ', answer) == [b'200'] * 3
+    assert answer.rstrip().endswith(b'</html>') and MARKS[b'/about'] in answer
+    await alive(server)
+
+
 @pytest.mark.parametrize('request_bytes, status', [
     (b'POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n'
      b'5\r\nwin=x\r\n0\r\n\r\n', 411),
