@@ -76,7 +76,8 @@ def legacy_python(engine):
     if (os.path.realpath(sys.prefix) == os.path.realpath(LEGACY)
             or not os.access(python, os.X_OK) or unavailable(engine) is None):
         return None
-    for site in glob.glob(os.path.join(LEGACY, 'lib', 'python3.*', 'site-packages')):
+    sites = os.path.join(LEGACY, 'lib', 'python3.*', 'site-packages')
+    for site in glob.glob(sites):
         if all(any(glob.glob(os.path.join(site, module + suffix))
                    for suffix in ('', '.py', '.*.so'))
                for module in _modules(engine)):
