@@ -16,7 +16,8 @@ then at most one that may wait. Two loop turns after that one's handler
 ends (japronto has written its answer and dropped its task by then), the
 next batch follows, and only then is the request let go (feed_later).
 Reading pauses meanwhile, so a deep pipeline waits in the socket buffer.
-Bodies need a Content-Length of at most `max_body`.
+Bodies need a Content-Length of at most `max_body`. A lone request without
+a body, the usual case, goes straight through.
 """
 import asyncio
 import re
@@ -25,6 +26,7 @@ HEAD_END = re.compile(br'\r?\n\r?\n')
 FIELDS = re.compile(br'\n(content-length|transfer-encoding|connection)[ \t]*:'
                     br'[ \t]*([^\r\n]*)', re.IGNORECASE)
 HTTP11 = re.compile(br'[^\r\n]* HTTP/1\.1\r?\n')
+BODY = re.compile(br'\n(content-length|transfer-encoding)[ \t]*:', re.IGNORECASE)
 MAX_HEAD = 64 * 1024
 REASONS = {400: 'Bad Request', 411: 'Length Required',
            413: 'Payload Too Large', 431: 'Request Header Fields Too Large'}
@@ -65,9 +67,16 @@ class Connection(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
     def data_received(self, data):
-        if not self.refused:
-            self.buffer += data
-            self.feed()
+        if self.refused or self.last_batch:
+            return
+        if (not self.buffer and self.inner.pipeline_empty and self.writing
+                and len(data) <= MAX_HEAD and data.endswith(b'\r\n\r\n')
+                and data.find(b'\n\r\n') == len(data) - 3
+                and not BODY.search(data)):
+            self.inner.data_received(data)  # one request, no body: as it is
+            return
+        self.buffer += data
+        self.feed()
 
     def eof_received(self):
         self.last_batch = True
