@@ -59,6 +59,15 @@ async def load_if_empty(data, admin_data, packs, dump=None):
     return inserted
 
 
+def tarantool_driver(driver):
+    """The DataInterface class of a Tarantool driver of engines.DRIVERS."""
+    if driver == 'aiotarantool':
+        from data_interface.tarantool.aiotarantool_data import AiotarantoolData
+        return AiotarantoolData
+    from data_interface.tarantool.asynctnt_data import TarantoolData
+    return TarantoolData
+
+
 class Databases:
     """Starts what the engine needs; stop() undoes what start() started."""
 
@@ -106,10 +115,9 @@ class Databases:
             # The app's role owns the tables, so it loads them too.
             data, admin = PostgresData(dsn), PostgresData(dsn, min_size=1)
         else:
-            from data_interface.tarantool.asynctnt_data import TarantoolData
+            Data = tarantool_driver(engine.driver)
             address = self.tarantool()
-            data = TarantoolData(address, engine.mode)
-            admin = TarantoolData(as_admin(address))
+            data, admin = Data(address, engine.mode), Data(as_admin(address))
         await data.start()
         try:
             await load_if_empty(data, admin, self.packs, self.dump)

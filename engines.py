@@ -4,25 +4,35 @@ An engine is framework x database driver and connection mode x event loop,
 named FRAMEWORK-DRIVER-MODE[-uvloop], e.g. sanic-tarantool-one-uvloop.
 """
 import difflib
+import glob
 import importlib.util
+import os
 import sys
 from collections import namedtuple
 
 Engine = namedtuple('Engine', 'name framework driver mode loop')
 
-FRAMEWORKS = ('aiohttp', 'sanic')
+FRAMEWORKS = ('aiohttp', 'sanic', 'japronto')
 # driver name -> (database, connection modes)
 DRIVERS = (
     ('tarantool', 'tarantool', ('one', 'multi')),
+    ('aiotarantool', 'tarantool', ('one', 'multi')),
     ('postgres', 'postgres', ('pool',)),
 )
 LOOPS = ('asyncio', 'uvloop')
 
 # What each dimension needs importable in this interpreter.
 MODULES = {
-    'aiohttp': 'aiohttp', 'sanic': 'sanic', 'uvloop': 'uvloop',
-    'tarantool': 'asynctnt', 'postgres': 'asyncpg',
+    'aiohttp': 'aiohttp', 'sanic': 'sanic', 'japronto': 'japronto',
+    'uvloop': 'uvloop', 'tarantool': 'asynctnt', 'aiotarantool': 'aiotarantool',
+    'postgres': 'asyncpg',
 }
+# Modules that only install on CPython 3.7: they live in the legacy
+# environment, which server.py switches to by itself.
+LEGACY_MODULES = ('japronto', 'aiotarantool')
+LEGACY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '.venv37')
+LEGACY_HOWTO = ('needs CPython 3.7: install it (pyenv install 3.7.16) '
+                'and run ./run.sh setup')
 
 
 def _build():
@@ -45,14 +55,46 @@ def database(engine):
     return {d: db for d, db, _ in DRIVERS}[engine.driver]
 
 
+def _modules(engine):
+    parts = (engine.framework, engine.driver, engine.loop)
+    return [MODULES[part] for part in parts if part in MODULES]
+
+
 def unavailable(engine):
     """Why the engine cannot run in this interpreter, or None if it can."""
-    for part in (engine.framework, engine.driver, engine.loop):
-        module = MODULES.get(part)
-        if module and importlib.util.find_spec(module) is None:
+    for module in _modules(engine):
+        if importlib.util.find_spec(module) is None:
+            if module in LEGACY_MODULES and sys.version_info[:2] != (3, 7):
+                return '%s %s' % (module, LEGACY_HOWTO)
             return '%s is not installed for Python %d.%d' % (
                 module, sys.version_info[0], sys.version_info[1])
     return None
+
+
+def legacy_python(engine):
+    """The legacy environment's interpreter if the engine cannot run in this
+    one but can in that one (judged by its installed packages), else None."""
+    python = os.path.join(LEGACY, 'bin', 'python')
+    if (os.path.realpath(sys.prefix) == os.path.realpath(LEGACY)
+            or not os.access(python, os.X_OK) or unavailable(engine) is None):
+        return None
+    sites = os.path.join(LEGACY, 'lib', 'python3.*', 'site-packages')
+    for site in glob.glob(sites):
+        if all(any(glob.glob(os.path.join(site, module + suffix))
+                   for suffix in ('', '.py', '.*.so'))
+               for module in _modules(engine)):
+            return python
+    return None
+
+
+def runs_here(engine):
+    """'yes', 'via .venv37 (Python 3.7)' or 'no: ' and why."""
+    why = unavailable(engine)
+    if why is None:
+        return 'yes'
+    if legacy_python(engine):
+        return 'via .venv37 (Python 3.7)'
+    return 'no: ' + why
 
 
 def closest(name):
@@ -65,9 +107,7 @@ def listing():
     """Human-readable table of all engines and whether they can run here."""
     rows = [('ENGINE', 'FRAMEWORK', 'LOOP', 'DRIVER', 'CONNECTIONS', 'RUNS HERE')]
     for e in ENGINES:
-        why = unavailable(e)
-        rows.append((e.name, e.framework, e.loop, e.driver, e.mode,
-                     'yes' if why is None else 'no: ' + why))
+        rows.append((e.name, e.framework, e.loop, e.driver, e.mode, runs_here(e)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return '\n'.join('  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1]
                      for r in rows)

@@ -11,6 +11,7 @@ cd "$(dirname "$0")"
 SERVE_PACKAGES="tarantool postgresql python3-venv"
 TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core"
 VENV=.venv
+LEGACY_VENV=.venv37
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -42,6 +43,17 @@ main_python() {
     exit 1
 }
 
+# A CPython 3.7 for the legacy stack (japronto, aiotarantool), or nothing.
+legacy_python() {
+    local c
+    for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.7*/bin/python3.7 \
+             "$(command -v python3.7 || true)"; do
+        [ -x "$c" ] && "$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 7))' \
+            2>/dev/null && { echo "$c"; return; }
+    done
+    return 0
+}
+
 # make_venv DIR PYTHON REQUIREMENTS: (re)install only when the pins changed.
 make_venv() {
     local dir=$1 python=$2 requirements=$3 stamp
@@ -57,6 +69,27 @@ make_venv() {
 setup() {
     install_packages $1
     make_venv "$VENV" "$(main_python)" requirements.txt
+    local legacy
+    legacy=$(legacy_python)
+    if [ -n "$legacy" ]; then
+        install_packages gcc    # japronto and msgpack build from source
+        make_venv "$LEGACY_VENV" "$legacy" requirements-legacy.txt
+    else
+        say "no CPython 3.7 found: skipping $LEGACY_VENV (japronto, aiotarantool); pyenv install 3.7.16, then ./run.sh setup"
+    fi
+}
+
+# The main suite, then the tests that run inside the legacy interpreter.
+run_tests() {
+    local status=0
+    "$VENV/bin/python" -m pytest "$@" || status=$?
+    if [ -x "$LEGACY_VENV/bin/python" ]; then
+        say "legacy tests in $LEGACY_VENV ($("$LEGACY_VENV/bin/python" -V 2>&1))"
+        "$LEGACY_VENV/bin/python" -m pytest -q -m legacy || status=$?
+    else
+        say "legacy tests skipped: no $LEGACY_VENV (needs CPython 3.7)"
+    fi
+    return $status
 }
 
 command=${1:-help}
@@ -70,7 +103,7 @@ case "$command" in
         exec "$VENV/bin/python" server.py "$@" ;;
     test)
         setup "$TEST_PACKAGES"
-        exec "$VENV/bin/python" -m pytest "$@" ;;
+        run_tests "$@" ;;
     bench)
         setup "$TEST_PACKAGES"
         exec "$VENV/bin/python" bench.py "$@" ;;

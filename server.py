@@ -3,11 +3,15 @@
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--tarantool HOST:PORT]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
     python server.py --list
+
+Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
+any other interpreter the command runs itself again in .venv37.
 """
 import argparse
 import asyncio
 import importlib
 import logging
+import os
 import signal
 import sys
 
@@ -68,7 +72,9 @@ def parse_args(argv):
     return args
 
 
-def find_engine(name):
+def find_engine(name, argv):
+    """The engine; re-executes this command in the legacy environment when
+    the engine runs only there."""
     engine = engines.BY_NAME.get(name)
     if engine is None:
         print('unknown engine %r; did you mean %r?\n\n%s'
@@ -77,6 +83,11 @@ def find_engine(name):
         sys.exit(2)
     why = engines.unavailable(engine)
     if why:
+        python = engines.legacy_python(engine)
+        if python:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.execv(python, [python, os.path.abspath(__file__)] + list(argv))
         print('engine %s cannot run here: %s' % (name, why), file=sys.stderr)
         sys.exit(1)
     return engine
@@ -95,7 +106,8 @@ async def serve(engine, args):
         loop = asyncio.get_event_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stopped.set)
-        log.info('serving %s on http://%s:%d/', engine.name, args.host, args.port)
+        log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
+                 args.host, args.port, sys.version.split()[0])
         try:
             await adapter.serve(site, args.host, args.port, stopped)
         finally:
@@ -113,11 +125,12 @@ def new_loop(engine):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
     if args.list:
         print(engines.listing())
         return 0
-    engine = find_engine(args.engine)
+    engine = find_engine(args.engine, argv)
     logging.basicConfig(level=args.level,
                         format='%(asctime)s %(levelname)s %(name)s: %(message)s')
     # Its per-connection messages would flood the log of 'multi' engines.

@@ -1,6 +1,7 @@
 """aiohttp adapter: translates requests and responses for pages.Site."""
 import os
 
+import aiohttp
 from aiohttp import web
 
 from pages import FAVICON, MAX_BODY, ROUTES, SESSION_COOKIE, STATIC, Request
@@ -31,12 +32,19 @@ def make_app(site):
     return app
 
 
+# aiohttp 3.9+ takes the shutdown timeout on the runner; 3.8 (the last
+# release for Python 3.7) on the site.
+_ON_RUNNER = tuple(int(x) for x in aiohttp.__version__.split('.')[:2]) >= (3, 9)
+_TIMEOUT = {'shutdown_timeout': 10.0}
+
+
 async def serve(site, host, port, stopped):
     """Serve until the `stopped` event is set, then finish pending requests."""
-    runner = web.AppRunner(make_app(site), access_log=None,
-                           handle_signals=False, shutdown_timeout=10.0)
+    runner = web.AppRunner(make_app(site), access_log=None, handle_signals=False,
+                           **(_TIMEOUT if _ON_RUNNER else {}))
     await runner.setup()
-    await web.TCPSite(runner, host, port, backlog=1024).start()
+    await web.TCPSite(runner, host, port, backlog=1024,
+                      **({} if _ON_RUNNER else _TIMEOUT)).start()
     try:
         await stopped.wait()
     finally:

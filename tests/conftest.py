@@ -2,6 +2,8 @@
 Tarantool (and PostgreSQL) in a temporary directory, loads a small generated
 data set, and starts server.py processes on free ports."""
 import asyncio
+import functools
+import importlib.util
 import os
 import shutil
 import signal
@@ -18,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import dataset  # noqa: E402
+import engines  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
 from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
 from data_interface.postgres.managed import ManagedPostgres  # noqa: E402
@@ -60,7 +63,8 @@ def load_small_dataset(data):
 
 @pytest.fixture(scope='session')
 def tarantool(tmp_path_factory):
-    """A Tarantool instance with the small data set loaded."""
+    """A Tarantool instance with the small data set loaded; its expiry fiber
+    stays idle so that tests see their short-lived ballots expire, not go."""
     from data_interface.tarantool.asynctnt_data import TarantoolData
     # Its expiry fiber would race the contract's expiry tests: sweep hourly.
     server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')),
@@ -106,10 +110,19 @@ def postgres():
         remove_postgres(server)
 
 
+def skip_unless_runnable(engine):
+    """Skip the test when server.py cannot run the engine, here or through
+    the legacy environment."""
+    status = engines.runs_here(engines.BY_NAME[engine])
+    if status.startswith('no: '):
+        pytest.skip('%s: %s' % (engine, status[len('no: '):]))
+
+
 class ServerProcess:
     """python server.py as a child process, ready when its port answers."""
 
     def __init__(self, engine, args, log_path, packs=TEST_PACKS):
+        skip_unless_runnable(engine)
         self.engine = engine
         self.port = free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
@@ -189,11 +202,14 @@ class Backend:
         self.new, self.admin = new, admin
 
 
-def _tarantool_backend(request, mode):
-    from data_interface.tarantool.asynctnt_data import TarantoolData
+def _tarantool_backend(request, mode, driver='asynctnt'):
+    if driver == 'aiotarantool':
+        from data_interface.tarantool.aiotarantool_data import (
+            AiotarantoolData as Data)
+    else:
+        from data_interface.tarantool.asynctnt_data import TarantoolData as Data
     address = tarantool_address(request.getfixturevalue('tarantool'))
-    return Backend(lambda: TarantoolData(address, mode),
-                   lambda: TarantoolData(as_admin(address)))
+    return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)))
 
 
 def _postgres_backend(request):
@@ -209,9 +225,18 @@ BACKENDS = {
     'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
     'postgres-pool': _postgres_backend,
 }
+# Drivers of the legacy environment (.venv37), tested there: see run.sh.
+LEGACY_BACKENDS = set()
+if importlib.util.find_spec('aiotarantool'):
+    for _mode in ('one', 'multi'):
+        BACKENDS['aiotarantool-' + _mode] = functools.partial(
+            _tarantool_backend, mode=_mode, driver='aiotarantool')
+        LEGACY_BACKENDS.add('aiotarantool-' + _mode)
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=[
+    pytest.param(name, marks=pytest.mark.legacy) if name in LEGACY_BACKENDS
+    else name for name in sorted(BACKENDS)])
 def backend(request):
     return BACKENDS[request.param](request)
 

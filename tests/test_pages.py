@@ -18,8 +18,14 @@ TARANTOOL_ENGINES = [
     for l in ('', '-uvloop')]
 POSTGRES_ENGINES = [
     '%s-postgres-pool%s' % (f, l)
-    for f in ('aiohttp', 'sanic') for l in ('', '-uvloop')]
-ENGINES = TARANTOOL_ENGINES + POSTGRES_ENGINES
+    for f in ('aiohttp', 'sanic', 'japronto') for l in ('', '-uvloop')]
+# Run by server.py in the legacy environment (.venv37), skipped without it.
+LEGACY_ENGINES = [
+    '%s-%s-%s%s' % (f, d, m, l)
+    for f, d in (('japronto', 'tarantool'), ('japronto', 'aiotarantool'),
+                 ('aiohttp', 'aiotarantool'), ('sanic', 'aiotarantool'))
+    for m in ('one', 'multi') for l in ('', '-uvloop')]
+ENGINES = TARANTOOL_ENGINES + POSTGRES_ENGINES + LEGACY_ENGINES
 
 
 @pytest.fixture(scope='module', params=ENGINES)

@@ -69,12 +69,45 @@ async def burst(url, count):
                                     return_exceptions=True)
 
 
+def test_legacy_engines_run_via_legacy_environment():
+    listing = run_server('--list').stdout
+    for engine in engines.ENGINES:
+        if engine.framework == 'japronto' or engine.driver == 'aiotarantool':
+            line = [l for l in listing.splitlines()
+                    if l.split()[0] == engine.name][0]
+            if os.path.exists(os.path.join(engines.LEGACY, 'bin', 'python')):
+                assert line.endswith('via .venv37 (Python 3.7)'), line
+            else:
+                assert 'needs CPython 3.7' in line, line
+
+
+def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
+                                                      capsys):
+    import server
+    monkeypatch.setattr(engines, 'LEGACY', str(tmp_path))
+    monkeypatch.setitem(engines.MODULES, 'japronto', 'no_such_japronto')
+    monkeypatch.setattr(engines, 'LEGACY_MODULES', ('no_such_japronto',))
+    with pytest.raises(SystemExit) as exit:
+        server.find_engine('japronto-tarantool-one', [])
+    assert exit.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert 'needs CPython 3.7: install it (pyenv install 3.7.16) and run ' \
+           './run.sh setup' in err
+    assert engines.runs_here(engines.BY_NAME['japronto-tarantool-one']) \
+        .startswith('no: no_such_japronto needs CPython 3.7')
+
+
 @pytest.mark.parametrize('engine, sig', [
     ('aiohttp-tarantool-one', signal.SIGTERM),
     ('sanic-tarantool-multi-uvloop', signal.SIGTERM),
     ('sanic-tarantool-one', signal.SIGINT),
     ('aiohttp-postgres-pool-uvloop', signal.SIGTERM),
     ('sanic-postgres-pool', signal.SIGINT),
+    ('japronto-tarantool-one-uvloop', signal.SIGTERM),
+    ('japronto-tarantool-multi', signal.SIGTERM),
+    ('japronto-aiotarantool-one', signal.SIGINT),
+    ('aiohttp-aiotarantool-multi-uvloop', signal.SIGTERM),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),
@@ -91,10 +124,15 @@ async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     assert all(s == 200 or isinstance(s, aiohttp.ClientError) for s in statuses)
     assert 'stopped' in server.output()
     assert 'Traceback' not in server.output()
+    legacy = 'japronto' in engine or 'aiotarantool' in engine
+    assert ('(Python 3.7.' in server.output()) == legacy, server.output()
 
 
 @pytest.mark.parametrize('engine', ['aiohttp-tarantool-one-uvloop',
-                                    'sanic-tarantool-one'])
+                                    'sanic-tarantool-one',
+                                    'japronto-tarantool-one',
+                                    'aiohttp-aiotarantool-one-uvloop',
+                                    'japronto-aiotarantool-one'])
 async def test_one_connection_reconnects(tmp_path, engine):
     """Kill Tarantool under a running 'one' engine: 503 while it is gone,
     pages again once it is back."""

@@ -1,0 +1,106 @@
+"""DataInterface on Tarantool through aiotarantool, the driver of the 2017
+benchmark (Python 3.7 only): the same stored functions of app.lua as
+asynctnt_data, the same modes."""
+import asyncio
+
+import aiotarantool
+from tarantool.error import DatabaseError, NetworkError
+from tarantool.request import RequestCall
+
+from .. import DataUnavailable
+from .functions import AppFunctions
+
+CONNECT_TIMEOUT = 2.0
+REQUEST_TIMEOUT = 10.0
+
+
+class _Call(RequestCall):
+    """CALL with the return values of Tarantool 1.7+, as asynctnt sends it
+    (tarantool 0.5 sends the 1.6 CALL, which wraps them in tuples)."""
+    request_type = 0x0a
+
+
+class _Connection(aiotarantool.Connection):
+    """aiotarantool.Connection that survives losing the server: its reader
+    fails on the stream it has just closed or dies on a reset without
+    failing the waiting calls, and its close sets results on waiters that
+    were cancelled."""
+
+    async def _response_reader(self):
+        try:
+            await super()._response_reader()
+        except Exception as e:      # CancelledError too, on Python 3.7
+            if self.connected:
+                await self._do_close(NetworkError(e))
+        # The reader ends when the connection closes, and the close cancels it.
+        raise asyncio.CancelledError()
+
+    async def _do_close(self, exc):
+        for sync, waiter in list(self._waiters.items()):
+            if waiter.done():
+                del self._waiters[sync]
+        await super()._do_close(exc)
+
+
+def _why(e):
+    return str(e) or type(e).__name__
+
+
+class AiotarantoolData(AppFunctions):
+    """mode 'one': one connection shared by all requests, opened again on the
+    next call after a loss; mode 'multi': a connection per operation."""
+
+    def __init__(self, address, mode='one'):
+        if mode not in ('one', 'multi'):
+            raise ValueError('mode must be one or multi, not %r' % mode)
+        self.address = address
+        self.mode = mode
+        self._conn = None
+        self._reconnecting = None
+
+    async def _connect(self):
+        a = self.address
+        conn = _Connection(a.host, a.port, user=a.user, password=a.password,
+                           loop=asyncio.get_event_loop())
+        try:
+            await asyncio.wait_for(conn.connect(), CONNECT_TIMEOUT)
+        except (OSError, asyncio.TimeoutError, DatabaseError,
+                AssertionError) as e:     # AssertionError: no greeting
+            await conn.close()
+            raise DataUnavailable('cannot connect to Tarantool at %s: %s'
+                                  % (self.address, _why(e))) from e
+        return conn
+
+    async def start(self):
+        self._reconnecting = asyncio.Lock()
+        conn = await self._connect()
+        if self.mode == 'one':
+            self._conn = conn
+        else:
+            await conn.close()
+
+    async def close(self):
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def _shared(self):
+        """The connection of mode 'one', opened again if it was lost."""
+        if self._conn is None or not self._conn.connected:
+            async with self._reconnecting:
+                if self._conn is None or not self._conn.connected:
+                    await self.close()
+                    self._conn = await self._connect()
+        return self._conn
+
+    async def _call(self, name, args):
+        conn = await (self._shared() if self.mode == 'one' else self._connect())
+        try:
+            response = await asyncio.wait_for(
+                conn._send_request(_Call(conn, name, args)), REQUEST_TIMEOUT)
+        except (NetworkError, OSError, asyncio.TimeoutError) as e:
+            raise DataUnavailable('Tarantool: %s' % _why(e)) from e
+        finally:
+            if self.mode == 'multi':
+                await conn.close()
+        return response[0] if len(response) else None

@@ -1,0 +1,198 @@
+"""Flow control in front of japronto's C protocol, one per connection.
+
+japronto parses every request it is handed and queues those whose handler
+is a coroutine in a fixed pipeline of 10 per connection (one more aborts the
+process). Worse, every queued task releases the connection once more when
+it finds the pipeline already emptied by an earlier one: a few pipelined
+requests to coroutine handlers free the connection while in use. And the
+response a handler returns lives inside its request, which japronto frees
+while the task still holds the response: under uvloop, writes allocate in
+between, and the task's end then corrupts memory even without pipelining.
+
+So this protocol frames the requests itself and hands japronto a batch of
+whole requests only when japronto's pipeline is empty: the requests that it
+answers at once (`at_once`: request-line prefixes of synchronous handlers),
+then at most one that may wait. Two loop turns after that one's handler
+ends (japronto has written its answer and dropped its task by then), the
+next batch follows, and only then is the request let go (feed_later).
+Reading pauses meanwhile, so a deep pipeline waits in the socket buffer.
+Bodies need a Content-Length of at most `max_body`. A lone request without
+a body, the usual case, goes straight through.
+"""
+import asyncio
+import re
+
+HEAD_END = re.compile(br'\r?\n\r?\n')
+FIELDS = re.compile(br'\n(content-length|transfer-encoding|connection)[ \t]*:'
+                    br'[ \t]*([^\r\n]*)', re.IGNORECASE)
+HTTP11 = re.compile(br'[^\r\n]* HTTP/1\.1\r?\n')
+BODY = re.compile(br'\n(content-length|transfer-encoding)[ \t]*:', re.IGNORECASE)
+MAX_HEAD = 64 * 1024
+REASONS = {400: 'Bad Request', 411: 'Length Required',
+           413: 'Payload Too Large', 431: 'Request Header Fields Too Large'}
+
+
+class Refused(Exception):
+    """A request this server does not take; the connection ends after it."""
+
+    def response(self):
+        status = self.args[0]
+        text = REASONS[status].encode()
+        return (b'HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n'
+                b'Content-Length: %d\r\nConnection: close\r\n\r\n%s'
+                % (status, text, len(text), text))
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, inner, at_once, max_body, connections):
+        self.inner = inner
+        self.at_once = at_once
+        self.max_body = max_body
+        self.connections = connections
+        self.transport = None
+        self.buffer = b''
+        self.last_batch = False     # end once what was read is answered
+        self.refused = False
+        self.reading = True
+        self.writing = True
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.connections.add(self)
+        self.inner.connection_made(transport)
+
+    def connection_lost(self, exc):
+        self.connections.discard(self)
+        self.buffer = b''
+        self.inner.connection_lost(exc)
+
+    def data_received(self, data):
+        if self.refused or self.last_batch:
+            return
+        if (not self.buffer and self.inner.pipeline_empty and self.writing
+                and len(data) <= MAX_HEAD and data.endswith(b'\r\n\r\n')
+                and data.find(b'\n\r\n') == len(data) - 3
+                and not BODY.search(data)):
+            self.inner.data_received(data)  # one request, no body: as it is
+            return
+        self.buffer += data
+        self.feed()
+
+    def eof_received(self):
+        self.last_batch = True
+        self.feed()
+        return True     # keep writing until what was read is answered
+
+    def pause_writing(self):
+        self.writing = False
+
+    def resume_writing(self):
+        self.writing = True
+        self.feed()
+
+    def stop(self):
+        """Finish the request in progress, drop the rest, then close."""
+        self.buffer = b''
+        self.last_batch = True
+        self.feed()
+
+    def feed(self):
+        """Hand japronto the next batches while its pipeline is empty."""
+        transport = self.transport
+        while self.inner.pipeline_empty and self.writing:
+            if transport.is_closing():
+                return
+            try:
+                end = self._batch_end()
+            except Refused as e:
+                self.refused, self.buffer = True, b''
+                transport.write(e.response())
+                transport.write_eof()   # and read on until the client closes
+                return
+            if not end:
+                break
+            batch, self.buffer = self.buffer[:end], self.buffer[end:]
+            self.inner.data_received(batch)
+        if transport.is_closing():
+            return
+        idle = self.inner.pipeline_empty and self.writing
+        if self.last_batch and idle:
+            transport.close()
+        elif self.reading != (idle or not self.buffer):
+            self.reading = not self.reading
+            (transport.resume_reading if self.reading else transport.pause_reading)()
+
+    def _batch_end(self):
+        """Where the next batch ends in the buffer (0: no whole request)."""
+        end = 0
+        while True:
+            try:
+                found = self._request_end(end)
+            except Refused:
+                if end:
+                    return end      # answer what came before it first
+                raise
+            if found is None:
+                return end
+            at_once = self.buffer.startswith(self.at_once, end)
+            end, alone = found
+            if alone or not at_once:
+                return end
+
+    def _request_end(self, start):
+        """(end, alone) of the request starting at `start`, or None if it is
+        incomplete; alone: it ends a batch, since japronto may close after
+        it (and then drops the answers it holds back in a batch)."""
+        buffer = self.buffer
+        head = HEAD_END.search(buffer, start)
+        if head is None:
+            if len(buffer) - start > MAX_HEAD:
+                raise Refused(431)
+            return None
+        if head.end() - start > MAX_HEAD:
+            raise Refused(431)
+        fields = {}
+        for name, value in FIELDS.findall(buffer, start, head.end()):
+            name = name.lower()
+            if name in fields:
+                raise Refused(400)      # sent twice
+            fields[name] = value.strip()
+        if b'transfer-encoding' in fields:
+            raise Refused(411)
+        length = fields.get(b'content-length', b'0')
+        if not length.isdigit():
+            raise Refused(400)
+        if int(length) > self.max_body:
+            raise Refused(413)
+        end = head.end() + int(length)
+        if end > len(buffer):
+            return None
+        alone = b'connection' in fields or not HTTP11.match(buffer, start)
+        return end, alone
+
+
+def feed_later(request):
+    """Call as a coroutine handler ends. Two loop turns later japronto has
+    written the answer and dropped the handler's task: then the connection
+    takes its next batch, and lets go of the request, which japronto would
+    otherwise free while the task still holds the response inside it."""
+    loop = asyncio.get_event_loop()
+    loop.call_soon(loop.call_soon, _feed, request.transport.get_protocol(),
+                   request)
+
+
+def _feed(connection, request):
+    connection.feed()
+
+
+async def drain(connections, timeout=10.0):
+    """Let every connection finish its request in progress and close; abort
+    those still busy after `timeout` seconds."""
+    for connection in list(connections):
+        connection.stop()
+    loop = asyncio.get_event_loop()
+    deadline = loop.time() + timeout
+    while connections and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    for connection in list(connections):
+        connection.transport.abort()

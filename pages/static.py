@@ -1,0 +1,38 @@
+"""Static files as pages Responses, for frameworks without a static handler
+(aiohttp and sanic serve pages.STATIC themselves)."""
+import mimetypes
+import os
+
+from .http import Response, text_response
+from .site import FAVICON, STATIC
+
+NOT_FOUND = text_response(404, 'Not Found')
+
+
+def file_response(directory, name):
+    """200 with the file `name` (a decoded URL path) inside `directory`, or
+    404: nothing outside the directory is ever read."""
+    if '\x00' in name:
+        return NOT_FOUND
+    root = os.path.realpath(directory)
+    path = os.path.realpath(os.path.join(root, name.lstrip('/')))
+    if not path.startswith(root + os.sep) or not os.path.isfile(path):
+        return NOT_FOUND
+    try:
+        with open(path, 'rb') as f:
+            body = f.read()
+    except OSError:
+        return NOT_FOUND
+    content_type = mimetypes.guess_type(path)[0] or 'application/octet-stream'
+    return Response(200, content_type, body, ())
+
+
+def static_page(path):
+    """The response to a GET of `path` if it names a static file (under a
+    pages.STATIC prefix, or the favicon), else None."""
+    if path == '/favicon.ico':
+        return file_response(*os.path.split(FAVICON))
+    for prefix, directory in STATIC:
+        if path.startswith(prefix + '/'):
+            return file_response(directory, path[len(prefix) + 1:])
+    return None

@@ -1,0 +1,117 @@
+"""Pipelined requests, as a pipelining wrk script sends them: every answer
+arrives, in order, and the server lives on. japronto needs care for this
+(japronto_server/pipeline.py); two other engines are held to it as well."""
+import asyncio
+import re
+
+import pytest
+
+from conftest import tarantool_address
+
+JAPRONTO = ['japronto-tarantool-one', 'japronto-tarantool-one-uvloop',
+            'japronto-tarantool-multi', 'japronto-tarantool-multi-uvloop',
+            'japronto-aiotarantool-one-uvloop', 'japronto-aiotarantool-multi']
+ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
+
+# What only the right answer to each path contains.
+MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',
+         b'/about': b'id="stat-stickers"', b'/nope': b'There is no page here',
+         b'/static/style.css': b'{'}
+LENGTH = re.compile(br'\r\ncontent-length: *(\d+)', re.IGNORECASE)
+STATUS = re.compile(br'HTTP/1\.1 (\d{3}) ')
+
+
+@pytest.fixture(scope='module', params=ENGINES)
+def server(request, start_server):
+    a = tarantool_address(request.getfixturevalue('tarantool'))
+    return start_server(request.param, '--tarantool', '%s:%d' % (a.host, a.port))
+
+
+def get(path):
+    return b'GET %s HTTP/1.1\r\nHost: t\r\n\r\n' % path
+
+
+def post(body, content_type=b'application/x-www-form-urlencoded'):
+    return (b'POST / HTTP/1.1\r\nHost: t\r\nContent-Type: %s\r\n'
+            b'Content-Length: %d\r\n\r\n%s' % (content_type, len(body), body))
+
+
+async def exchange(port, requests):
+    """Send all requests in one write; [(status, body)] of the answers."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    try:
+        writer.write(b''.join(requests))
+        answers = []
+        for _ in requests:
+            head = await reader.readuntil(b'\r\n\r\n')
+            body = await reader.readexactly(int(LENGTH.search(head).group(1)))
+            answers.append((int(STATUS.match(head).group(1)), body))
+        return answers
+    finally:
+        writer.close()
+
+
+async def alive(server):
+    assert server.process.poll() is None, server.output()
+    assert await exchange(server.port, [get(b'/ugly')]) == [(200, b'UGLY')]
+
+
+@pytest.mark.parametrize('connections, depth', [(4, 64), (100, 16)])
+async def test_deep_pipelines_answer_in_order(server, connections, depth):
+    paths = sorted(MARKS)
+
+    async def one(n):
+        sent = [paths[(n + i * (i + 1) // 2) % len(paths)] for i in range(depth)]
+        answers = await exchange(server.port, [get(p) for p in sent])
+        for path, (status, body) in zip(sent, answers):
+            assert status == (404 if path == b'/nope' else 200), path
+            assert MARKS[path] in body, path
+    await asyncio.wait_for(
+        asyncio.gather(*[one(n) for n in range(connections)]), 120)
+    await alive(server)
+
+
+async def test_pipelined_bodies_are_framed(server):
+    ballots = b'win=%s&lose=%s' % (b'a' * 22, b'b' * 22)
+    answers = await exchange(server.port, [
+        post(b'win=x'), get(b'/ugly'), post(ballots), get(b'/bad'),
+        post(b''), get(b'/ugly')])
+    assert [status for status, _ in answers] == [400, 200, 409, 200, 400, 200]
+    assert MARKS[b'/bad'] in answers[3][1]
+    await alive(server)
+
+
+@pytest.mark.parametrize('last', [
+    b'GET /about HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n',
+    b'GET /about HTTP/1.0\r\n\r\n'])
+async def test_closing_request_ends_the_pipeline(server, last):
+    # aiohttp refuses the whole pipeline if anything follows the last one.
+    after = get(b'/ugly') if server.engine in JAPRONTO else b''
+    reader, writer = await asyncio.open_connection('127.0.0.1', server.port)
+    writer.write(get(b'/ugly') + get(b'/good') + last + after)
+    answer = await asyncio.wait_for(reader.read(), 10)   # until it closes
+    writer.close()
+    assert re.findall(br'HTTP/1\.[01] (\d{3}) ', answer) == [b'200'] * 3
+    assert answer.rstrip().endswith(b'</html>') and MARKS[b'/about'] in answer
+    await alive(server)
+
+
+@pytest.mark.parametrize('request_bytes, status', [
+    (b'POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n'
+     b'5\r\nwin=x\r\n0\r\n\r\n', 411),
+    (b'POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n'
+     b'Content-Length: 5\r\n\r\nwin=x', 400),
+    (b'POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n', 400),
+    (b'GET /ugly HTTP/1.1\r\nHost: t\r\nX-Pad: ' + b'x' * 70000 + b'\r\n\r\n',
+     431),
+])
+async def test_japronto_refuses_what_it_cannot_frame(server, request_bytes,
+                                                     status):
+    if server.engine not in JAPRONTO:
+        pytest.skip('only japronto frames requests itself')
+    reader, writer = await asyncio.open_connection('127.0.0.1', server.port)
+    writer.write(get(b'/good') + request_bytes + get(b'/ugly'))
+    answer = await asyncio.wait_for(reader.read(), 10)   # until it closes
+    writer.close()
+    assert [int(s) for s in STATUS.findall(answer)] == [200, status]
+    await alive(server)
