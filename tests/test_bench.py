@@ -8,12 +8,14 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import cli, report, stats
+from bench import cli, report, stats, verify
 from bench.charts import label
+from bench.engine import answers
 from bench.progress import Progress, clock
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
@@ -172,6 +174,35 @@ def test_quick_fills_only_what_was_not_given():
     assert s.modes == ['plain']
     assert [e.name for e in s.engines] == ['sanic-tarantool-one',
                                            'sanic-tarantool-one-uvloop']
+
+
+def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
+    import engines
+    monkeypatch.setattr(engines, 'unavailable', lambda e: (
+        'sanic is not installed' if e.framework == 'sanic' else None))
+    runnable, skipped = cli.select_engines(['*-one'], lambda m: pytest.fail(m))
+    assert [e.name for e in runnable] == ['aiohttp-tarantool-one']
+    assert skipped == [('sanic-tarantool-one', 'sanic is not installed')]
+
+
+def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
+    (tmp_path / 'ugly').write_text('UGLY!')
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, '-m', 'http.server', '-b', '127.0.0.1', str(port)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if answers(port):
+                break
+            time.sleep(0.05)
+        checks = verify.engine('http://127.0.0.1:%d' % port)
+    finally:
+        server.terminate()
+        server.wait()
+    assert [c['check'] for c in checks] == ['ugly', 'api']  # stops at the API
+    assert not any(c['ok'] for c in checks)
+    assert verify.failure(checks).startswith("ugly: body b'UGLY!'")
 
 
 # --- one quick real run -----------------------------------------------------
