@@ -58,11 +58,14 @@ def page_chart(results, table, page, path):
             low.append(c['rps'] - c['rps_min'])
             high.append(c['rps_max'] - c['rps'])
             texts.append(short(c['rps']) + (' ' + FLAG if c['flags'] else ''))
-        values += heights
-        bars = ax.bar(xs, heights, width * 0.92, color=COLORS.get(mode),
-                      label=mode, yerr=[low, high], capsize=3,
-                      error_kw={'elinewidth': 1, 'ecolor': '#333333'})
-        ax.bar_label(bars, texts, padding=3, fontsize=8)
+        values += [h + e for h, e in zip(heights, high)]
+        ax.bar(xs, heights, width * 0.92, color=COLORS.get(mode), label=mode,
+               yerr=[low, high], capsize=3,
+               error_kw={'elinewidth': 1, 'ecolor': '#333333'})
+        # Above the whisker, so the two never cross.
+        for x, top, text in zip(xs, [h + e for h, e in zip(heights, high)], texts):
+            ax.annotate(text, (x, top), xytext=(0, 3), textcoords='offset points',
+                        ha='center', va='bottom', fontsize=8)
     positive = [v for v in values if v > 0]
     log = bool(positive) and max(positive) / min(positive) > LOG_SPREAD
     if log:

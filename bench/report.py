@@ -114,6 +114,7 @@ def page_table(table, names, page, mode):
 
 
 def overview(table, names, pages, mode):
+    pages = [p for p in pages if any(k[1:] == (p, mode) for k in table)]
     present = [n for n in names if any((n, p, mode) in table for p in pages)]
     rows = [[n] + [number((table.get((n, p, mode)) or {}).get('rps')) for p in pages]
             for n in present]
@@ -125,14 +126,14 @@ def ratio_overview(table, names, pages, mode):
     columns = [('ugly', 'nginx', 'ugly ÷ nginx'), ('about', 'nginx', 'about ÷ nginx')]
     columns += [(p, 'ugly', '%s ÷ ugly' % p) for p in pages if p != 'ugly']
     columns = [c for c in columns if c[0] in pages]
-    rows = []
-    for name in names:
-        if name == NGINX:
-            continue
-        values = [ratios(table, name, page, mode)[kind] for page, kind, _ in columns]
-        if any(v is not None for v in values):
-            rows.append([name] + [times(v) for v in values])
-    return table_md(['engine'] + [h for _, _, h in columns], rows) if rows else []
+    found = {n: [ratios(table, n, page, mode)[kind] for page, kind, _ in columns]
+             for n in names if n != NGINX}
+    keep = [i for i in range(len(columns))
+            if any(v[i] is not None for v in found.values())]
+    rows = [[n] + [times(v[i]) for i in keep] for n, v in found.items()
+            if any(v[i] is not None for i in keep)]
+    headers = ['engine'] + [columns[i][2] for i in keep]
+    return table_md(headers, rows) if rows else []
 
 
 def memory(text):

@@ -91,6 +91,13 @@ def test_vote_check_bounds():
     assert not stats.vote_check(0, 0, {'votes': 0, 'posts': 0})['ok']
 
 
+def test_runs_without_latency_samples_are_left_out_of_latency_medians():
+    untimed = wrk_report(rps=50)
+    untimed['latency_ms'] = {}
+    cell = stats.summarize([timed(untimed), timed(wrk_report(p50=4.0), run=2)])
+    assert cell['p50'] == 4.0 and cell['rps'] == (50 + 1000) / 2
+
+
 def test_summarize_medians_ranges_errors_and_flags():
     runs = [timed(wrk_report(rps=r, p50=p, requests=1000, read=e), run=i)
             for i, (r, p, e) in enumerate([(300, 3, 0), (100, 1, 0), (200, 2, 50)], 1)]
@@ -248,7 +255,10 @@ def test_quick_run_records_machine_runs_and_verification(quick_run):
     assert len(timed) == 2 * 5 + 2
     for r in timed:
         assert r['exit_code'] == 0 and r['wrk']['requests'] > 0
-        assert r['wrk']['requests_per_sec'] > 0 and r['wrk']['latency_ms']['p50'] > 0
+        assert r['wrk']['requests_per_sec'] > 0
+        # A short pipelined run may see no whole batch back: no latency then.
+        p50 = r['wrk']['latency_ms'].get('p50')
+        assert p50 > 0 if r['mode'] == 'plain' else p50 is None or p50 > 0
         if r['page'] == 'vote':
             assert r['vote_check']['ok'], r['vote_check']
             assert r['wrk']['votes'] > 0

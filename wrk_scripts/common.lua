@@ -63,6 +63,9 @@ M.encode = encode
 -- walk starts at that minimum, so under pipelining p99 comes out as 0. Rescale
 -- each p to the share of samples the walk does see (100 when nothing hides).
 local function percentiles(latency, wanted)
+  -- Pipelined runs may end before any connection got a whole batch back:
+  -- then nothing was timed at all.
+  if latency.max == 0 then return {}, 0 end
   local seen = 100
   if latency:percentile(100) == 0 then
     local lo, hi = 0, 100
