@@ -3,12 +3,13 @@ import argparse
 import fnmatch
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 
 from .runner import Settings
-from .wrk import PAGES
+from .wrk import PAGES, PLAIN_ONLY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
@@ -151,28 +152,47 @@ def settings(argv):
         server_args += ['--postgres', args.postgres]
     if args.packs:
         server_args += ['--packs', str(args.packs)]
+    modes = args.modes or ['plain', 'pipelined']
+    if modes == ['pipelined'] and set(args.pages) <= set(PLAIN_ONLY):
+        fail('nothing to time: %s runs plain only' % ','.join(PLAIN_ONLY))
     out = args.out or os.path.join(ROOT, 'results', time.strftime('%Y%m%d-%H%M%S'))
     if shutil.which('wrk') is None:
         fail('wrk is not installed (./run.sh setup, or apt-get install wrk)')
     return Settings(
         engines=runnable, skipped=skipped, pages=list(dict.fromkeys(args.pages)),
-        modes=args.modes or ['plain', 'pipelined'], out=os.path.abspath(out),
+        modes=modes, out=os.path.abspath(out),
         connections=args.connections, duration=args.duration,
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
         server_args=server_args, pin=pinning(args.no_pin))
 
 
+def interrupt(signum, frame):
+    raise KeyboardInterrupt()
+
+
 def main(argv=None):
     from . import charts, report
     from .runner import Matrix
     s = settings(sys.argv[1:] if argv is None else argv)
-    results = Matrix(s).run()
+    matrix = Matrix(s)
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        results = matrix.run()
+    except KeyboardInterrupt:
+        # Report what was measured; the servers were stopped on the way out.
+        matrix.progress.close()
+        results = matrix.results
+        results['interrupted'] = True
+        matrix.save()
+        print('interrupted: writing what was measured', file=sys.stderr)
     markdown = report.write(results, s.out)
     pictures = charts.write(results, s.out)
     print('results: %s\n         %s\ncharts:  %s' % (
         os.path.join(s.out, 'results.json'), markdown,
         ', '.join(os.path.basename(p) for p in pictures) or 'none'))
+    if results.get('interrupted'):
+        return 130
     failed = [t['name'] for t in results['targets'] if t['status'] == 'failed']
     if failed:
         print('failed: %s (see results.md)' % ', '.join(failed), file=sys.stderr)

@@ -177,6 +177,8 @@ def header(results):
         'up; its numbers are kept. How to read the ratios: docs/benchmark.md.'
         % FLAG,
     ]
+    if results.get('interrupted'):
+        lines[-1:-1] = ['**Interrupted: only part of the matrix ran.**', '']
     return lines
 
 

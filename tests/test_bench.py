@@ -160,6 +160,7 @@ def test_engine_labels_fit_on_three_lines():
     (['--connections', '2', '--threads', '3'], 'cannot exceed'),
     (['--duration', '0'], 'must be 1 or more'),
     (['--tarantool', 'nohost'], '--tarantool'),
+    (['--pipelined', '--pages', 'vote'], 'nothing to time'),
 ])
 def test_bad_arguments_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
