@@ -1,5 +1,6 @@
 """Reading the site's pages the way a visitor (or a benchmark check) does."""
 import re
+import uuid
 
 import aiohttp
 
@@ -26,6 +27,29 @@ def cards(html):
     return [int(i) for i, _ in found]
 
 
+STATS = ('packs', 'stickers', 'users', 'views', 'votes', 'sessions', 'ballots')
+UGLY_TYPE = 'text/plain; charset=utf-8'
+HTML_TYPE = 'text/html; charset=utf-8'
+
+
+def session_cookie(headers):
+    """The sid a response sets (a valid uuid), or None."""
+    m = re.match(r'sid=([^;]*)', headers.get('Set-Cookie', ''))
+    if not m:
+        return None
+    try:
+        uuid.UUID(m.group(1))
+    except ValueError:
+        return None
+    return m.group(1)
+
+
+def unrendered(html):
+    """Template syntax left in a page, or None."""
+    m = re.search(r'\{\{|\}\}|\{%|%\}|\{#', html)
+    return m and html[max(0, m.start() - 40):m.end() + 40]
+
+
 def stat(html, name):
     m = re.search(r'id="stat-%s"[^>]*>([\d,]+)<' % name, html)
     assert m, 'no stat %s in about page' % name
@@ -41,6 +65,17 @@ async def all_stickers(session, base):
         async with session.get(base + p['url']) as r:
             result.extend((await r.json())['stickers'])
     return result
+
+
+def vote_total(stickers):
+    """Votes cast so far: every vote gives its winner one votes_plus."""
+    return sum(s['votes_plus'] for s in stickers)
+
+
+async def sticker(session, base, pack, sticker_id):
+    async with session.get('%s/stickers/%s/%d' % (base, pack, sticker_id)) as r:
+        assert r.status == 200, 'sticker %s/%d: HTTP %d' % (pack, sticker_id, r.status)
+        return await r.json()
 
 
 def ranked(stickers, best):

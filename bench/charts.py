@@ -1,0 +1,120 @@
+"""PNG charts: per page, one group of bars per engine (plain and pipelined
+side by side, whiskers min–max over runs) and nginx as a dashed line."""
+import os
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from .report import FLAG, NGINX, cells, targets  # noqa: E402
+from .wrk import PATHS  # noqa: E402
+
+COLORS = {'plain': '#3b75af', 'pipelined': '#ef8636'}
+# Above this spread between the biggest and smallest value, bars would be
+# flat lines on a linear axis.
+LOG_SPREAD = 50
+
+
+def short(value):
+    if value >= 10000:
+        return '%.0fk' % (value / 1000)
+    if value >= 1000:
+        return '%.1fk' % (value / 1000)
+    return '%.0f' % value
+
+
+def label(name):
+    """aiohttp-tarantool-one-uvloop -> three short lines."""
+    parts = name.split('-')
+    if len(parts) < 3:
+        return name
+    loop = parts[3] if len(parts) > 3 else 'asyncio'
+    return '%s\n%s %s\n%s' % (parts[0], parts[1], parts[2], loop)
+
+
+def page_chart(results, table, page, path):
+    s = results['settings']
+    modes = [m for m in s['modes'] if any(k[1:] == (page, m) for k in table)]
+    engines = [n for n in targets(results) if n != NGINX
+               and any((n, page, m) in table for m in modes)]
+    nginx = {m: table[(NGINX, page, m)]['rps'] for m in modes
+             if (NGINX, page, m) in table and table[(NGINX, page, m)]['rps']}
+    if not engines and not nginx:
+        return None
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.15 * len(engines) + 2.5), 5.6),
+                           dpi=110)
+    width = 0.8 / max(len(modes), 1)
+    values = list(nginx.values())
+    for i, mode in enumerate(modes):
+        xs, heights, low, high, texts = [], [], [], [], []
+        for x, name in enumerate(engines):
+            c = table.get((name, page, mode))
+            if not c or c['rps'] is None:
+                continue
+            xs.append(x + (i - (len(modes) - 1) / 2) * width)
+            heights.append(c['rps'])
+            low.append(c['rps'] - c['rps_min'])
+            high.append(c['rps_max'] - c['rps'])
+            texts.append(short(c['rps']) + (' ' + FLAG if c['flags'] else ''))
+        values += [h + e for h, e in zip(heights, high)]
+        ax.bar(xs, heights, width * 0.92, color=COLORS.get(mode), label=mode,
+               yerr=[low, high], capsize=3,
+               error_kw={'elinewidth': 1, 'ecolor': '#333333'})
+        # Above the whisker, so the two never cross.
+        for x, top, text in zip(xs, [h + e for h, e in zip(heights, high)], texts):
+            ax.annotate(text, (x, top), xytext=(0, 3), textcoords='offset points',
+                        ha='center', va='bottom', fontsize=8)
+    positive = [v for v in values if v > 0]
+    log = bool(positive) and max(positive) / min(positive) > LOG_SPREAD
+    if log:
+        ax.set_yscale('log')
+    for mode, value in nginx.items():
+        ax.axhline(value, color=COLORS.get(mode), linestyle='--', linewidth=1.3)
+        ax.annotate('nginx %s: %s req/s' % (mode, short(value)),
+                    (1, value), xycoords=('axes fraction', 'data'),
+                    xytext=(-4, 3), textcoords='offset points', ha='right',
+                    va='bottom', fontsize=8, color=COLORS.get(mode))
+    if values and not log:
+        ax.set_ylim(0, max(values) * 1.18)
+    ax.set_xticks(range(len(engines)))
+    ax.set_xticklabels([label(n) for n in engines], fontsize=8)
+    ax.set_xlim(-0.6, max(len(engines), 1) - 0.4)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: short(v)))
+    ax.set_ylabel('requests per second' + (' (log scale)' if log else ''))
+    ax.grid(axis='y', alpha=0.3)
+    ax.set_axisbelow(True)
+    what = ('POST' if page == 'vote' else 'GET') + ' ' + PATHS[page]
+    if PATHS[page] != '/' + page:
+        what += ' (%s)' % page
+    if len(modes) == 1:
+        what += ', ' + modes[0]
+    ax.set_title('%s: requests per second, higher is better%s' % (
+        what, ', log scale' if log else ''), fontsize=11, loc='left')
+    note = ('median of %d run(s) x %d s, %d connections, whiskers min-max'
+            % (s['runs'], s['duration'], s['connections']))
+    if 'pipelined' in modes:
+        note += '; pipelined: %d requests in flight per connection' % s['pipeline']
+    missing = ['%s (%s)' % (t['name'], t['status']) for t in results['targets']
+               if t['status'] != 'ok' and t['kind'] == 'engine']
+    if missing:
+        note += '\nnot shown: ' + ', '.join(missing)
+    fig.text(0.01, 0.01, note, fontsize=7.5, color='#555555', va='bottom')
+    if len(modes) > 1:
+        ax.legend(loc='upper left', fontsize=8, frameon=False, ncol=len(modes))
+    fig.tight_layout(rect=(0, 0.06 if not missing else 0.09, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write(results, out):
+    table = cells(results)
+    paths = []
+    for page in results['settings']['pages']:
+        path = page_chart(results, table, page,
+                          os.path.join(out, 'chart-%s.png' % page))
+        if path:
+            paths.append(path)
+    return paths

@@ -1,0 +1,200 @@
+"""Command line of bench.py."""
+import argparse
+import fnmatch
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from .runner import Settings
+from .wrk import PAGES, PLAIN_ONLY
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
+DEFAULTS = {'duration': 10, 'warmup': 2, 'runs': 3}
+
+
+def positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a whole number' % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError('must be 1 or more, not %d' % value)
+    return value
+
+
+def not_negative(text):
+    return 0 if text.strip() == '0' else positive(text)
+
+
+def comma_list(text):
+    return [x.strip() for x in text.split(',') if x.strip()]
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog='bench.py', description='Verify, then time every engine with wrk '
+        '(plus nginx as a C reference); write results.json, results.md and '
+        'charts.')
+    p.add_argument('--engines', type=comma_list, default=['*'], metavar='A,B,…',
+                   help='engine names or globs (default: all; see '
+                        'python server.py --list)')
+    p.add_argument('--pages', type=comma_list, default=list(PAGES),
+                   metavar='P,…', help='of %s (default all)' % ','.join(PAGES))
+    modes = p.add_mutually_exclusive_group()
+    modes.add_argument('--plain', dest='modes', action='store_const',
+                       const=['plain'], help='one request at a time per connection')
+    modes.add_argument('--pipelined', dest='modes', action='store_const',
+                       const=['pipelined'], help='WRK_PIPELINE requests at a time')
+    modes.add_argument('--both', dest='modes', action='store_const',
+                       const=['plain', 'pipelined'], help='both (default)')
+    p.add_argument('--connections', type=positive, default=100, metavar='N')
+    p.add_argument('--duration', type=positive, metavar='S',
+                   help='seconds per timed run (default 10)')
+    p.add_argument('--warmup', type=not_negative, metavar='S',
+                   help='seconds of untimed load before the runs (default 2)')
+    p.add_argument('--runs', type=positive, metavar='N',
+                   help='timed runs per page and mode (default 3)')
+    p.add_argument('--threads', type=positive, default=1, metavar='N',
+                   help='wrk threads (default 1)')
+    p.add_argument('--pipeline', type=positive, default=16, metavar='N',
+                   help='pipeline depth of pipelined runs (default 16)')
+    p.add_argument('--timeout', type=positive, default=2, metavar='S',
+                   help="wrk's request timeout (default 2)")
+    p.add_argument('--quick', action='store_true',
+                   help='CI smoke run: %(duration)d s runs, %(warmup)d s warmup, '
+                        '%(runs)d run' % QUICK)
+    p.add_argument('--out', metavar='DIR',
+                   help='output directory (default results/<timestamp>)')
+    p.add_argument('--port', type=positive, default=1717,
+                   help="the engines' port (default 1717)")
+    p.add_argument('--no-pin', action='store_true',
+                   help='do not pin server and wrk to separate cores')
+    p.add_argument('--tarantool', metavar='[USER:PASS@]HOST:PORT',
+                   help='passed to server.py')
+    p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
+    p.add_argument('--packs', type=positive, metavar='N',
+                   help='passed to server.py: packs in the generated data set')
+    return p
+
+
+def select_engines(patterns, fail):
+    """(runnable engines, [(name, why not)]) in registry order."""
+    import engines
+    chosen = set()
+    for pattern in patterns:
+        found = [e.name for e in engines.ENGINES
+                 if fnmatch.fnmatchcase(e.name, pattern)]
+        if not found:
+            fail('no engine matches %r; the engines are:\n\n%s'
+                 % (pattern, engines.listing()))
+        chosen.update(found)
+    runnable, skipped = [], []
+    for e in engines.ENGINES:
+        if e.name in chosen:
+            why = engines.unavailable(e)
+            if why:
+                skipped.append((e.name, why))
+            else:
+                runnable.append(e)
+    return runnable, skipped
+
+
+def server_accepts(option):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, 'server.py'),
+                           '--help'], capture_output=True, text=True, cwd=ROOT)
+    return option in done.stdout
+
+
+def pinning(no_pin):
+    """Server on the last usable core, wrk on the first, when there are two."""
+    cores = sorted(os.sched_getaffinity(0))
+    if no_pin or len(cores) < 2 or shutil.which('taskset') is None:
+        return {'server': [], 'wrk': []}
+    return {'server': ['taskset', '-c', str(cores[-1])],
+            'wrk': ['taskset', '-c', str(cores[0])]}
+
+
+def settings(argv):
+    p = parser()
+    args = p.parse_args(argv)
+
+    def fail(message):
+        p.print_usage(sys.stderr)
+        print('bench.py: error: ' + message, file=sys.stderr)
+        sys.exit(2)
+
+    sys.path.insert(0, ROOT)
+    runnable, skipped = select_engines(args.engines, fail)
+    unknown = [page for page in args.pages if page not in PAGES]
+    if unknown or not args.pages:
+        fail('unknown pages %s; choose from %s' % (','.join(unknown), ','.join(PAGES)))
+    if args.threads > args.connections:
+        fail('--threads (%d) cannot exceed --connections (%d)'
+             % (args.threads, args.connections))
+    for key, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    server_args = []
+    if args.tarantool:
+        from data_interface.address import parse_tarantool
+        try:
+            parse_tarantool(args.tarantool)
+        except ValueError as e:
+            fail('--tarantool: %s' % e)
+        server_args += ['--tarantool', args.tarantool]
+    if args.postgres:
+        if not server_accepts('--postgres'):
+            fail('--postgres: this server.py has no PostgreSQL option')
+        server_args += ['--postgres', args.postgres]
+    if args.packs:
+        server_args += ['--packs', str(args.packs)]
+    modes = args.modes or ['plain', 'pipelined']
+    if modes == ['pipelined'] and set(args.pages) <= set(PLAIN_ONLY):
+        fail('nothing to time: %s runs plain only' % ','.join(PLAIN_ONLY))
+    out = args.out or os.path.join(ROOT, 'results', time.strftime('%Y%m%d-%H%M%S'))
+    if shutil.which('wrk') is None:
+        fail('wrk is not installed (./run.sh setup, or apt-get install wrk)')
+    return Settings(
+        engines=runnable, skipped=skipped, pages=list(dict.fromkeys(args.pages)),
+        modes=modes, out=os.path.abspath(out),
+        connections=args.connections, duration=args.duration,
+        warmup=args.warmup, runs=args.runs, threads=args.threads,
+        pipeline=args.pipeline, timeout=args.timeout, port=args.port,
+        server_args=server_args, pin=pinning(args.no_pin))
+
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt()
+
+
+def main(argv=None):
+    from . import charts, report
+    from .runner import Matrix
+    s = settings(sys.argv[1:] if argv is None else argv)
+    matrix = Matrix(s)
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        results = matrix.run()
+    except KeyboardInterrupt:
+        # Report what was measured; the servers were stopped on the way out.
+        matrix.progress.close()
+        results = matrix.results
+        results['interrupted'] = True
+        matrix.save()
+        print('interrupted: writing what was measured', file=sys.stderr)
+    markdown = report.write(results, s.out)
+    pictures = charts.write(results, s.out)
+    print('results: %s\n         %s\ncharts:  %s' % (
+        os.path.join(s.out, 'results.json'), markdown,
+        ', '.join(os.path.basename(p) for p in pictures) or 'none'))
+    if results.get('interrupted'):
+        return 130
+    failed = [t['name'] for t in results['targets'] if t['status'] == 'failed']
+    if failed:
+        print('failed: %s (see results.md)' % ', '.join(failed), file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,77 @@
+"""server.py for one engine as a child process, pinned like the runner says."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def answers(port, host='127.0.0.1'):
+    try:
+        socket.create_connection((host, port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def tail(path, lines=15):
+    try:
+        with open(path, 'rb') as f:
+            text = f.read().decode('utf-8', 'replace')
+    except OSError:
+        return ''
+    return '\n'.join(text.splitlines()[-lines:])
+
+
+class EngineServer:
+    """start() returns when the port answers; the managed databases server.py
+    starts are its children and share its CPU pinning."""
+
+    def __init__(self, name, port, args, log_path, pin=()):
+        self.name, self.port = name, port
+        self.url = 'http://127.0.0.1:%d' % port
+        self.log_path = log_path
+        self.argv = list(pin) + [sys.executable, os.path.join(ROOT, 'server.py'),
+                                 '-e', name, '-p', str(port)] + list(args)
+        self.process = None
+
+    def start(self, timeout=300):
+        if answers(self.port):
+            raise RuntimeError('port %d is already in use' % self.port)
+        with open(self.log_path, 'ab') as log:
+            self.process = subprocess.Popen(
+                self.argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not answers(self.port):
+            if self.process.poll() is not None:
+                raise RuntimeError('server.py exited with %d:\n%s' % (
+                    self.process.returncode, tail(self.log_path)))
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError('no answer on port %d after %d s:\n%s' % (
+                    self.port, timeout, tail(self.log_path)))
+            time.sleep(0.1)
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout=30):
+        if not self.alive():
+            return
+        # SIGTERM lets server.py stop the database it started, too.
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

@@ -1,0 +1,223 @@
+"""results.md: per page and mode, one row per engine with medians over the
+timed runs, flagged runs marked, and the ratios that make runs comparable."""
+import os
+
+from .stats import ratio, summarize
+
+NGINX = 'nginx'
+NGINX_PAGES = ('ugly', 'about')
+FLAG = '⚠'
+
+
+def cells(results):
+    """{(target, page, mode): summary} over the timed runs."""
+    groups = {}
+    for run in results['runs']:
+        if not run.get('warmup'):
+            groups.setdefault((run['target'], run['page'], run['mode']), []).append(run)
+    return {key: summarize(runs) for key, runs in groups.items()}
+
+
+def targets(results):
+    """Names that have timed runs: engines in run order, nginx last."""
+    names = []
+    for run in results['runs']:
+        if run['target'] not in names and not run.get('warmup'):
+            names.append(run['target'])
+    return sorted(names, key=lambda n: n == NGINX)
+
+
+def counterpart(name):
+    """The Tarantool engine a PostgreSQL engine is compared with: same
+    framework, loop and connection mode (or the first of framework+loop)."""
+    import engines
+    engine = engines.BY_NAME.get(name)
+    if engine is None or engines.database(engine) != 'postgres':
+        return None
+    same = [e for e in engines.ENGINES if engines.database(e) == 'tarantool'
+            and (e.framework, e.loop) == (engine.framework, engine.loop)]
+    exact = [e for e in same if e.mode == engine.mode]
+    found = (exact or same)[:1]
+    return found[0].name if found else None
+
+
+def ratios(table, name, page, mode):
+    """Ratio columns of one row; None where they do not apply."""
+    rps = lambda n, p, m: (table.get((n, p, m)) or {}).get('rps')  # noqa: E731
+    mine = rps(name, page, mode)
+    return {
+        'nginx': (ratio(mine, rps(NGINX, page, mode))
+                  if page in NGINX_PAGES and name != NGINX else None),
+        'ugly': ratio(mine, rps(name, 'ugly', mode)) if page != 'ugly' else None,
+        'postgres': ratio(mine, rps(counterpart(name), page, mode))
+        if counterpart(name) else None,
+        'pipelined': ratio(mine, rps(name, page, 'plain'))
+        if mode == 'pipelined' else None,
+    }
+
+
+def number(value):
+    return '–' if value is None else '{:,.0f}'.format(value)
+
+
+def ms(value):
+    if value is None:
+        return '–'
+    return '%.2f' % value if value < 10 else '%.1f' % value
+
+
+def times(value):
+    return '–' if value is None else '%.2f' % value
+
+
+def row(values):
+    return '| ' + ' | '.join(values) + ' |'
+
+
+def table_md(headers, rows, numeric=True):
+    align = '---:' if numeric else '---'
+    lines = [row(headers), row(['---'] + [align] * (len(headers) - 1))]
+    return lines + [row(r) for r in rows]
+
+
+RATIO_HEADERS = (('nginx', '÷ nginx'), ('ugly', '÷ own ugly'),
+                 ('postgres', 'postgres ÷ tarantool'),
+                 ('pipelined', 'pipelined ÷ plain'))
+
+
+def page_table(table, names, page, mode):
+    """Markdown lines of one page and mode, then its flag notes."""
+    present = [n for n in names if (n, page, mode) in table]
+    computed = {n: ratios(table, n, page, mode) for n in present}
+    shown = [(k, h) for k, h in RATIO_HEADERS
+             if any(computed[n][k] is not None for n in present)]
+    headers = ['engine', 'req/s median (min–max)', 'p50 ms', 'p99 ms',
+               'errors'] + [h for _, h in shown]
+    checked = any(table[(n, page, mode)]['votes_checked'] for n in present)
+    if checked:
+        headers.append('vote totals add up')
+    rows, notes = [], []
+    for name in present:
+        c = table[(name, page, mode)]
+        errors = number(c['errors']) + (' ' + FLAG if c['flags'] else '')
+        rows.append([name, '%s (%s–%s)' % (number(c['rps']), number(c['rps_min']),
+                                           number(c['rps_max'])),
+                     ms(c['p50']), ms(c['p99']), errors]
+                    + [times(computed[name][k]) for k, _ in shown]
+                    + (['%d/%d runs' % (c['votes_ok'], c['votes_checked'])]
+                       if checked else []))
+        notes.extend('%s %s %s' % (FLAG, name, f) for f in c['flags'])
+    lines = table_md(headers, rows)
+    if notes:
+        lines += [''] + ['- ' + n for n in notes]
+    return lines
+
+
+def overview(table, names, pages, mode):
+    pages = [p for p in pages if any(k[1:] == (p, mode) for k in table)]
+    present = [n for n in names if any((n, p, mode) in table for p in pages)]
+    rows = [[n] + [number((table.get((n, p, mode)) or {}).get('rps')) for p in pages]
+            for n in present]
+    return table_md(['engine'] + list(pages), rows)
+
+
+def ratio_overview(table, names, pages, mode):
+    """The ratios people ask first: engine ÷ nginx and page ÷ own ugly."""
+    columns = [('ugly', 'nginx', 'ugly ÷ nginx'), ('about', 'nginx', 'about ÷ nginx')]
+    columns += [(p, 'ugly', '%s ÷ ugly' % p) for p in pages if p != 'ugly']
+    columns = [c for c in columns if c[0] in pages]
+    found = {n: [ratios(table, n, page, mode)[kind] for page, kind, _ in columns]
+             for n in names if n != NGINX}
+    keep = [i for i in range(len(columns))
+            if any(v[i] is not None for v in found.values())]
+    rows = [[n] + [times(v[i]) for i in keep] for n, v in found.items()
+            if any(v[i] is not None for i in keep)]
+    headers = ['engine'] + [columns[i][2] for i in keep]
+    return table_md(headers, rows) if rows else []
+
+
+def memory(text):
+    """'24683656 kB' -> '23.5 GiB'."""
+    try:
+        return '%.1f GiB' % (int(text.split()[0]) / 1024 ** 2)
+    except (AttributeError, ValueError, IndexError):
+        return text
+
+
+def header(results):
+    s, m, v = results['settings'], results['machine'], results['versions']
+    pin = results['pinning']
+    packages = ', '.join('%s %s' % kv for kv in v['packages'].items() if kv[1])
+    wrk = v.get('wrk') and ' '.join(v['wrk'].split()[:2])
+    tools = '; '.join(x for x in (wrk, v.get('nginx'), v.get('tarantool'),
+                                  v.get('postgres')) if x)
+    source = results.get('source', {})
+    lines = [
+        '# Benchmark results', '',
+        '- Run: %s to %s, commit %s%s' % (
+            results['started'], results.get('finished', '(unfinished)'),
+            (source.get('commit') or '?')[:12],
+            ' (with local changes)' if source.get('modified') else ''),
+        '- Machine: %s, %s cores, %s memory; %s (Debian %s), kernel %s' % (
+            m['cpu'], m['cores'], memory(m['memory']), m['os'], m['debian_version'],
+            m['kernel'].split()[0]),
+        '- Python %s; %s' % (v['python'], packages),
+        '- Tools: %s' % tools,
+        '- Load: wrk with %d thread(s) and %d connections; %d timed run(s) of '
+        '%d s after %d s of warmup per page and mode; pipelined runs keep %d '
+        'requests in flight per connection; wrk timeout %d s' % (
+            s['wrk_threads'], s['connections'], s['runs'], s['duration'],
+            s['warmup'], s['pipeline'], s['wrk_timeout']),
+        '- Pinning: %s' % ('server on `%s` (%s), wrk on `%s`' % (
+            pin['server'], pin['server_covers'], pin['wrk'])
+            if pin['server'] else 'none (fewer than two usable cores)'),
+        '',
+        'Medians over the timed runs. %s marks a run with more than 1%% '
+        'non-2xx answers or socket errors, or a vote count that did not add '
+        'up; its numbers are kept. How to read the ratios: docs/benchmark.md.'
+        % FLAG,
+    ]
+    if results.get('interrupted'):
+        lines[-1:-1] = ['**Interrupted: only part of the matrix ran.**', '']
+    return lines
+
+
+def status_table(results):
+    rows = []
+    for t in results['targets']:
+        detail = t.get('reason') or t.get('note') or ''
+        if t['status'] == 'ok' and t.get('verification'):
+            detail = 'verified: ' + ', '.join(c['check'] for c in t['verification'])
+        rows.append([t['name'], t['status'], detail.replace('\n', ' ').replace('|', '/')])
+    return table_md(['engine', 'status', 'details'], rows, numeric=False)
+
+
+def render(results):
+    table = cells(results)
+    names = targets(results)
+    pages = [p for p in results['settings']['pages']
+             if any(k[1] == p for k in table)]
+    modes = [m for m in results['settings']['modes']
+             if any(k[2] == m for k in table)]
+    lines = header(results) + ['', '## Engines', ''] + status_table(results)
+    for mode in modes:
+        lines += ['', '## Median requests/s, %s' % mode, '']
+        lines += overview(table, names, pages, mode)
+        ratio_lines = ratio_overview(table, names, pages, mode)
+        if ratio_lines:
+            lines += ['', '### Ratios, %s' % mode, ''] + ratio_lines
+    for page in pages:
+        lines += ['', '## %s' % page, '', '![%s](chart-%s.png)' % (page, page)]
+        for mode in modes:
+            if any(k[1:] == (page, mode) for k in table):
+                lines += ['', '### %s · %s' % (page, mode), '']
+                lines += page_table(table, names, page, mode)
+    return '\n'.join(lines) + '\n'
+
+
+def write(results, out):
+    path = os.path.join(out, 'results.md')
+    with open(path, 'w') as f:
+        f.write(render(results))
+    return path
+

@@ -1,0 +1,226 @@
+"""The benchmark matrix: each engine started, verified, then timed page by
+page; nginx last as the C reference. Everything lands in results.json."""
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from . import machine, stats, verify, wrk
+from .engine import EngineServer, free_port, tail
+from .nginx import Nginx
+from .progress import Progress
+
+NGINX_PAGES = ('ugly', 'about')
+# Rough seconds, only for the time left on the progress bar.
+START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
+
+
+@dataclass
+class Settings:
+    engines: list                       # engines.Engine that can run here
+    skipped: list                       # (engine name, why it cannot run)
+    pages: list
+    modes: list
+    out: str
+    connections: int = 100
+    duration: int = 10
+    warmup: int = 2
+    runs: int = 3
+    threads: int = 1
+    pipeline: int = 16
+    timeout: int = 2
+    port: int = 1717
+    server_args: list = field(default_factory=list)
+    pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
+
+
+class TargetDied(RuntimeError):
+    pass
+
+
+def combos(settings, kind):
+    for page in settings.pages:
+        if kind == 'nginx' and page not in NGINX_PAGES:
+            continue
+        for mode in settings.modes:
+            if not (mode == 'pipelined' and page in wrk.PLAIN_ONLY):
+                yield page, mode
+
+
+def series_guess(settings, page):
+    runs = settings.runs * (settings.duration + RUN_GUESS)
+    if page == 'vote':
+        runs += settings.runs * VOTE_GUESS
+    return settings.warmup + runs
+
+
+def target_guess(settings, kind):
+    return START_GUESS + VERIFY_GUESS + sum(
+        series_guess(settings, page) for page, _ in combos(settings, kind))
+
+
+class Matrix:
+    def __init__(self, settings, stream=None):
+        self.s = settings
+        self.results = {
+            'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+            'settings': {
+                'engines': [e.name for e in settings.engines],
+                'pages': settings.pages, 'modes': settings.modes,
+                'connections': settings.connections,
+                'duration': settings.duration, 'warmup': settings.warmup,
+                'runs': settings.runs, 'wrk_threads': settings.threads,
+                'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
+                'server_args': settings.server_args,
+            },
+            'pinning': {'server': ' '.join(settings.pin['server']) or None,
+                        'wrk': ' '.join(settings.pin['wrk']) or None,
+                        'server_covers': 'server.py and the databases it starts'},
+            'targets': [], 'runs': [],
+        }
+        self.results.update(machine.describe())
+        planned = sum(target_guess(settings, 'engine') for _ in settings.engines)
+        if any(True for _ in combos(settings, 'nginx')):
+            planned += target_guess(settings, 'nginx')
+        self.progress = Progress(planned, stream)
+        self.about = None
+        os.makedirs(os.path.join(settings.out, 'logs'), exist_ok=True)
+
+    def save(self):
+        path = os.path.join(self.s.out, 'results.json')
+        with open(path + '.tmp', 'w') as f:
+            json.dump(self.results, f, indent=1)
+        os.replace(path + '.tmp', path)
+
+    def run(self):
+        for name, why in self.s.skipped:
+            self.results['targets'].append({'name': name, 'kind': 'engine',
+                                            'status': 'skipped', 'reason': why})
+            self.progress.note('%s: skipped (%s)' % (name, why))
+        for engine in self.s.engines:
+            self.engine(engine.name)
+            self.save()
+        if any(True for _ in combos(self.s, 'nginx')):
+            self.nginx()
+        self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
+        self.save()
+        self.progress.close()
+        return self.results
+
+    def target(self, name, kind):
+        t = {'name': name, 'kind': kind, 'status': 'ok', 'reason': None}
+        self.results['targets'].append(t)
+        return t
+
+    def fail(self, t, reason, guess_left):
+        t.update(status='failed', reason=reason)
+        self.progress.note('%s: FAILED: %s' % (t['name'], reason.splitlines()[0]))
+        self.progress.drop(guess_left)
+
+    def engine(self, name):
+        t = self.target(name, 'engine')
+        log = os.path.join(self.s.out, 'logs', name + '.log')
+        t['log'] = os.path.relpath(log, self.s.out)
+        server = EngineServer(name, self.s.port, self.s.server_args, log,
+                              self.s.pin['server'])
+        t['command'] = server.argv
+        left = target_guess(self.s, 'engine')
+        try:
+            self.progress.show('%s · starting' % name)
+            try:
+                server.start()
+            except RuntimeError as e:
+                return self.fail(t, 'did not start: %s' % e, left)
+            self.progress.advance(START_GUESS)
+            left -= START_GUESS
+            self.progress.show('%s · verifying' % name)
+            t['verification'] = verify.engine(server.url)
+            self.progress.advance(VERIFY_GUESS)
+            left -= VERIFY_GUESS
+            why = verify.failure(t['verification'])
+            if why:
+                return self.fail(t, 'verification failed: ' + why, left)
+            if self.about is None and 'about' in self.s.pages:
+                self.about = verify.page(server.url, '/about')
+                t['about_copied'] = True
+            for page, mode in combos(self.s, 'engine'):
+                try:
+                    self.series(name, server.url, page, mode, server.alive)
+                except TargetDied:
+                    return self.fail(t, 'server.py died during %s %s:\n%s' % (
+                        page, mode, tail(log)), left)
+                left -= series_guess(self.s, page)
+        finally:
+            server.stop()
+
+    def nginx(self):
+        t = self.target('nginx', 'nginx')
+        about = self.about if 'about' in self.s.pages else None
+        if 'about' in self.s.pages and about is None:
+            t['note'] = 'no engine verified, so there is no /about to copy'
+        server = Nginx(os.path.join(self.s.out, 'nginx'), free_port(), about,
+                       self.s.pin['server'])
+        left = target_guess(self.s, 'nginx')
+        try:
+            self.progress.show('nginx · starting')
+            try:
+                server.start()
+            except RuntimeError as e:
+                return self.fail(t, str(e), left)
+            t['command'] = server.argv
+            t['verification'] = verify.nginx(server.url, about)
+            self.progress.advance(START_GUESS + VERIFY_GUESS)
+            left -= START_GUESS + VERIFY_GUESS
+            why = verify.failure(t['verification'])
+            if why:
+                return self.fail(t, 'verification failed: ' + why, left)
+            for page, mode in combos(self.s, 'nginx'):
+                if page == 'about' and about is None:
+                    self.progress.drop(series_guess(self.s, page))
+                    continue
+                try:
+                    self.series('nginx', server.url, page, mode, server.alive)
+                except TargetDied:
+                    return self.fail(t, 'nginx died during %s %s' % (page, mode), left)
+                left -= series_guess(self.s, page)
+        finally:
+            server.stop()
+
+    def wrk(self, url, page, mode, duration):
+        argv, env = wrk.command(url, page, mode, self.s.connections, duration,
+                                self.s.threads, self.s.timeout, self.s.pipeline,
+                                self.s.pin['wrk'])
+        return wrk.run(argv, env, duration)
+
+    def series(self, name, url, page, mode, alive):
+        label = '%s · %s · %s' % (name, page, mode)
+        if self.s.warmup:
+            self.progress.show(label + ' · warmup')
+            record = self.wrk(url, page, mode, self.s.warmup)
+            record.update(target=name, page=page, mode=mode, run=0, warmup=True)
+            self.results['runs'].append(record)
+            self.progress.advance(self.s.warmup)
+        for run in range(1, self.s.runs + 1):
+            if not alive():
+                raise TargetDied()
+            self.progress.show('%s · run %d/%d' % (label, run, self.s.runs))
+            before = self.votes(url) if page == 'vote' else None
+            record = self.wrk(url, page, mode, self.s.duration)
+            record.update(target=name, page=page, mode=mode, run=run,
+                          warmup=False)
+            if page == 'vote':
+                time.sleep(0.5)  # let the server finish the POSTs wrk left
+                record['vote_check'] = stats.vote_check(
+                    before, self.votes(url), record.get('wrk'))
+            record['problems'] = stats.problems(record)
+            self.results['runs'].append(record)
+            self.progress.advance(self.s.duration + RUN_GUESS
+                                  + (VOTE_GUESS if page == 'vote' else 0))
+        if not alive():
+            raise TargetDied()
+
+    def votes(self, url):
+        try:
+            return verify.votes(url)
+        except Exception:  # reported as an unknown total by vote_check
+            return None

@@ -1,0 +1,293 @@
+"""The benchmark runner: its arithmetic, its command line, and one quick real
+run of two engines and nginx against the test Tarantool."""
+import io
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
+from bench import cli, report, stats, verify
+from bench.charts import label
+from bench.engine import answers
+from bench.progress import Progress, clock
+
+QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
+QUICK_PAGES = ['ugly', 'good', 'vote']
+
+
+def wrk_report(rps=1000.0, requests=10000, non2xx=0, p50=1.0, p99=5.0, **errors):
+    return {'requests': requests, 'seconds': requests / rps,
+            'requests_per_sec': rps, 'non2xx': non2xx,
+            'latency_ms': {'p50': p50, 'p90': p50, 'p99': p99, 'max': p99},
+            'socket_errors': dict({'connect': 0, 'read': 0, 'write': 0,
+                                   'timeout': 0}, **errors)}
+
+
+def timed(report_, run=1, **extra):
+    return dict({'run': run, 'exit_code': 0, 'wrk': report_}, **extra)
+
+
+# --- wrk output -------------------------------------------------------------
+
+def test_parse_wrk_takes_the_last_json_line():
+    line = json.dumps(wrk_report(rps=1234.5))
+    stdout = 'Running 1s test @ http://x\n  1 threads\n%s\n' % line
+    assert stats.parse_wrk(stdout)['requests_per_sec'] == 1234.5
+
+
+@pytest.mark.parametrize('stdout, message', [
+    ('Running 1s test\nRequests/sec: 5.0\n', 'no report line'),
+    ('{"requests": 1,\n', 'bad report line'),
+    ('{"requests": 1, "seconds": 1}\n', 'lacks'),
+])
+def test_parse_wrk_rejects_missing_or_broken_reports(stdout, message):
+    with pytest.raises(stats.WrkOutputError, match=message):
+        stats.parse_wrk(stdout)
+
+
+# --- medians, ratios, flags -------------------------------------------------
+
+def test_median_and_ratio():
+    assert stats.median([3, 1, 2]) == 2
+    assert stats.median([4, 1, 2, 3]) == 2.5
+    assert stats.median([None, 5]) == 5
+    assert stats.median([]) is None
+    assert stats.ratio(1, 4) == 0.25
+    assert stats.ratio(None, 4) is None and stats.ratio(1, 0) is None
+
+
+def test_a_clean_run_is_not_flagged():
+    assert stats.problems(timed(wrk_report(non2xx=100, requests=10000, read=100))) == []
+
+
+@pytest.mark.parametrize('run, expected', [
+    (timed(wrk_report(non2xx=101, requests=10000)), '1.0% non-2xx'),
+    (timed(wrk_report(requests=1000, timeout=20)), 'socket errors (timeout 20)'),
+    (timed(wrk_report(requests=1000, connect=5, read=6)), 'connect 5, read 6'),
+    (dict(timed(wrk_report()), exit_code=1), 'wrk exited with 1'),
+    (timed(None, error='no report line'), 'no report line'),
+    (timed(wrk_report(requests=0)), 'no request completed'),
+    (timed(wrk_report(), vote_check={'ok': False, 'reason': 'moved by 3'}),
+     'moved by 3'),
+])
+def test_bad_runs_are_flagged(run, expected):
+    assert any(expected in p for p in stats.problems(run)), stats.problems(run)
+
+
+def test_vote_check_bounds():
+    seen = {'votes': 100, 'posts': 110}
+    assert stats.vote_check(1000, 1100, seen)['ok']
+    assert stats.vote_check(1000, 1110, seen)['ok']  # answers wrk never read
+    assert not stats.vote_check(1000, 1099, seen)['ok']  # a 2xx not counted
+    assert not stats.vote_check(1000, 1111, seen)['ok']  # more than was sent
+    assert not stats.vote_check(None, 1100, seen)['ok']
+    assert not stats.vote_check(0, 0, {'votes': 0, 'posts': 0})['ok']
+
+
+def test_runs_without_latency_samples_are_left_out_of_latency_medians():
+    untimed = wrk_report(rps=50)
+    untimed['latency_ms'] = {}
+    cell = stats.summarize([timed(untimed), timed(wrk_report(p50=4.0), run=2)])
+    assert cell['p50'] == 4.0 and cell['rps'] == (50 + 1000) / 2
+
+
+def test_summarize_medians_ranges_errors_and_flags():
+    runs = [timed(wrk_report(rps=r, p50=p, requests=1000, read=e), run=i)
+            for i, (r, p, e) in enumerate([(300, 3, 0), (100, 1, 0), (200, 2, 50)], 1)]
+    cell = stats.summarize(runs)
+    assert (cell['rps'], cell['rps_min'], cell['rps_max']) == (200, 100, 300)
+    assert cell['p50'] == 2
+    assert cell['errors'] == 50
+    assert cell['flags'] == ['run 3: 5.0% socket errors (read 50)']
+
+
+def test_ratios_of_a_table():
+    table = {
+        ('e', 'ugly', 'plain'): {'rps': 1000}, ('e', 'about', 'plain'): {'rps': 500},
+        ('e', 'ugly', 'pipelined'): {'rps': 3000},
+        ('nginx', 'ugly', 'plain'): {'rps': 10000},
+    }
+    assert report.ratios(table, 'e', 'ugly', 'plain') == {
+        'nginx': 0.1, 'ugly': None, 'postgres': None, 'pipelined': None}
+    r = report.ratios(table, 'e', 'about', 'plain')
+    assert r['ugly'] == 0.5 and r['nginx'] is None  # no nginx about measured
+    assert report.ratios(table, 'e', 'ugly', 'pipelined')['pipelined'] == 3.0
+    assert report.ratios(table, 'nginx', 'ugly', 'plain')['nginx'] is None
+
+
+def test_flagged_cells_are_marked_not_hidden():
+    results = {'runs': [
+        dict(timed(wrk_report(rps=100, requests=100, non2xx=50)), target='e',
+             page='good', mode='plain', warmup=False),
+        dict(timed(wrk_report(rps=9)), target='e', page='good', mode='plain',
+             warmup=True, run=0)]}
+    table = report.cells(results)
+    lines = report.page_table(table, ['e'], 'good', 'plain')
+    assert '| e | 100 (100–100) |' in lines[2] and '50 ⚠' in lines[2]
+    assert any('50.0% non-2xx' in line for line in lines)
+
+
+# --- small helpers ----------------------------------------------------------
+
+def test_progress_lines_without_a_terminal():
+    stream = io.StringIO()
+    progress = Progress(100.0, stream)
+    progress.show('e · ugly · plain · run 1/3')
+    progress.advance(50)
+    progress.drop(25)
+    progress.show('e · ugly · plain · run 2/3')
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith('[bench]   0% e · ugly · plain · run 1/3  ETA')
+    assert lines[1].startswith('[bench]  66% ')
+    assert clock(59) == '59s' and clock(61) == '1m01s' and clock(3720) == '1h02m'
+
+
+def test_engine_labels_fit_on_three_lines():
+    assert label('sanic-tarantool-multi-uvloop') == 'sanic\ntarantool multi\nuvloop'
+    assert label('aiohttp-tarantool-one') == 'aiohttp\ntarantool one\nasyncio'
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--engines', 'nosuch*'], "no engine matches 'nosuch*'"),
+    (['--pages', 'ugly,home'], 'unknown pages home'),
+    (['--connections', '2', '--threads', '3'], 'cannot exceed'),
+    (['--duration', '0'], 'must be 1 or more'),
+    (['--tarantool', 'nohost'], '--tarantool'),
+    (['--pipelined', '--pages', 'vote'], 'nothing to time'),
+])
+def test_bad_arguments_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.settings(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_engine_lists_the_engines(capsys):
+    with pytest.raises(SystemExit):
+        cli.settings(['--engines', 'sanic-*,flask-*'])
+    assert 'aiohttp-tarantool-one-uvloop' in capsys.readouterr().err
+
+
+def test_quick_fills_only_what_was_not_given():
+    s = cli.settings(['--quick', '--runs', '2', '--engines', 'sanic-*one*',
+                      '--plain', '--out', '/nonexistent'])
+    assert (s.duration, s.warmup, s.runs) == (1, 1, 2)
+    assert s.modes == ['plain']
+    assert [e.name for e in s.engines] == ['sanic-tarantool-one',
+                                           'sanic-tarantool-one-uvloop']
+
+
+def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
+    import engines
+    monkeypatch.setattr(engines, 'unavailable', lambda e: (
+        'sanic is not installed' if e.framework == 'sanic' else None))
+    runnable, skipped = cli.select_engines(['*-one'], lambda m: pytest.fail(m))
+    assert [e.name for e in runnable] == ['aiohttp-tarantool-one']
+    assert skipped == [('sanic-tarantool-one', 'sanic is not installed')]
+
+
+def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
+    (tmp_path / 'ugly').write_text('UGLY!')
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, '-m', 'http.server', '-b', '127.0.0.1', str(port)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if answers(port):
+                break
+            time.sleep(0.05)
+        checks = verify.engine('http://127.0.0.1:%d' % port)
+    finally:
+        server.terminate()
+        server.wait()
+    assert [c['check'] for c in checks] == ['ugly', 'api']  # stops at the API
+    assert not any(c['ok'] for c in checks)
+    assert verify.failure(checks).startswith("ugly: body b'UGLY!'")
+
+
+# --- one quick real run -----------------------------------------------------
+
+@pytest.fixture(scope='module')
+def quick_run(tarantool, tmp_path_factory):
+    if shutil.which('wrk') is None or shutil.which('nginx') is None:
+        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    out = tmp_path_factory.mktemp('bench') / 'out'
+    a = tarantool_address(tarantool)
+    argv = [sys.executable, 'bench.py', '--quick', '--engines',
+            ','.join(QUICK_ENGINES), '--pages', ','.join(QUICK_PAGES),
+            '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
+            '--port', str(free_port()), '--out', str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done, out
+
+
+def test_quick_run_writes_every_file(quick_run):
+    done, out = quick_run
+    for name in ['results.json', 'results.md'] + [
+            'chart-%s.png' % p for p in QUICK_PAGES]:
+        assert (out / name).is_file(), name
+    assert '[bench]' in done.stderr and 'ETA' in done.stderr
+
+
+def test_quick_run_records_machine_runs_and_verification(quick_run):
+    _, out = quick_run
+    results = json.loads((out / 'results.json').read_text())
+    assert results['machine']['cores'] >= 1 and results['versions']['python']
+    assert results['versions']['packages']['aiohttp']
+    if len(results['machine']['usable_cores']) >= 2:
+        assert results['pinning']['server'].startswith('taskset -c')
+        assert results['pinning']['wrk'].startswith('taskset -c')
+    status = {t['name']: t for t in results['targets']}
+    for name in QUICK_ENGINES + ['nginx']:
+        assert status[name]['status'] == 'ok', status[name]
+        assert all(c['ok'] for c in status[name]['verification'])
+    timed = [r for r in results['runs'] if not r['warmup']]
+    # 2 engines x (ugly, good both modes + vote plain) + nginx ugly x 2 modes
+    assert len(timed) == 2 * 5 + 2
+    for r in timed:
+        assert r['exit_code'] == 0 and r['wrk']['requests'] > 0
+        assert r['wrk']['requests_per_sec'] > 0
+        # A short pipelined run may see no whole batch back: no latency then.
+        p50 = r['wrk']['latency_ms'].get('p50')
+        assert p50 > 0 if r['mode'] == 'plain' else p50 is None or p50 > 0
+        if r['page'] == 'vote':
+            assert r['vote_check']['ok'], r['vote_check']
+            assert r['wrk']['votes'] > 0
+
+
+def test_results_md_agrees_with_the_raw_runs(quick_run):
+    _, out = quick_run
+    results = json.loads((out / 'results.json').read_text())
+    md = (out / 'results.md').read_text()
+    groups = {}
+    for r in results['runs']:
+        if not r['warmup']:
+            groups.setdefault((r['target'], r['page'], r['mode']), []).append(
+                r['wrk']['requests_per_sec'])
+    assert ('nginx', 'ugly', 'plain') in groups
+    assert ('nginx', 'ugly', 'pipelined') in groups
+    for (target, page, mode), rps in groups.items():
+        section = md.split('### %s · %s\n' % (page, mode))[1].split('\n## ')[0]
+        m = re.search(r'^\| %s \| ([\d,]+) \(' % re.escape(target), section, re.M)
+        assert m, (target, page, mode)
+        assert abs(int(m.group(1).replace(',', '')) - stats.median(rps)) <= 0.5
+
+
+def test_charts_are_pngs(quick_run):
+    _, out = quick_run
+    for page in QUICK_PAGES:
+        data = (out / ('chart-%s.png' % page)).read_bytes()
+        assert data[:8] == b'\x89PNG\r\n\x1a\n'
+        width, height = struct.unpack('>II', data[16:24])
+        assert width >= 600 and height >= 400
+        assert os.path.getsize(out / ('chart-%s.png' % page)) > 10000
