@@ -95,9 +95,9 @@ def select_engines(patterns, fail):
     runnable, skipped = [], []
     for e in engines.ENGINES:
         if e.name in chosen:
-            why = engines.unavailable(e)
-            if why:
-                skipped.append((e.name, why))
+            status = engines.runs_here(e)
+            if status.startswith('no: '):
+                skipped.append((e.name, status[len('no: '):]))
             else:
                 runnable.append(e)
     return runnable, skipped

@@ -186,10 +186,13 @@ def test_quick_fills_only_what_was_not_given():
 
 def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     import engines
-    monkeypatch.setattr(engines, 'unavailable', lambda e: (
-        'sanic is not installed' if e.framework == 'sanic' else None))
-    runnable, skipped = cli.select_engines(['*-one'], lambda m: pytest.fail(m))
-    assert [e.name for e in runnable] == ['aiohttp-tarantool-one']
+    monkeypatch.setattr(engines, 'runs_here', lambda e: (
+        'no: sanic is not installed' if e.framework == 'sanic' else
+        'via .venv37 (Python 3.7)' if e.framework == 'japronto' else 'yes'))
+    runnable, skipped = cli.select_engines(['*-tarantool-one'],
+                                           lambda m: pytest.fail(m))
+    assert [e.name for e in runnable] == ['aiohttp-tarantool-one',
+                                          'japronto-tarantool-one']
     assert skipped == [('sanic-tarantool-one', 'sanic is not installed')]
 
 
