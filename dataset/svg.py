@@ -590,7 +590,9 @@ def write_images(root, packs=300, seed=1717):
                             continue
                 except (IOError, OSError):
                     pass
-            tmp = name + '.tmp'    # replaced whole, never seen half-written
+            # Replaced whole, never seen half-written; per process, as two servers
+            # starting at once may both write.
+            tmp = '%s.%d.tmp' % (name, os.getpid())
             with open(tmp, 'wb') as f:
                 f.write(data)
             os.replace(tmp, name)
