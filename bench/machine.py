@@ -1,6 +1,5 @@
 """What the numbers were measured on: hardware, system and versions."""
 import glob
-import importlib.metadata
 import os
 import platform
 import shutil
@@ -61,6 +60,7 @@ def postgres_binary():
 
 
 def package_version(name):
+    import importlib.metadata   # 3.8+: imported here so tests collect on 3.7
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
