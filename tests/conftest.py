@@ -245,3 +245,7 @@ def backend(request):
 def new_data(backend):
     """A factory of unstarted DataInterface objects for one backend."""
     return backend.new
+
+
+# The benchmark's tests need the main environment (matplotlib, 3.8+).
+collect_ignore = ['test_bench.py'] if sys.version_info < (3, 8) else []
