@@ -1,10 +1,11 @@
 """server.py for one engine as a child process, pinned like the runner says."""
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
+
+from processes import terminate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,12 +67,5 @@ class EngineServer:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout=30):
-        if not self.alive():
-            return
         # SIGTERM lets server.py stop the database it started, too.
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        terminate(self.process, timeout)

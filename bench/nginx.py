@@ -5,10 +5,10 @@ Content-Type and a static copy of /about."""
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 
+from processes import terminate
 from .engine import answers, tail
 from .pagecheck import HTML_TYPE, UGLY_TYPE
 
@@ -103,11 +103,4 @@ class Nginx:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout=10):
-        if not self.alive():
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        terminate(self.process, timeout)

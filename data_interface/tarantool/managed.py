@@ -3,10 +3,11 @@ address is given and nothing answers at the default one."""
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
+
+from processes import terminate
 
 log = logging.getLogger('tarantool')
 
@@ -76,12 +77,7 @@ class ManagedTarantool:
     def stop(self, timeout=10.0):
         if self.process is None or self.process.poll() is not None:
             return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        terminate(self.process, timeout)
         log.info('Tarantool stopped')
 
     def kill(self):
