@@ -18,11 +18,21 @@ next batch follows, and only then is the request let go (feed_later).
 Reading pauses meanwhile, so a deep pipeline waits in the socket buffer.
 Bodies need a Content-Length of at most `max_body`. A lone request without
 a body, the usual case, goes straight through.
+
+The framing must agree with japronto's parser (picohttpparser: a line ends
+in CRLF or a bare LF, a head in an empty line, one empty line before a
+request is skipped), or one handed "request" may
+be several to japronto: so a head must match HEAD exactly, else 400, and a
+packet goes straight through only if its one and only head end is its last
+byte.
 """
 import asyncio
 import re
 
 HEAD_END = re.compile(br'\r?\n\r?\n')
+_TOKEN = br"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+HEAD = re.compile(br'(?:\r?\n)?' + _TOKEN + br' [^\x00-\x20\x7f]+ HTTP/1\.[01]\r?\n(?:'
+                  + _TOKEN + br':[\t\x20-\x7e\x80-\xff]*\r?\n)*\r?\n')
 FIELDS = re.compile(br'\n(content-length|transfer-encoding|connection)[ \t]*:'
                     br'[ \t]*([^\r\n]*)', re.IGNORECASE)
 HTTP11 = re.compile(br'[^\r\n]* HTTP/1\.1\r?\n')
@@ -72,7 +82,7 @@ class Connection(asyncio.Protocol):
         if (not self.buffer and self.inner.pipeline_empty and self.writing
                 and len(data) <= MAX_HEAD and data.endswith(b'\r\n\r\n')
                 and data.find(b'\n\r\n') == len(data) - 3
-                and not BODY.search(data)):
+                and b'\n\n' not in data and not BODY.search(data)):
             self.inner.data_received(data)  # one request, no body: as it is
             return
         self.buffer += data
@@ -151,6 +161,9 @@ class Connection(asyncio.Protocol):
             return None
         if head.end() - start > MAX_HEAD:
             raise Refused(431)
+        strict = HEAD.match(buffer, start)
+        if strict is None or strict.end() != head.end():
+            raise Refused(400)
         fields = {}
         for name, value in FIELDS.findall(buffer, start, head.end()):
             name = name.lower()

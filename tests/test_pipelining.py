@@ -2,6 +2,7 @@
 arrives, in order, and the server lives on. japronto needs care for this
 (japronto_server/pipeline.py); two other engines are held to it as well."""
 import asyncio
+import random
 import re
 
 import pytest
@@ -114,4 +115,113 @@ async def test_japronto_refuses_what_it_cannot_frame(server, request_bytes,
     answer = await asyncio.wait_for(reader.read(), 10)   # until it closes
     writer.close()
     assert [int(s) for s in STATUS.findall(answer)] == [200, status]
+    await alive(server)
+
+
+LF_GOOD = b'GET /good HTTP/1.1\nHost: x\n\n'
+
+
+async def send_and_read(port, data, answers=None, chunks=1, rng=None):
+    """Send data in `chunks` writes; the bytes answered: `answers` whole
+    responses, or (when None) all until the server closes or stays quiet
+    for 0.3 s."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    try:
+        cuts = sorted(rng.sample(range(1, len(data)), chunks - 1)) if rng else []
+        for a, b in zip([0] + cuts, cuts + [len(data)]):
+            writer.write(data[a:b])
+            await writer.drain()
+            if rng and rng.random() < 0.3:
+                await asyncio.sleep(0.002)
+        got = b''
+        if answers is not None:
+            for _ in range(answers):
+                head = await asyncio.wait_for(reader.readuntil(b'\r\n\r\n'), 10)
+                got += head + await reader.readexactly(
+                    int(LENGTH.search(head).group(1)))
+            return got
+        while True:
+            try:
+                more = await asyncio.wait_for(reader.read(65536), 0.3)
+            except asyncio.TimeoutError:
+                return got
+            if not more:
+                return got
+            got += more
+    except ConnectionError:
+        return b''
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize('data, pages', [
+    (LF_GOOD + get(b'/good'), 2),
+    (LF_GOOD * 12 + get(b'/good'), 13),
+    (b'\n'.join([LF_GOOD] * 3) + b'\r\n' + get(b'/ugly'), 4),
+], ids=['lf-then-crlf', '12-lf-then-crlf', 'empty-lines-between'])
+async def test_bare_lf_pipelines_do_no_harm(server, data, pages):
+    for _ in range(5):
+        japronto = server.engine in JAPRONTO
+        answer = await send_and_read(server.port, data,
+                                     pages if japronto else None)
+        statuses = [int(s) for s in STATUS.findall(answer)]
+        assert all(s < 500 for s in statuses), statuses
+        if japronto:   # it reads bare LF as HTTP allows
+            assert statuses == [200] * pages, statuses
+    await alive(server)
+
+
+def fuzz_pipeline(rng):
+    """(bytes, expected [(status, mark)] or None when the bytes are not
+    plain CRLF HTTP): a random pipeline, now and then damaged."""
+    paths = sorted(MARKS)
+    parts, expected, clean = [], [], True
+    for _ in range(rng.randint(1, 24)):
+        end = rng.choice([b'\r\n'] * 6 + [b'\n'])
+        clean = clean and end == b'\r\n'
+        if rng.random() < 0.15:
+            body = rng.choice([b'win=x', b'', b'win=%s&lose=%s' % (
+                b'a' * 22, b'b' * 22)])
+            lines = [b'POST / HTTP/1.1', b'Host: t',
+                     b'Content-Type: application/x-www-form-urlencoded',
+                     b'Content-Length: %d' % len(body)]
+            parts.append(end.join(lines) + end + end + body)
+            expected.append((409 if b"lose" in body else 400, None))
+        else:
+            path = rng.choice(paths)
+            lines = [b'GET ' + path + b' HTTP/1.1', b'Host: t']
+            if rng.random() < 0.3:
+                lines.append(b'User-Agent: ' + bytes(
+                    rng.choice(range(32, 127)) for _ in range(rng.randint(0, 40))))
+            parts.append(end.join(lines) + end + end)
+            expected.append((404 if path == b'/nope' else 200, MARKS[path]))
+    data = b''.join(parts)
+    for _ in range(rng.choice([0, 0, 0, 1, 2])):   # damage
+        clean = False
+        i = rng.randrange(len(data))
+        how = rng.randrange(3)
+        junk = bytes([rng.choice([0, 10, 13, 32, 58, 127, 255, 65])])
+        data = (data[:i] + junk + data[i:] if how == 0 else
+                data[:i] + data[i + 1:] if how == 1 else
+                data[:i] + junk + data[i + 1:])
+    return data, (expected if clean else None)
+
+
+async def test_random_pipelines_never_break_the_server(server):
+    """Random pipelines, split at random points, some with bare LF or damaged
+    bytes: never a 5xx, well-formed ones answered in order, the server lives."""
+    rng = random.Random(server.engine)
+    for _ in range(30):
+        data, expected = fuzz_pipeline(rng)
+        answer = await send_and_read(
+            server.port, data, expected and len(expected),
+            chunks=rng.randint(1, 4), rng=rng)
+        statuses = [int(s) for s in STATUS.findall(answer)]
+        assert all(s < 500 for s in statuses), (data, statuses)
+        if expected is not None:
+            assert statuses == [s for s, _ in expected], data
+            bodies = answer.split(b'HTTP/1.1 ')[1:]
+            for body, (_, mark) in zip(bodies, expected):
+                assert mark is None or mark in body, data
+        assert server.process.poll() is None, (data, server.output())
     await alive(server)
