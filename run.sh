@@ -4,6 +4,7 @@
 #   ./run.sh serve [server.py options]   install, then serve on :1717
 #   ./run.sh test [pytest options]       install, then run every test
 #   ./run.sh bench [bench.py options]    install, then run the benchmark
+#   ./run.sh soak --engine E [--minutes M]  install, then soak one engine
 #   ./run.sh setup                       only install
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -107,7 +108,10 @@ case "$command" in
     bench)
         setup "$TEST_PACKAGES"
         exec "$VENV/bin/python" bench.py "$@" ;;
+    soak)
+        setup "$TEST_PACKAGES"
+        exec "$VENV/bin/python" -m bench.soak "$@" ;;
     *)
-        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
         [ "$command" = help ] || exit 2 ;;
 esac

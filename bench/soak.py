@@ -1,0 +1,264 @@
+"""Soak one engine: pages and votes without end, memory sampled as it runs.
+
+    python -m bench.soak --engine ENGINE [--minutes 10] [--every 5]
+
+Starts its own database (Tarantool or PostgreSQL, in a temporary directory;
+Tarantool with sessions expiring after --session-ttl and at most --cap
+sessions and ballots, so that a steady state comes within minutes), the
+engine on it, and two wrk loads beside it: every page in turn without cookies
+(wrk_scripts/mix.lua) and real votes (wrk_scripts/vote.lua). Every --every
+seconds it prints the RSS of the server and of the database (PostgreSQL: the
+PSS of the postmaster and all its children) with the site's counters. After
+the warm-up it compares the first and the second half of the samples: exit
+status 1 when either process grew by more than --tolerance.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import dataset  # noqa: E402
+import engines  # noqa: E402
+from processes import terminate  # noqa: E402
+
+MIB = 1024 * 1024
+STAT = re.compile(r'id="stat-(\w+)">([\d,]+)<')
+
+
+def kib_field(path, name):
+    """A 'Name: N kB' field of a /proc file, in bytes (0 if gone)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(name + ':'):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    found = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def rss(pid):
+    return kib_field('/proc/%d/status' % pid, 'VmRSS')
+
+
+def pss_tree(pid):
+    """PSS of a process and its children: shared memory counted once."""
+    return sum(kib_field('/proc/%d/smaps_rollup' % p, 'Pss')
+               for p in [pid] + children(pid))
+
+
+def site_counters(url):
+    try:
+        with urllib.request.urlopen(url + '/about', timeout=5) as answer:
+            page = answer.read().decode('utf-8')
+    except OSError:
+        return {}
+    return {k: int(v.replace(',', '')) for k, v in STAT.findall(page)}
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class Database:
+    """The soak's own database: address argument for server.py, memory()."""
+
+    def __init__(self, kind, directory, session_ttl, cap, packs):
+        self.kind = kind
+        if kind == 'tarantool':
+            from data_interface.tarantool.managed import ManagedTarantool
+            self.server = ManagedTarantool(
+                directory, port=free_port(),
+                env={'TNT_SESSION_TTL': str(session_ttl),
+                     'TNT_MAX_SESSIONS': str(cap), 'TNT_MAX_BALLOTS': str(cap)})
+        else:
+            from data_interface.postgres.managed import ManagedPostgres
+            self.server = ManagedPostgres(directory, port=free_port())
+        self.server.start()
+        self.packs = packs
+
+    def args(self):
+        s = self.server
+        if self.kind == 'tarantool':
+            return ['--tarantool', '%s:%d' % (s.host, s.port)]
+        return ['--postgres', s.dsn]
+
+    def memory(self):
+        if self.kind == 'tarantool':
+            return rss(self.server.process.pid)
+        try:
+            with open(os.path.join(self.server.data, 'postmaster.pid')) as f:
+                return pss_tree(int(f.readline()))
+        except (OSError, ValueError):
+            return 0
+
+    def stop(self):
+        self.server.stop()
+
+
+def growth(samples, key, warmup):
+    """(first half max, second half max) of a key after the warm-up."""
+    steady = [s[key] for s in samples if s['t'] >= warmup]
+    half = len(steady) // 2
+    if half < 2:
+        return None
+    return max(steady[:half]), max(steady[half:])
+
+
+def verdict(first, second, tolerance):
+    return second <= first * (1 + tolerance) + 2 * MIB
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog='bench.soak', description=__doc__.split('\n')[0])
+    p.add_argument('--engine', required=True)
+    p.add_argument('--minutes', type=float, default=10.0)
+    p.add_argument('--every', type=float, default=5.0, metavar='S',
+                   help='seconds between samples (default 5)')
+    p.add_argument('--warmup', type=float, metavar='MIN',
+                   help='minutes before growth counts (default: a third)')
+    p.add_argument('--session-ttl', type=int, default=60, metavar='S',
+                   help="Tarantool's session TTL during the soak (default 60)")
+    p.add_argument('--cap', type=int, default=100000, metavar='N',
+                   help="Tarantool's session and ballot caps during the soak "
+                        '(default 100000), so a steady state comes within minutes')
+    p.add_argument('--connections', type=int, default=50)
+    p.add_argument('--tolerance', type=float, default=0.05,
+                   help='allowed growth, second half over first (default 0.05,'
+                        ' plus 2 MiB)')
+    p.add_argument('--packs', type=int, default=300)
+    p.add_argument('--out', metavar='FILE.json', help='write the samples here')
+    args = p.parse_args(argv)
+    if args.engine not in engines.BY_NAME:
+        p.error('unknown engine %r (see server.py --list)' % args.engine)
+    if args.minutes <= 0 or args.every <= 0:
+        p.error('--minutes and --every must be positive')
+    return args
+
+
+def wrk(url, script, connections, seconds, log):
+    return subprocess.Popen(
+        ['wrk', '-c%d' % connections, '-t1', '-d%ds' % seconds,
+         '--timeout', '5s', '-s', os.path.join(ROOT, 'wrk_scripts', script), url],
+        stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    engine = engines.BY_NAME[args.engine]
+    seconds = int(args.minutes * 60)
+    warmup = (args.warmup if args.warmup is not None else args.minutes / 3) * 60
+    directory = tempfile.mkdtemp(prefix='stickers-soak-')
+    os.chmod(directory, 0o755)      # the postgres user works in it
+    log = open(os.path.join(directory, 'soak.log'), 'wb')
+    db = server = None
+    loads = []
+    samples = []
+    try:
+        db = Database(engines.database(engine), os.path.join(directory, 'db'),
+                      args.session_ttl, args.cap, args.packs)
+        port = free_port()
+        url = 'http://127.0.0.1:%d' % port
+        server = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine.name,
+             '-p', str(port), '--packs', str(args.packs), '-l', 'WARNING']
+            + db.args(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while not site_counters(url):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit('the server did not start; see %s' % log.name)
+            time.sleep(0.5)
+        print('soak of %s for %g min: samples every %.0f s, growth counted '
+              'after %.0f s; log in %s' % (engine.name, args.minutes, args.every,
+                                           warmup, log.name), flush=True)
+        pages = max(1, args.connections * 4 // 5)
+        loads = [wrk(url, 'mix.lua', pages, seconds, log),
+                 wrk(url, 'vote.lua', args.connections - pages or 1, seconds, log)]
+        start = time.monotonic()
+        print('%7s %11s %11s %11s %9s %9s' % ('t (s)', 'server MiB', 'db MiB',
+              'views', 'votes', 'sessions'), flush=True)
+        while time.monotonic() - start < seconds:
+            time.sleep(min(args.every, max(0, seconds - (time.monotonic() - start))))
+            if server.poll() is not None:
+                raise SystemExit('the server exited with %s; see %s'
+                                 % (server.returncode, log.name))
+            counters = site_counters(url)
+            sample = {'t': round(time.monotonic() - start, 1),
+                      'server': rss(server.pid), 'db': db.memory(),
+                      'views': counters.get('views'),
+                      'votes': counters.get('votes'),
+                      'sessions': counters.get('sessions')}
+            samples.append(sample)
+            print('%7.0f %11.1f %11.1f %11s %9s %9s' % (
+                sample['t'], sample['server'] / MIB, sample['db'] / MIB,
+                sample['views'], sample['votes'], sample['sessions']), flush=True)
+        results = [json.loads(w.communicate(timeout=60)[0].strip().splitlines()[-1])
+                   for w in loads]
+    except KeyboardInterrupt:
+        print('interrupted', file=sys.stderr)
+        results = []
+    finally:
+        for w in loads:
+            terminate(w, 5)
+        terminate(server, 20)
+        if db is not None:
+            db.stop()
+        log.close()
+    return report(args, samples, results, warmup, directory)
+
+
+def report(args, samples, results, warmup, directory):
+    for r in results:
+        print('wrk %s: %d requests, %.0f req/s, %d non-2xx%s' % (
+            r['script'], r['requests'], r['requests_per_sec'], r['non2xx'],
+            ', %d votes counted' % r['votes'] if 'votes' in r else ''))
+    ok = True
+    for key, name in (('server', 'server'), ('db', 'database')):
+        halves = growth(samples, key, warmup)
+        if halves is None:
+            print('%s: too few samples after the warm-up to judge' % name)
+            ok = False
+            continue
+        good = verdict(halves[0], halves[1], args.tolerance)
+        ok = ok and good
+        print('%s: peak %.1f MiB in the first half after warm-up, %.1f MiB in '
+              'the second: %s' % (name, halves[0] / MIB, halves[1] / MIB,
+                                  'flat' if good else 'GROWING'))
+    if args.out:
+        with open(args.out, 'w') as f:
+            json.dump({'engine': args.engine, 'minutes': args.minutes,
+                       'samples': samples, 'wrk': results}, f, indent=1)
+    if ok:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
