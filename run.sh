@@ -112,6 +112,6 @@ case "$command" in
         setup "$TEST_PACKAGES"
         exec "$VENV/bin/python" -m bench.soak "$@" ;;
     *)
-        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
         [ "$command" = help ] || exit 2 ;;
 esac
