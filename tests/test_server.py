@@ -60,10 +60,14 @@ def test_bad_arguments_exit_2(args):
     assert 'error:' in result.stderr
 
 
-async def burst(url, count):
+async def burst(url, count, answered=None):
+    """Statuses (or errors) of `count` concurrent GETs; sets the event
+    `answered` as the first answer arrives."""
     async with aiohttp.ClientSession() as s:
         async def one():
             async with s.get(url) as r:
+                if answered is not None:
+                    answered.set()
                 return r.status
         return await asyncio.gather(*[one() for _ in range(count)],
                                     return_exceptions=True)
@@ -112,8 +116,11 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),
                            str(tmp_path / 'server.log'))
-    pending = asyncio.ensure_future(burst(server.url + '/good', 40))
-    await asyncio.sleep(0.05)
+    # The signal comes while the burst is under way, however slow the
+    # machine: once its first answer is in.
+    answered = asyncio.Event()
+    pending = asyncio.ensure_future(burst(server.url + '/good', 40, answered))
+    await asyncio.wait_for(answered.wait(), 30)
     server.process.send_signal(sig)
     statuses = await pending
     # Its own exit, not the SIGTERM stop() sends to a process still running.
