@@ -234,7 +234,22 @@ def profile_tables(results):
             lines += ['', '### %s' % page, '',
                       '![profile %s](chart-profile-%s.png)' % (page, page), '']
             lines += table_md(headers, rows)
-    return lines
+    notes = [profile_note(p) for p in records]
+    notes = ['- %s %s %s: %s' % (FLAG, p['target'], p['page'], n)
+             for p, n in zip(records, notes) if n]
+    return lines + ([''] + notes if notes else [])
+
+
+def profile_note(p):
+    """Why a profile row lacks figures, or None."""
+    if not p['requests']:
+        return 'no request completed'
+    if not sum(p['samples'].values()):
+        return 'py-spy took no samples (exit %s): %s' % (
+            p['py_spy']['exit_code'], p['py_spy']['log'].replace('\n', ' '))
+    if p['database_cpu'] is None:
+        return 'database process not found (not local?): no database figure'
+    return None
 
 
 def render(results):

@@ -245,16 +245,18 @@ class Matrix:
         except OSError:
             samples = dict.fromkeys(profile.PYTHON_LAYERS, 0)
         requests = (record.get('wrk') or {}).get('requests') or 0
+        said = '\n'.join(x for x in tail(out + '.log').splitlines()
+                          if x.strip() and 'flamegraph.pl' not in x)
         utime = after[1] - before[1] if before and after else 0.0
         stime = after[2] - before[2] if before and after else 0.0
         db = profile.cpu_delta(db_before, db_after) if database else None
         p = {'target': name, 'page': page, 'mode': mode, 'requests': requests,
              'wrk': record.get('wrk'), 'samples': samples,
              'py_spy': {'exit_code': spy.returncode, 'rate': profile.RATE,
-                        'log': tail(out + '.log', 3)},
+                        'log': said},
              'server_cpu': {'pid': pid, 'user_s': utime, 'system_s': stime},
-             'database_cpu': database and {
-                 'pid': database[0], 'process': database[1], 'seconds': db},
+             'database_cpu': {'pid': database[0], 'process': database[1],
+                              'seconds': db} if database else None,
              'us_per_request': profile.split(samples, utime, stime, db, requests)}
         self.results['profiles'].append(p)
         self.progress.advance(self.s.duration + 1.5)
