@@ -247,9 +247,10 @@ class Matrix:
         requests = (record.get('wrk') or {}).get('requests') or 0
         said = '\n'.join(x for x in tail(out + '.log').splitlines()
                           if x.strip() and 'flamegraph.pl' not in x)
-        utime = after[1] - before[1] if before and after else 0.0
-        stime = after[2] - before[2] if before and after else 0.0
-        db = profile.cpu_delta(db_before, db_after) if database else None
+        # /proc counts in clock ticks: round away the float noise.
+        utime = round(after[1] - before[1], 3) if before and after else 0.0
+        stime = round(after[2] - before[2], 3) if before and after else 0.0
+        db = round(profile.cpu_delta(db_before, db_after), 3) if database else None
         p = {'target': name, 'page': page, 'mode': mode, 'requests': requests,
              'wrk': record.get('wrk'), 'samples': samples,
              'py_spy': {'exit_code': spy.returncode, 'rate': profile.RATE,
