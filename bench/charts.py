@@ -1,5 +1,6 @@
 """PNG charts: per page, one group of bars per engine (plain and pipelined
-side by side, whiskers min–max over runs) and nginx as a dashed line."""
+side by side, whiskers min–max over runs) and nginx as a dashed line; with
+--profile, per page a stacked bar of CPU per request by layer per engine."""
 import os
 
 import matplotlib
@@ -8,6 +9,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from .profile import ALL_LAYERS  # noqa: E402
 from .report import FLAG, NGINX, cells, targets  # noqa: E402
 from .wrk import PATHS  # noqa: E402
 
@@ -28,6 +30,8 @@ def short(value):
 def label(name):
     """aiohttp-tarantool-one-uvloop -> three short lines."""
     parts = name.split('-')
+    if parts[0] == 'hello':
+        return 'hello\n%s\n%s' % (parts[1], parts[2] if len(parts) > 2 else 'asyncio')
     if len(parts) < 3:
         return name
     loop = parts[3] if len(parts) > 3 else 'asyncio'
@@ -109,9 +113,57 @@ def page_chart(results, table, page, path):
     return path
 
 
+LAYER_COLORS = {'framework': '#3b75af', 'pages': '#ef8636',
+                'templates': '#9467bd', 'driver': '#519e3e',
+                'kernel': '#8c8c8c', 'database': '#c53a32'}
+
+
+def profile_chart(results, page, path):
+    records = [p for p in results.get('profiles') or []
+               if p['page'] == page and p['us_per_request']]
+    if not records:
+        return None
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.15 * len(records) + 2.5), 5.6),
+                           dpi=110)
+    xs = range(len(records))
+    bottoms = [0.0] * len(records)
+    for layer in ALL_LAYERS:
+        heights = [p['us_per_request'].get(layer) or 0.0 for p in records]
+        ax.bar(xs, heights, 0.6, bottom=bottoms, label=layer,
+               color=LAYER_COLORS[layer])
+        bottoms = [b + h for b, h in zip(bottoms, heights)]
+    for x, top in zip(xs, bottoms):
+        ax.annotate('%.0f µs' % top, (x, top), xytext=(0, 3),
+                    textcoords='offset points', ha='center', va='bottom',
+                    fontsize=8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([label(p['target']) for p in records], fontsize=8)
+    ax.set_ylim(0, max(bottoms) * 1.25 or 1)
+    ax.set_ylabel('CPU µs per request')
+    ax.grid(axis='y', alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.set_title('%s %s: where the CPU time of a request goes, lower is better'
+                 % ('POST' if page == 'vote' else 'GET', PATHS[page]),
+                 fontsize=11, loc='left')
+    ax.legend(loc='upper left', fontsize=8, frameon=False, ncol=len(ALL_LAYERS))
+    fig.text(0.01, 0.01, 'one profiled %d s run per engine (%s), py-spy shares '
+             'scaled to /proc CPU time; database: its server process'
+             % (results['settings']['duration'], records[0]['mode']),
+             fontsize=7.5, color='#555555', va='bottom')
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write(results, out):
     table = cells(results)
     paths = []
+    for page in results['settings']['pages']:
+        path = profile_chart(results, page,
+                             os.path.join(out, 'chart-profile-%s.png' % page))
+        if path:
+            paths.append(path)
     for page in results['settings']['pages']:
         path = page_chart(results, table, page,
                           os.path.join(out, 'chart-%s.png' % page))

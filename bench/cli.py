@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from .profile import py_spy
 from .runner import Settings
 from .wrk import PAGES, PLAIN_ONLY
 
@@ -67,6 +68,10 @@ def parser():
     p.add_argument('--quick', action='store_true',
                    help='CI smoke run: %(duration)d s runs, %(warmup)d s warmup, '
                         '%(runs)d run' % QUICK)
+    p.add_argument('--profile', action='store_true',
+                   help='one extra run per engine and page under py-spy: '
+                        'CPU per request by layer (framework, pages, '
+                        'templates, driver, kernel, database)')
     p.add_argument('--out', metavar='DIR',
                    help='output directory (default results/<timestamp>)')
     p.add_argument('--port', type=positive, default=1717,
@@ -158,13 +163,15 @@ def settings(argv):
     out = args.out or os.path.join(ROOT, 'results', time.strftime('%Y%m%d-%H%M%S'))
     if shutil.which('wrk') is None:
         fail('wrk is not installed (./run.sh setup, or apt-get install wrk)')
+    if args.profile and py_spy() is None:
+        fail('--profile needs py-spy (pip install -r requirements.txt)')
     return Settings(
         engines=runnable, skipped=skipped, pages=list(dict.fromkeys(args.pages)),
         modes=modes, out=os.path.abspath(out),
         connections=args.connections, duration=args.duration,
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
-        server_args=server_args, pin=pinning(args.no_pin))
+        server_args=server_args, pin=pinning(args.no_pin), profile=args.profile)
 
 
 def interrupt(signum, frame):
@@ -176,6 +183,10 @@ def main(argv=None):
     from .runner import Matrix
     s = settings(sys.argv[1:] if argv is None else argv)
     matrix = Matrix(s)
+    if s.profile:
+        print('profiling: one extra run per engine and page under py-spy, '
+              'separate from the timed runs (sampling slows the server a '
+              'little, so its req/s are not reported)', file=sys.stderr)
     signal.signal(signal.SIGTERM, interrupt)
     try:
         results = matrix.run()

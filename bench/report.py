@@ -2,6 +2,8 @@
 timed runs, flagged runs marked, and the ratios that make runs comparable."""
 import os
 
+from .hello import of_engine
+from .profile import PYTHON_LAYERS
 from .stats import ratio, summarize
 
 NGINX = 'nginx'
@@ -19,12 +21,13 @@ def cells(results):
 
 
 def targets(results):
-    """Names that have timed runs: engines in run order, nginx last."""
+    """Names that have timed runs: engines in run order, then the hello
+    references, nginx last."""
     names = []
     for run in results['runs']:
         if run['target'] not in names and not run.get('warmup'):
             names.append(run['target'])
-    return sorted(names, key=lambda n: n == NGINX)
+    return sorted(names, key=lambda n: (n == NGINX, n.startswith('hello-')))
 
 
 def counterpart(name):
@@ -45,9 +48,11 @@ def ratios(table, name, page, mode):
     """Ratio columns of one row; None where they do not apply."""
     rps = lambda n, p, m: (table.get((n, p, m)) or {}).get('rps')  # noqa: E731
     mine = rps(name, page, mode)
+    bare = of_engine(name) if page == 'ugly' else None
     return {
         'nginx': (ratio(mine, rps(NGINX, page, mode))
                   if page in NGINX_PAGES and name != NGINX else None),
+        'hello': ratio(mine, rps(bare, page, mode)) if bare else None,
         'ugly': ratio(mine, rps(name, 'ugly', mode)) if page != 'ugly' else None,
         'postgres': ratio(mine, rps(counterpart(name), page, mode))
         if counterpart(name) else None,
@@ -80,7 +85,8 @@ def table_md(headers, rows, numeric=True):
     return lines + [row(r) for r in rows]
 
 
-RATIO_HEADERS = (('nginx', '÷ nginx'), ('ugly', '÷ own ugly'),
+RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
+                 ('ugly', '÷ own ugly'),
                  ('postgres', 'postgres ÷ tarantool'),
                  ('pipelined', 'pipelined ÷ plain'))
 
@@ -123,7 +129,9 @@ def overview(table, names, pages, mode):
 
 def ratio_overview(table, names, pages, mode):
     """The ratios people ask first: engine ÷ nginx and page ÷ own ugly."""
-    columns = [('ugly', 'nginx', 'ugly ÷ nginx'), ('about', 'nginx', 'about ÷ nginx')]
+    columns = [('ugly', 'nginx', 'ugly ÷ nginx'),
+               ('ugly', 'hello', 'ugly ÷ bare hello'),
+               ('about', 'nginx', 'about ÷ nginx')]
     columns += [(p, 'ugly', '%s ÷ ugly' % p) for p in pages if p != 'ugly']
     columns = [c for c in columns if c[0] in pages]
     found = {n: [ratios(table, n, page, mode)[kind] for page, kind, _ in columns]
@@ -192,6 +200,58 @@ def status_table(results):
     return table_md(['engine', 'status', 'details'], rows, numeric=False)
 
 
+def us(value):
+    return '–' if value is None else '%.1f' % value
+
+
+def profile_tables(results):
+    """"Where the time goes": per page, µs of CPU per request by layer."""
+    records = results.get('profiles') or []
+    if not records:
+        return []
+    lines = ['', '## Where the time goes', '',
+             'CPU time per request (µs) by layer, from one extra run per '
+             'engine and page under py-spy (%s samples/s), separate from the '
+             'timed runs. The Python layers share the server\'s user time by '
+             'their samples; kernel is its system time; database is the '
+             'database server\'s CPU. How to read it: docs/benchmark.md.'
+             % records[0]['py_spy']['rate']]
+    headers = (['engine', 'mode', 'requests', 'samples'] + list(PYTHON_LAYERS)
+               + ['kernel', 'server total', 'database', 'total'])
+    for page in results['settings']['pages']:
+        rows = []
+        for p in records:
+            if p['page'] != page:
+                continue
+            f = p['us_per_request'] or {}
+            total = (None if f.get('server') is None else
+                     f['server'] + (f.get('database') or 0))
+            rows.append([p['target'], p['mode'], number(p['requests']),
+                         number(sum(p['samples'].values()))]
+                        + [us(f.get(k)) for k in PYTHON_LAYERS + (
+                            'kernel', 'server', 'database')] + [us(total)])
+        if rows:
+            lines += ['', '### %s' % page, '',
+                      '![profile %s](chart-profile-%s.png)' % (page, page), '']
+            lines += table_md(headers, rows)
+    notes = [profile_note(p) for p in records]
+    notes = ['- %s %s %s: %s' % (FLAG, p['target'], p['page'], n)
+             for p, n in zip(records, notes) if n]
+    return lines + ([''] + notes if notes else [])
+
+
+def profile_note(p):
+    """Why a profile row lacks figures, or None."""
+    if not p['requests']:
+        return 'no request completed'
+    if not sum(p['samples'].values()):
+        return 'py-spy took no samples (exit %s): %s' % (
+            p['py_spy']['exit_code'], p['py_spy']['log'].replace('\n', ' '))
+    if p['database_cpu'] is None:
+        return 'database process not found (not local?): no database figure'
+    return None
+
+
 def render(results):
     table = cells(results)
     names = targets(results)
@@ -212,6 +272,7 @@ def render(results):
             if any(k[1:] == (page, mode) for k in table):
                 lines += ['', '### %s · %s' % (page, mode), '']
                 lines += page_table(table, names, page, mode)
+    lines += profile_tables(results)
     return '\n'.join(lines) + '\n'
 
 

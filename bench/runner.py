@@ -1,11 +1,13 @@
 """The benchmark matrix: each engine started, verified, then timed page by
-page; nginx last as the C reference. Everything lands in results.json."""
+page; then each framework's bare hello world and nginx last as references.
+Everything lands in results.json."""
 import json
 import os
+import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import machine, stats, verify, wrk
+from . import hello, machine, profile, stats, verify, wrk
 from .engine import EngineServer, free_port, tail
 from .nginx import Nginx
 from .progress import Progress
@@ -32,6 +34,7 @@ class Settings:
     port: int = 1717
     server_args: list = field(default_factory=list)
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
+    profile: bool = False
 
 
 class TargetDied(RuntimeError):
@@ -41,6 +44,8 @@ class TargetDied(RuntimeError):
 def combos(settings, kind):
     for page in settings.pages:
         if kind == 'nginx' and page not in NGINX_PAGES:
+            continue
+        if kind == 'hello' and page != 'ugly':
             continue
         for mode in settings.modes:
             if not (mode == 'pipelined' and page in wrk.PLAIN_ONLY):
@@ -54,9 +59,17 @@ def series_guess(settings, page):
     return settings.warmup + runs
 
 
+def profile_mode(settings, page):
+    """The mode of a page's profiled run: its first timed one."""
+    return next(m for p, m in combos(settings, 'engine') if p == page)
+
+
 def target_guess(settings, kind):
-    return START_GUESS + VERIFY_GUESS + sum(
+    guess = START_GUESS + VERIFY_GUESS + sum(
         series_guess(settings, page) for page, _ in combos(settings, kind))
+    if kind == 'engine' and settings.profile:
+        guess += len(settings.pages) * (settings.duration + 1.5)
+    return guess
 
 
 class Matrix:
@@ -72,14 +85,18 @@ class Matrix:
                 'runs': settings.runs, 'wrk_threads': settings.threads,
                 'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
                 'server_args': settings.server_args,
+                'profile': settings.profile,
             },
             'pinning': {'server': ' '.join(settings.pin['server']) or None,
                         'wrk': ' '.join(settings.pin['wrk']) or None,
                         'server_covers': 'server.py and the databases it starts'},
-            'targets': [], 'runs': [],
+            'targets': [], 'runs': [], 'profiles': [],
         }
         self.results.update(machine.describe())
+        self.hellos = hello.references(settings.engines)
         planned = sum(target_guess(settings, 'engine') for _ in settings.engines)
+        if any(True for _ in combos(settings, 'hello')):
+            planned += len(self.hellos) * target_guess(settings, 'hello')
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
         self.progress = Progress(planned, stream)
@@ -100,6 +117,10 @@ class Matrix:
         for engine in self.s.engines:
             self.engine(engine.name)
             self.save()
+        if any(True for _ in combos(self.s, 'hello')):
+            for name, framework, loop in self.hellos:
+                self.hello(name, framework, loop)
+                self.save()
         if any(True for _ in combos(self.s, 'nginx')):
             self.nginx()
         self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
@@ -143,15 +164,103 @@ class Matrix:
             if self.about is None and 'about' in self.s.pages:
                 self.about = verify.page(server.url, '/about')
                 t['about_copied'] = True
+            database = None
             for page, mode in combos(self.s, 'engine'):
                 try:
                     self.series(name, server.url, page, mode, server.alive)
+                    if self.s.profile and mode == profile_mode(self.s, page):
+                        if database is None:
+                            database = self.database(server) or ()
+                        self.profiled(name, server, page, mode, database)
+                        if not server.alive():
+                            raise TargetDied()
                 except TargetDied:
                     return self.fail(t, 'server.py died during %s %s:\n%s' % (
                         page, mode, tail(log)), left)
                 left -= series_guess(self.s, page)
         finally:
             server.stop()
+
+    def hello(self, name, framework, loop):
+        t = self.target(name, 'hello')
+        log = os.path.join(self.s.out, 'logs', name + '.log')
+        t['log'] = os.path.relpath(log, self.s.out)
+        server = hello.HelloServer(framework, loop, free_port(), log,
+                                   self.s.pin['server'])
+        t['command'] = server.argv
+        left = target_guess(self.s, 'hello')
+        try:
+            self.progress.show('%s · starting' % name)
+            try:
+                server.start(timeout=60)
+            except RuntimeError as e:
+                return self.fail(t, 'did not start: %s' % e, left)
+            t['verification'] = verify.hello(server.url)
+            self.progress.advance(START_GUESS + VERIFY_GUESS)
+            left -= START_GUESS + VERIFY_GUESS
+            why = verify.failure(t['verification'])
+            if why:
+                return self.fail(t, 'verification failed: ' + why, left)
+            for page, mode in combos(self.s, 'hello'):
+                try:
+                    self.series(name, server.url, page, mode, server.alive)
+                except TargetDied:
+                    return self.fail(t, '%s died during %s %s:\n%s' % (
+                        name, page, mode, tail(log)), left)
+                left -= series_guess(self.s, page)
+        finally:
+            server.stop()
+
+    def database(self, server):
+        """(pid, name) of the database process the engine talks to, or None."""
+        def load():
+            return subprocess.Popen(
+                self.s.pin['wrk'] + ['wrk', '-c4', '-t1', '-d5s',
+                                     server.url + '/good'],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return profile.find_database(server.process.pid, self.s.port, load)
+
+    def profiled(self, name, server, page, mode, database):
+        """One extra run under py-spy; its req/s are not reported."""
+        self.progress.show('%s · %s · %s · profiled run' % (name, page, mode))
+        directory = os.path.join(self.s.out, 'profiles')
+        os.makedirs(directory, exist_ok=True)
+        out = os.path.join(directory, '%s-%s-%s.txt' % (name, page, mode))
+        pid = server.process.pid
+        spy = profile.sampler(pid, self.s.duration + 1, out, self.s.pin['wrk'])
+        time.sleep(0.5)     # py-spy attaches
+        before = profile.stat(pid)
+        db_before = profile.database_cpu(database[0]) if database else {}
+        record = self.wrk(server.url, page, mode, self.s.duration)
+        after = profile.stat(pid)
+        db_after = profile.database_cpu(database[0]) if database else {}
+        try:
+            spy.wait(self.s.duration + 30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait()
+        try:
+            with open(out) as f:
+                samples = profile.fold(f.read())
+        except OSError:
+            samples = dict.fromkeys(profile.PYTHON_LAYERS, 0)
+        requests = (record.get('wrk') or {}).get('requests') or 0
+        said = '\n'.join(x for x in tail(out + '.log').splitlines()
+                          if x.strip() and 'flamegraph.pl' not in x)
+        # /proc counts in clock ticks: round away the float noise.
+        utime = round(after[1] - before[1], 3) if before and after else 0.0
+        stime = round(after[2] - before[2], 3) if before and after else 0.0
+        db = round(profile.cpu_delta(db_before, db_after), 3) if database else None
+        p = {'target': name, 'page': page, 'mode': mode, 'requests': requests,
+             'wrk': record.get('wrk'), 'samples': samples,
+             'py_spy': {'exit_code': spy.returncode, 'rate': profile.RATE,
+                        'log': said},
+             'server_cpu': {'pid': pid, 'user_s': utime, 'system_s': stime},
+             'database_cpu': {'pid': database[0], 'process': database[1],
+                              'seconds': db} if database else None,
+             'us_per_request': profile.split(samples, utime, stime, db, requests)}
+        self.results['profiles'].append(p)
+        self.progress.advance(self.s.duration + 1.5)
 
     def nginx(self):
         t = self.target('nginx', 'nginx')

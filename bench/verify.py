@@ -172,6 +172,11 @@ def nginx(base, about):
     return asyncio.run(run_checks(base, checks))
 
 
+def hello(base):
+    """A bare framework reference serves /ugly only."""
+    return asyncio.run(run_checks(base, [('ugly', check_ugly)]))
+
+
 def failure(results):
     """The first failed check as one line, or None."""
     for r in results:

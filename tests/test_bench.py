@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import cli, report, stats, verify
+from bench import cli, hello, profile, report, stats, verify
 from bench.charts import label
 from bench.engine import answers
 from bench.progress import Progress, clock
@@ -115,11 +115,75 @@ def test_ratios_of_a_table():
         ('nginx', 'ugly', 'plain'): {'rps': 10000},
     }
     assert report.ratios(table, 'e', 'ugly', 'plain') == {
-        'nginx': 0.1, 'ugly': None, 'postgres': None, 'pipelined': None}
+        'nginx': 0.1, 'hello': None, 'ugly': None, 'postgres': None,
+        'pipelined': None}
     r = report.ratios(table, 'e', 'about', 'plain')
     assert r['ugly'] == 0.5 and r['nginx'] is None  # no nginx about measured
     assert report.ratios(table, 'e', 'ugly', 'pipelined')['pipelined'] == 3.0
     assert report.ratios(table, 'nginx', 'ugly', 'plain')['nginx'] is None
+
+
+def test_an_engine_ugly_is_divided_by_its_own_framework_and_loop_hello():
+    table = {
+        ('sanic-tarantool-one-uvloop', 'ugly', 'plain'): {'rps': 3000},
+        ('sanic-tarantool-one-uvloop', 'good', 'plain'): {'rps': 1000},
+        ('hello-sanic-uvloop', 'ugly', 'plain'): {'rps': 4000},
+        ('hello-sanic', 'ugly', 'plain'): {'rps': 9000},
+    }
+    r = report.ratios(table, 'sanic-tarantool-one-uvloop', 'ugly', 'plain')
+    assert r['hello'] == 0.75
+    assert report.ratios(table, 'sanic-tarantool-one-uvloop', 'good',
+                         'plain')['hello'] is None
+    assert report.ratios(table, 'hello-sanic', 'ugly', 'plain')['hello'] is None
+
+
+def test_hello_references_follow_the_engines_frameworks_and_loops():
+    import engines
+    chosen = [engines.BY_NAME[n] for n in (
+        'sanic-tarantool-one-uvloop', 'aiohttp-postgres-pool',
+        'sanic-postgres-pool-uvloop', 'japronto-tarantool-one')]
+    assert [r[0] for r in hello.references(chosen)] == [
+        'hello-sanic-uvloop', 'hello-aiohttp', 'hello-japronto']
+    assert hello.of_engine('aiohttp-tarantool-multi-uvloop') == 'hello-aiohttp-uvloop'
+    assert hello.of_engine('nginx') is None
+
+
+# --- profile arithmetic -----------------------------------------------------
+
+SITE = '/srv/app/.venv/lib/python3.11/site-packages/'
+RAW = '\n'.join([
+    # The loop alone, then the framework, then a template under pages.
+    '<module> (%s/server.py:152);run (/usr/lib/python3.11/asyncio/runners.py:1) 7',
+    '<module> (%s/server.py:152);handle (' + SITE + 'aiohttp/web_protocol.py:5) 5',
+    'handle (' + SITE + 'aiohttp/web_app.py:1);good (%s/pages/site.py:9);'
+    'render (' + SITE + 'jinja2/environment.py:1);root (%s/templates/top.html:3) 4',
+    # A standard library frame counts for its caller: pages, then the driver.
+    'good (%s/pages/site.py:9);uuid4 (/usr/lib/python3.11/uuid.py:7) 2',
+    'good (%s/pages/site.py:9);call (%s/data_interface/pg.py:3);'
+    'execute (' + SITE + 'asyncpg/connection.py:2);wait_for (/usr/lib/'
+    'python3.11/asyncio/tasks.py:4) 3',
+    '',
+]).replace('%s', profile.ROOT)
+
+
+def test_stacks_count_for_their_innermost_layer():
+    assert profile.fold(RAW) == {'framework': 12, 'pages': 2, 'templates': 4,
+                                 'driver': 3}
+    assert profile.classify([]) == 'framework'
+    assert profile.layer_of('/usr/lib/python3.7/json/decoder.py') is None
+    assert profile.layer_of(SITE + 'markupsafe/__init__.py') == 'templates'
+
+
+def test_layers_add_up_to_the_measured_cpu_per_request():
+    us = profile.split({'framework': 6, 'pages': 1, 'templates': 2, 'driver': 1},
+                       utime=2.0, stime=0.5, database=1.0, requests=10000)
+    assert us['framework'] == pytest.approx(120) and us['driver'] == pytest.approx(20)
+    assert us['kernel'] == pytest.approx(50) and us['database'] == pytest.approx(100)
+    assert sum(us[k] for k in profile.PYTHON_LAYERS + ('kernel',)) == \
+        pytest.approx(us['server']) == pytest.approx(250)
+    assert profile.split(dict.fromkeys(profile.PYTHON_LAYERS, 0), 1.0, 0.0,
+                         None, 100)['framework'] is None
+    assert profile.split({}, 1.0, 0.0, None, 0) is None
 
 
 def test_flagged_cells_are_marked_not_hidden():
@@ -256,7 +320,8 @@ def test_quick_run_records_machine_runs_and_verification(quick_run):
         assert all(c['ok'] for c in status[name]['verification'])
     timed = [r for r in results['runs'] if not r['warmup']]
     # 2 engines x (ugly, good both modes + vote plain) + nginx ugly x 2 modes
-    assert len(timed) == 2 * 5 + 2
+    # + 2 hello references ugly x 2 modes
+    assert len(timed) == 2 * 5 + 2 + 2 * 2
     for r in timed:
         assert r['exit_code'] == 0 and r['wrk']['requests'] > 0
         assert r['wrk']['requests_per_sec'] > 0
@@ -294,3 +359,89 @@ def test_charts_are_pngs(quick_run):
         width, height = struct.unpack('>II', data[16:24])
         assert width >= 600 and height >= 400
         assert os.path.getsize(out / ('chart-%s.png' % page)) > 10000
+
+
+def test_quick_run_has_the_hello_references_and_their_ratio(quick_run):
+    _, out = quick_run
+    results = json.loads((out / 'results.json').read_text())
+    status = {t['name']: t for t in results['targets']}
+    for name in ('hello-aiohttp', 'hello-sanic-uvloop'):
+        assert status[name]['status'] == 'ok', status[name]
+        assert [c['check'] for c in status[name]['verification']] == ['ugly']
+    md = (out / 'results.md').read_text()
+    assert '| ugly ÷ bare hello |' in md
+    section = md.split('### ugly · plain\n')[1].split('\n## ')[0]
+    assert '÷ bare hello' in section.splitlines()[1]
+    assert re.search(r'^\| hello-sanic-uvloop \| [\d,]+ \(', section, re.M)
+    row = re.search(r'^\| sanic-tarantool-one-uvloop \|.*$', section, re.M).group(0)
+    header = [c.strip() for c in section.splitlines()[1].split('|')]
+    cell = row.split('|')[header.index('÷ bare hello')].strip()
+    assert float(cell) > 0
+
+
+# --- one quick profiled run -------------------------------------------------
+
+PROFILE_ENGINE = 'aiohttp-tarantool-multi'
+
+
+@pytest.fixture(scope='module')
+def profile_run(tarantool, tmp_path_factory):
+    if shutil.which('wrk') is None or shutil.which('nginx') is None:
+        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    if profile.py_spy() is None:
+        pytest.skip('needs py-spy (pip install -r requirements.txt)')
+    out = tmp_path_factory.mktemp('bench') / 'out'
+    a = tarantool_address(tarantool)
+    argv = [sys.executable, 'bench.py', '--quick', '--profile', '--plain',
+            '--warmup', '0', '--engines', PROFILE_ENGINE, '--pages', 'ugly,good',
+            '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
+            '--port', str(free_port()), '--out', str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done, out
+
+
+def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
+    done, out = profile_run
+    assert 'separate from the timed runs (sampling slows the server a ' \
+        'little' in done.stderr
+    results = json.loads((out / 'results.json').read_text())
+    records = {p['page']: p for p in results['profiles']}
+    assert set(records) == {'ugly', 'good'}
+    # The profiled run is extra: one timed run per page is still all there is.
+    timed = [r for r in results['runs'] if r['target'] == PROFILE_ENGINE]
+    assert [(r['page'], r['run']) for r in timed] == [('ugly', 1), ('good', 1)]
+    for page, p in records.items():
+        us, cpu = p['us_per_request'], p['server_cpu']
+        assert p['requests'] > 0 and sum(p['samples'].values()) > 0
+        measured = (cpu['user_s'] + cpu['system_s']) * 1e6 / p['requests']
+        assert measured > 0
+        parts = [us[k] for k in profile.PYTHON_LAYERS + ('kernel',)]
+        assert all(v >= 0 for v in parts) and us['framework'] > 0
+        assert sum(parts) == pytest.approx(measured)
+        assert us['server'] == pytest.approx(measured)
+        assert p['database_cpu']['process'].startswith('tarantool')
+    good = records['good']['us_per_request']
+    assert all(good[k] > 0 for k in profile.PYTHON_LAYERS + ('database',))
+
+
+def test_profile_table_and_charts(profile_run):
+    _, out = profile_run
+    md = (out / 'results.md').read_text()
+    section = md.split('## Where the time goes\n')[1]
+    for page in ('ugly', 'good'):
+        table = section.split('### %s\n' % page)[1].split('\n### ')[0]
+        lines = [x for x in table.splitlines() if x.startswith('| ')]
+        header = [c.strip() for c in lines[0].split('|')[1:-1]]
+        assert header[4:] == ['framework', 'pages', 'templates', 'driver',
+                              'kernel', 'server total', 'database', 'total']
+        row = [c.strip() for c in lines[2].split('|')[1:-1]]
+        assert row[0] == PROFILE_ENGINE
+        figures = [float(c) for c in row[4:]]
+        assert sum(figures[:5]) == pytest.approx(figures[5], abs=0.3)
+        assert figures[5] + figures[6] == pytest.approx(figures[7], abs=0.15)
+        assert figures[5] > 0
+        data = (out / ('chart-profile-%s.png' % page)).read_bytes()
+        assert data[:8] == b'\x89PNG\r\n\x1a\n'
+    assert '| ugly ÷ bare hello |' in md and '| hello-aiohttp |' in md

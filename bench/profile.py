@@ -1,0 +1,237 @@
+"""Where a request's CPU time goes: py-spy samples of the server, split by
+layer, scaled to the CPU time /proc says the server and its database used."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RATE = 200                      # py-spy samples per second
+HZ = os.sysconf('SC_CLK_TCK')
+# Module path (under site-packages or the checkout) -> layer. A stack counts
+# for the layer of its innermost frame listed here; other modules (the
+# standard library, asyncio included) count for their caller, and a stack
+# with no listed frame at all is the event loop itself: 'framework'.
+LAYERS = (
+    ('pages/', 'pages'),
+    ('templates/', 'templates'), ('jinja2/', 'templates'),
+    ('markupsafe/', 'templates'),
+    ('data_interface/', 'driver'), ('asynctnt/', 'driver'),
+    ('aiotarantool', 'driver'), ('tarantool/', 'driver'),
+    ('msgpack/', 'driver'), ('asyncpg/', 'driver'),
+    ('aiohttp/', 'framework'), ('aiohttp_server/', 'framework'),
+    ('sanic/', 'framework'), ('sanic_routing/', 'framework'),
+    ('sanic_server/', 'framework'), ('japronto/', 'framework'),
+    ('japronto_server/', 'framework'), ('uvloop/', 'framework'),
+    ('httptools/', 'framework'), ('multidict/', 'framework'),
+    ('yarl/', 'framework'), ('server.py', 'framework'),
+)
+PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
+# Every layer of the report, in the order of its columns and bars.
+ALL_LAYERS = PYTHON_LAYERS + ('kernel', 'database')
+FRAME = re.compile(r'^.* \((.+?)(?::\d+)?\)$')
+
+
+def py_spy():
+    """py-spy next to this interpreter, else on PATH, else None."""
+    here = os.path.join(os.path.dirname(sys.executable), 'py-spy')
+    return here if os.access(here, os.X_OK) else shutil.which('py-spy')
+
+
+def module_path(filename):
+    """Where a frame's file lives, relative to site-packages or the checkout;
+    None for the standard library and the like."""
+    if '/site-packages/' in filename:
+        return filename.split('/site-packages/', 1)[1]
+    if filename.startswith(ROOT + os.sep):
+        return filename[len(ROOT) + 1:]
+    return None
+
+
+def layer_of(filename):
+    path = module_path(filename)
+    if path is None:
+        return None
+    for prefix, layer in LAYERS:
+        if path.startswith(prefix):
+            return layer
+    return None
+
+
+def classify(frames):
+    """The layer of one stack, outermost frame first."""
+    for frame in reversed(frames):
+        m = FRAME.match(frame)
+        layer = m and layer_of(m.group(1))
+        if layer:
+            return layer
+    return 'framework'
+
+
+def fold(text):
+    """{layer: samples} of py-spy's raw output (folded stacks)."""
+    counts = dict.fromkeys(PYTHON_LAYERS, 0)
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(' ')
+        if stack and count.isdigit():
+            counts[classify(stack.split(';'))] += int(count)
+    return counts
+
+
+# --- CPU time from /proc ----------------------------------------------------
+
+def stat(pid):
+    """(ppid, utime, stime, cutime, cstime) in seconds, or None if gone."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            fields = f.read().rpartition(')')[2].split()
+    except (OSError, ValueError):
+        return None
+    ticks = [int(x) / HZ for x in fields[11:15]]
+    return (int(fields[1]),) + tuple(ticks)
+
+
+def pids():
+    return [int(p) for p in os.listdir('/proc') if p.isdigit()]
+
+
+def children(pid):
+    found = []
+    for child in pids():
+        s = stat(child)
+        if s and s[0] == pid:
+            found.append(child)
+    return found
+
+
+def database_cpu(pid):
+    """{pid: CPU seconds} of a database server: the process (every thread)
+    and its children (PostgreSQL's backends); children that exited are in the
+    parent's cutime + cstime."""
+    s = stat(pid)
+    if s is None:
+        return {}
+    cpu = {pid: sum(s[1:])}
+    for child in children(pid):
+        c = stat(child)
+        if c:
+            cpu[child] = c[1] + c[2]
+    return cpu
+
+
+def cpu_delta(before, after):
+    return sum(max(0.0, v - before.get(k, 0.0)) for k, v in after.items())
+
+
+# --- which process is the database ------------------------------------------
+
+def _tcp_table():
+    """[(local port, remote port, state, inode)] of every IPv4/6 TCP socket."""
+    rows = []
+    for name in ('tcp', 'tcp6'):
+        try:
+            with open('/proc/net/' + name) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            p = line.split()
+            rows.append((int(p[1].rsplit(':', 1)[1], 16),
+                         int(p[2].rsplit(':', 1)[1], 16), p[3], int(p[9])))
+    return rows
+
+
+def _socket_inodes(pid):
+    inodes = set()
+    try:
+        names = os.listdir('/proc/%d/fd' % pid)
+    except OSError:
+        return inodes
+    for name in names:
+        try:
+            target = os.readlink('/proc/%d/fd/%s' % (pid, name))
+        except OSError:
+            continue
+        if target.startswith('socket:['):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def database_ports(server_pid, listen_port):
+    """Ports the server has connections out to (its database)."""
+    mine = _socket_inodes(server_pid)
+    return {remote for local, remote, state, inode in _tcp_table()
+            if inode in mine and state == '01' and local != listen_port}
+
+
+def listener(port):
+    """The process listening on a local TCP port (the root one when several
+    share the socket), or None."""
+    inodes = {inode for local, _, state, inode in _tcp_table()
+              if local == port and state == '0A'}
+    owners = [pid for pid in pids() if _socket_inodes(pid) & inodes]
+    roots = [p for p in owners if (stat(p) or (0,))[0] not in owners]
+    return (roots or owners or [None])[0]
+
+
+def find_database(server_pid, listen_port, load=None, timeout=3.0):
+    """(pid, name) of the database server the engine talks to, or None. An
+    engine that connects per request has no connection when idle: `load`
+    (a callable returning a process) makes some while we look."""
+    process = None
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            for port in sorted(database_ports(server_pid, listen_port)):
+                pid = listener(port)
+                if pid is not None:
+                    return pid, _comm(pid)
+            if time.monotonic() > deadline:
+                return None
+            if process is None and load is not None:
+                process = load()
+            time.sleep(0.02)
+    finally:
+        if process is not None:
+            process.kill()
+            process.wait()
+
+
+def _comm(pid):
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return '?'
+
+
+# --- one profiled run --------------------------------------------------------
+
+def sampler(pid, seconds, out, pin=()):
+    """py-spy recording `pid` for `seconds`, folded stacks to `out`."""
+    argv = list(pin) + [py_spy(), 'record', '-p', str(pid), '-d', str(seconds),
+                        '-r', str(RATE), '-f', 'raw', '-o', out,
+                        '--nonblocking', '--full-filenames', '--gil']
+    log = open(out + '.log', 'wb')
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT)
+    finally:
+        log.close()
+
+
+def split(samples, utime, stime, database, requests):
+    """µs per request per layer: the Python layers share the server's user
+    time by their samples; kernel is its system time; database its CPU."""
+    total = sum(samples.values())
+    per = 1e6 / requests if requests else None
+    if per is None:
+        return None
+    us = {layer: (utime * samples[layer] / total * per if total else None)
+          for layer in PYTHON_LAYERS}
+    us['kernel'] = stime * per
+    us['database'] = None if database is None else database * per
+    us['server'] = (utime + stime) * per
+    return us
