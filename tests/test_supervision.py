@@ -10,8 +10,12 @@ import time
 
 import pytest
 
-from conftest import ROOT, ServerProcess, free_port
+from conftest import (ROOT, ServerProcess, free_port, load_small,
+                      start_tarantool, tarantool_address)
+from data_interface.address import as_admin
 from data_interface.postgres.managed import ManagedPostgres
+from data_interface.tarantool.asynctnt_data import TarantoolData
+from data_interface.tarantool.managed import answers
 from processes import state
 from test_postgres import wait_for
 from test_server import burst
@@ -193,3 +197,24 @@ async def test_stop_while_restarts_fail_exits_0(checkout, tmp_path, engine):
     assert 'again in 1.0 s' in output and 'again in 2.0 s' in output, output
     assert len(lines(output, 'restarting in 0.5 s')) == 1, output
     assert wait_gone(pids), output
+
+
+async def test_database_given_by_address_is_not_restarted(tmp_path):
+    """Only reconnected to: whoever started it restarts it."""
+    db = start_tarantool(str(tmp_path / 'db'))
+    try:
+        await load_small(TarantoolData(as_admin(tarantool_address(db))))
+        site = ServerProcess('aiohttp-tarantool-one',
+                             ['--tarantool', '%s:%d' % (db.host, db.port)],
+                             str(tmp_path / 'server.log'))
+        try:
+            assert await burst(site.url + '/good', 2) == [200] * 2
+            db.kill()
+            time.sleep(2)   # several looks of a watcher, were there one
+            assert not answers(db.host, db.port)
+            assert await burst(site.url + '/good', 1) == [503]
+        finally:
+            assert site.stop() == 0, site.output()
+        assert 'restart' not in site.output()
+    finally:
+        db.stop()
