@@ -107,6 +107,7 @@ class ManagedTarantool:
             if self._stopping or time.monotonic() > deadline:
                 terminate(self.process, 10)
                 if self._stopping:
+                    log.info('Tarantool stopped while starting')
                     raise RuntimeError('Tarantool: stopped while starting')
                 raise RuntimeError('Tarantool did not start in %.0f s; see %s'
                                    % (timeout, self.log_file))
