@@ -1,13 +1,15 @@
 """Open the data interface an engine needs: use the address given, or start
 a local database under var/ when nothing answers at the default address,
 and load the generated data set into an empty database."""
+import asyncio
 import logging
 import os
 import time
 
 import dataset
 import engines
-from data_interface.address import DEFAULT_POSTGRES, DEFAULT_TARANTOOL, as_admin
+from data_interface.address import (ADMIN_USER, POSTGRES_PORT, as_admin,
+                                    default_postgres, default_tarantool)
 from data_interface.tarantool.managed import ManagedTarantool, answers
 
 log = logging.getLogger('databases')
@@ -15,6 +17,9 @@ log = logging.getLogger('databases')
 ROOT = os.path.dirname(os.path.abspath(__file__))
 VAR = os.path.join(ROOT, 'var')
 IMAGES = os.path.join(VAR, 'img')
+WATCH_EVERY = 0.25        # seconds between looks at the managed databases
+RESTART_DELAY, MAX_RESTART_DELAY = 0.5, 10.0
+STAYED_UP = 30.0          # seconds up after which a death is a new one
 
 
 def write_images(packs):
@@ -69,42 +74,64 @@ def tarantool_driver(driver):
 
 
 class Databases:
-    """Starts what the engine needs; stop() undoes what start() started."""
+    """Starts what the engine needs, restarts it when it dies (watch());
+    close() undoes what open() started."""
 
     def __init__(self, tarantool=None, packs=300, dump=None, postgres=None):
         self.tarantool_address = tarantool
+        self.tarantool_admin = None
         self.postgres_dsn = postgres
+        self.postgres_owner_dsn = postgres
         self.packs = packs
         self.dump = dump
         self.managed = []
+        self._watcher = None
 
-    def tarantool(self):
+    async def _blocking(self, function, *args):
+        return await asyncio.get_event_loop().run_in_executor(
+            None, function, *args)
+
+    async def _start(self, server):
+        self.managed.append(server)    # stopped by close() even if half-up
+        await self._blocking(server.start)
+
+    async def tarantool(self):
         """The Tarantool address to use, starting a local one if needed."""
         if self.tarantool_address is None:
-            default = DEFAULT_TARANTOOL
-            if not answers(default.host, default.port):
+            default = default_tarantool(VAR)
+            if await self._blocking(answers, default.host, default.port):
+                self.tarantool_address = default
+                self.tarantool_admin = as_admin(default, default_tarantool(
+                    VAR, ADMIN_USER).password)
+            else:
                 server = ManagedTarantool(os.path.join(VAR, 'tarantool'),
                                           default.host, default.port)
-                server.start()
-                self.managed.append(server)
-            self.tarantool_address = default
+                await self._start(server)
+                self.tarantool_address = server.address
+                self.tarantool_admin = server.admin_address
+        elif self.tarantool_admin is None:
+            self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address
 
     async def postgres(self):
-        """The PostgreSQL DSN to use: the one given, a cluster answering to
-        the default DSN, else the local one under var/ (started if needed)."""
+        """The PostgreSQL DSN to use: the one given, the local cluster under
+        var/ if it runs, a database answering to the default DSN, else the
+        local cluster, started."""
         if self.postgres_dsn is None:
             from data_interface.postgres.asyncpg_data import can_connect
             from data_interface.postgres.managed import ManagedPostgres
-            server = ManagedPostgres(os.path.join(VAR, 'postgres'))
-            if server.running():
-                self.postgres_dsn = server.dsn
-            elif await can_connect(DEFAULT_POSTGRES):
-                self.postgres_dsn = DEFAULT_POSTGRES
+            server = await self._blocking(
+                ManagedPostgres, os.path.join(VAR, 'postgres'), POSTGRES_PORT)
+            default = default_postgres(VAR, POSTGRES_PORT)
+            if await self._blocking(server.running):
+                await self._blocking(server.prepare)
+            elif await can_connect(default):
+                self.postgres_dsn = self.postgres_owner_dsn = default
+                return default
             else:
-                server.start()
-                self.managed.append(server)
-                self.postgres_dsn = server.dsn
+                await self._start(server)
+            self.postgres_dsn = server.dsn
+            self.postgres_owner_dsn = server.owner_dsn
         return self.postgres_dsn
 
     async def open(self, engine):
@@ -112,18 +139,70 @@ class Databases:
         if engines.database(engine) == 'postgres':
             from data_interface.postgres.asyncpg_data import PostgresData
             dsn = await self.postgres()
-            # The app's role owns the tables, so it loads them too.
-            data, admin = PostgresData(dsn), PostgresData(dsn, min_size=1)
+            data = PostgresData(dsn)
+            admin = PostgresData(self.postgres_owner_dsn, min_size=1)
         else:
             Data = tarantool_driver(engine.driver)
-            address = self.tarantool()
-            data, admin = Data(address, engine.mode), Data(as_admin(address))
+            address = await self.tarantool()
+            data, admin = Data(address, engine.mode), Data(self.tarantool_admin)
         await data.start()
         try:
             await load_if_empty(data, admin, self.packs, self.dump)
         finally:
             await data.close()
         return data
+
+    def watch(self):
+        """Restart the databases started here when they die, from a task."""
+        if self.managed and self._watcher is None:
+            self._watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self):
+        backoff = {}
+        while True:
+            await asyncio.sleep(WATCH_EVERY)
+            for server in self.managed:
+                try:
+                    death = server.death()
+                except OSError as e:   # keep watching
+                    log.warning('cannot tell whether %s runs: %s',
+                                server.name, e)
+                    continue
+                if death:
+                    await self._restart(server, death, backoff)
+
+    async def _restart(self, server, death, backoff):
+        """Start it again, with backoff while it keeps failing: 0.5 s,
+        doubling up to 10 s, back to 0.5 s once it stayed up a while."""
+        delay, up_since = backoff.get(server, (RESTART_DELAY, None))
+        if up_since is not None and time.monotonic() - up_since > STAYED_UP:
+            delay = RESTART_DELAY
+        log.warning('%s (pid %s) %s; restarting in %.1f s', server.name,
+                    server.pid, death, delay)
+        while True:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_RESTART_DELAY)
+            try:
+                await self._blocking(server.restart)
+                break
+            except (RuntimeError, OSError) as e:
+                log.warning('%s did not restart (%s); again in %.1f s',
+                            server.name, ' '.join(str(e).split())[-300:],
+                            delay)
+        backoff[server] = (delay, time.monotonic())
+        log.info('%s restarted (pid %s)', server.name, server.pid)
+
+    async def close(self):
+        """Stop watching, then stop the databases started here (one being
+        restarted once its start is over)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            try:
+                await self._watcher
+            except asyncio.CancelledError:
+                pass
+            self._watcher = None
+        await self._blocking(self.stop)
 
     def stop(self):
         while self.managed:

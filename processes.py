@@ -1,6 +1,11 @@
 """Child processes the project starts: databases, servers, nginx."""
+import ctypes
+import os
 import signal
 import subprocess
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def terminate(process, timeout):
@@ -14,3 +19,64 @@ def terminate(process, timeout):
             process.kill()
             process.wait()
     return None if process is None else process.returncode
+
+
+def adopt_orphans():
+    """Become the parent of our orphaned descendants (Linux): a daemon whose
+    launcher exits (PostgreSQL's postmaster, once pg_ctl is done) is then
+    ours to reap, not a zombie where PID 1 reaps nothing (containers)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1,
+                                                0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def describe(status):
+    """'died with signal 9' or 'exited with status N', from a wait status."""
+    if os.WIFSIGNALED(status):
+        return 'died with signal %d' % os.WTERMSIG(status)
+    return 'exited with status %d' % os.WEXITSTATUS(status)
+
+
+def reap(pid, timeout=0.0):
+    """How our child pid ended, reaping it (waiting up to timeout seconds);
+    None if it runs or is not our child."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return describe(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
+
+
+def state(pid):
+    """The process state letter (R, S, Z...) of pid, or None if none."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def reap_orphans(name):
+    """Reap the exited children called `name` we adopted (the other
+    processes of a dead postmaster)."""
+    me = os.getpid()
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm, _, rest = stat.partition(' (')[2].rpartition(') ')
+        fields = rest.split()
+        if comm == name and fields[:1] == ['Z'] and fields[1:2] == [str(me)]:
+            reap(int(entry))

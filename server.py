@@ -101,6 +101,7 @@ async def serve(engine, args):
                           dump=args.data, postgres=args.postgres)
     try:
         site = Site(await databases.open(engine))
+        databases.watch()
         await site.start()
         stopped = asyncio.Event()
         loop = asyncio.get_event_loop()
@@ -114,7 +115,7 @@ async def serve(engine, args):
             await site.stop()
         log.info('stopped')
     finally:
-        databases.stop()
+        await databases.close()
 
 
 def new_loop(engine):

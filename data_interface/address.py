@@ -1,18 +1,67 @@
-"""Database addresses as given on the command line."""
+"""Database addresses: as given on the command line, or the default ones of
+the local databases under var/, whose passwords are kept in files there."""
+import os
+import secrets
 from collections import namedtuple
 from urllib.parse import urlsplit
 
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')
 TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
 
-DEFAULT_TARANTOOL = TarantoolAddress(
-    '127.0.0.1', 3301, 'sticker_app', 'sticker_app')
-ADMIN_USER = ('sticker_admin', 'sticker_admin')
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VAR = os.path.join(ROOT, 'var')
+APP_USER, ADMIN_USER = 'sticker_app', 'sticker_admin'
 
 
-def parse_tarantool(text, default=DEFAULT_TARANTOOL):
-    """'[user:password@]host:port' -> TarantoolAddress; ValueError if bad."""
-    user, password = default.user, default.password
+def port_setting(name, default):
+    """A port from the environment (for tests and a second checkout)."""
+    text = os.environ.get(name, '')
+    if not text:
+        return default
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError('%s must be a port number, not %r' % (name, text))
+    return int(text)
+
+
+TARANTOOL_PORT = port_setting('STICKERS_TARANTOOL_PORT', 3301)
+POSTGRES_PORT = port_setting('STICKERS_POSTGRES_PORT', 5433)
+
+
+def secret(path, default=None, create=False):
+    """The password kept in the file at path; with create, a random one is
+    written there (mode 0600) the first time. Else default if no file."""
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        if not create:
+            return default
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    password = secrets.token_urlsafe(24)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:   # another process made it first
+        return secret(path)
+    with open(fd, 'w') as f:
+        f.write(password + '\n')
+    return password
+
+
+def default_tarantool(var=VAR, user=APP_USER):
+    """The local Tarantool's address, with the password of the account kept
+    under var/ (the user name if there is none)."""
+    password = secret(os.path.join(var, 'tarantool', user + '.password'),
+                      default=user)
+    return TarantoolAddress('127.0.0.1', TARANTOOL_PORT, user, password)
+
+
+DEFAULT_TARANTOOL = default_tarantool()
+
+
+def parse_tarantool(text):
+    """'[user:password@]host:port' -> TarantoolAddress; ValueError if bad.
+    Without credentials, the app.lua defaults: sticker_app / sticker_app."""
+    user, password = APP_USER, APP_USER
     if '@' in text:
         credentials, text = text.rsplit('@', 1)
         user, _, password = credentials.partition(':')
@@ -24,11 +73,19 @@ def parse_tarantool(text, default=DEFAULT_TARANTOOL):
     return TarantoolAddress(host, int(port), user, password)
 
 
-def as_admin(address, admin=ADMIN_USER):
-    return address._replace(user=admin[0], password=admin[1])
+def as_admin(address, password=ADMIN_USER):
+    """The data loader's account at the same address."""
+    return address._replace(user=ADMIN_USER, password=password)
 
 
-DEFAULT_POSTGRES = 'postgresql://sticker_app:sticker_app@127.0.0.1:5433/stickers'
+def default_postgres(var=VAR, port=POSTGRES_PORT):
+    password = secret(os.path.join(var, 'postgres', APP_USER + '.password'),
+                      default=APP_USER)
+    return 'postgresql://%s:%s@127.0.0.1:%d/stickers' % (
+        APP_USER, password, port)
+
+
+DEFAULT_POSTGRES = default_postgres()
 
 
 def parse_postgres(text):
@@ -40,5 +97,5 @@ def parse_postgres(text):
         raise ValueError('bad PostgreSQL URL %r: %s' % (text, e))
     if url.scheme not in ('postgresql', 'postgres') or not url.hostname:
         raise ValueError('PostgreSQL address must be a URL like %s, not %r'
-                         % (DEFAULT_POSTGRES, text))
+                         % ('postgresql://USER:PASSWORD@HOST:PORT/DB', text))
     return text

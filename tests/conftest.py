@@ -36,6 +36,9 @@ def free_port():
 
 
 def start_tarantool(directory, **env):
+    # The accounts' default passwords, which tests pass around (loopback).
+    env = dict(dict(TNT_APP_PASSWORD='sticker_app',
+                    TNT_ADMIN_PASSWORD='sticker_admin'), **env)
     server = ManagedTarantool(directory, port=free_port(), env=env)
     server.start()
     return server
@@ -104,7 +107,7 @@ def postgres():
     from data_interface.postgres.asyncpg_data import PostgresData
     server = start_postgres()
     try:
-        load_small_dataset(PostgresData(server.dsn))
+        load_small_dataset(PostgresData(server.owner_dsn))
         yield server
     finally:
         remove_postgres(server)
@@ -121,7 +124,8 @@ def skip_unless_runnable(engine):
 class ServerProcess:
     """python server.py as a child process, ready when its port answers."""
 
-    def __init__(self, engine, args, log_path, packs=TEST_PACKS):
+    def __init__(self, engine, args, log_path, packs=TEST_PACKS, root=ROOT,
+                 env=None):
         skip_unless_runnable(engine)
         self.engine = engine
         self.port = free_port()
@@ -129,10 +133,11 @@ class ServerProcess:
         self.log_path = log_path
         self.log = open(log_path, 'wb')
         self.process = subprocess.Popen(
-            [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine,
+            [sys.executable, os.path.join(root, 'server.py'), '-e', engine,
              '-p', str(self.port)] + list(args)
             + (['--packs', str(packs)] if packs else []),
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+            cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, **(env or {})))
         self.wait_ready()
 
     def wait_ready(self, timeout=60):
@@ -215,8 +220,8 @@ def _tarantool_backend(request, mode, driver='asynctnt'):
 def _postgres_backend(request):
     from data_interface.postgres.asyncpg_data import PostgresData
     dsn = request.getfixturevalue('postgres').dsn
-    # The app's role owns the tables and loads them as well.
-    return Backend(lambda: PostgresData(dsn), lambda: PostgresData(dsn))
+    owner = request.getfixturevalue('postgres').owner_dsn
+    return Backend(lambda: PostgresData(dsn), lambda: PostgresData(owner))
 
 
 # Contract-suite backends: name -> (pytest request -> Backend)

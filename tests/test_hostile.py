@@ -61,7 +61,7 @@ def new_session(head):
 
 
 async def stored_user_agent_postgres(request, session):
-    conn = await asyncpg.connect(request.getfixturevalue('postgres').dsn)
+    conn = await asyncpg.connect(request.getfixturevalue('postgres').owner_dsn)
     try:
         return await conn.fetchval(
             'SELECT data->>4 FROM sessions WHERE data->>0 = $1', session)

@@ -56,7 +56,7 @@ async def test_first_starts_at_once_apply_the_schema_once(cluster):
             assert not await conn.fetchval(
                 'SELECT rolsuper OR rolcreaterole OR rolcreatedb FROM pg_roles'
                 ' WHERE rolname = current_user')
-        await load_small(PostgresData(server.dsn))
+        await load_small(PostgresData(server.owner_dsn))
         assert (await datas[1].stats()).stickers > 0
     finally:
         for d in datas:
@@ -89,7 +89,7 @@ async def test_pool_recovers_after_postgres_restarts(cluster, tmp_path,
     """Stop PostgreSQL under a running engine: 503 at once while it is
     gone, pages again once it is back."""
     server, _ = cluster
-    await load_small(PostgresData(server.dsn))
+    await load_small(PostgresData(server.owner_dsn))
     site = ServerProcess(engine, ['--postgres', server.dsn],
                          str(tmp_path / 'server.log'))
     try:
@@ -121,9 +121,7 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     with open(os.path.join(var, 'postgres', 'port'), 'w') as f:
         f.write(str(free_port()))
     monkeypatch.setattr(databases, 'VAR', var)
-    monkeypatch.setattr(databases, 'DEFAULT_POSTGRES',
-                        'postgresql://sticker_app:sticker_app@127.0.0.1:%d/'
-                        'stickers' % free_port())
+    monkeypatch.setattr(databases, 'POSTGRES_PORT', free_port())
     engine = engines.BY_NAME['aiohttp-postgres-pool']
     server = ManagedPostgres(os.path.join(var, 'postgres'))
     try:

@@ -238,3 +238,31 @@ BEGIN
     GET DIAGNOSTICS inserted = ROW_COUNT;
     RETURN inserted;
 END $$;
+
+-- The site's role. Where the schema's owner is another role (the local
+-- cluster: sticker_owner), sticker_app may only call the site's functions,
+-- which run as their owner (SECURITY DEFINER, like Tarantool's setuid
+-- functions) with a fixed search_path, and read stickers and packs: it can
+-- change data only by the functions' rules, and needs no privilege when a
+-- function starts using another table. Where the given role owns all
+-- (--postgres), there is no one else to grant anything to.
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC;
+DO $$
+DECLARE
+    f regprocedure;
+BEGIN
+    IF current_user = 'sticker_app'
+            OR NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'sticker_app') THEN
+        RETURN;
+    END IF;
+    FOR f IN SELECT p.oid FROM pg_proc p
+             WHERE p.pronamespace = 'public'::regnamespace AND p.prokind = 'f'
+               AND p.proowner = current_user::regrole
+               AND p.proname <> 'load_stickers' LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER '
+                       'SET search_path = public, pg_temp', f);
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO sticker_app', f);
+    END LOOP;
+    GRANT USAGE ON SCHEMA public TO sticker_app;
+    GRANT SELECT ON stickers, packs, sticker_cards, schema_digest TO sticker_app;
+END $$;

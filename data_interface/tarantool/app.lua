@@ -12,8 +12,8 @@ local function env(name, default)
 end
 
 local dir = env('TNT_DIR', '.')
+-- listen is set at the end, once the accounts' passwords are.
 box.cfg{
-    listen = env('TNT_LISTEN', '127.0.0.1:3301'),
     memtx_dir = dir,
     wal_dir = dir,
     pid_file = env('TNT_PID_FILE', nil),
@@ -21,6 +21,8 @@ box.cfg{
     log_level = tonumber(env('TNT_LOG_LEVEL', '5')),
     memtx_memory = tonumber(env('TNT_MEMTX_MEMORY', tostring(1024 * 1024 * 1024))),
     checkpoint_interval = 600,
+    -- A snapshot after 64 MB of log too: recovery replays less at start.
+    checkpoint_wal_threshold = 64 * 1024 * 1024,
 }
 
 local SESSION_TTL = tonumber(env('TNT_SESSION_TTL', '900'))
@@ -236,9 +238,29 @@ box.once('stickers-users-v1', function()
     box.schema.user.grant('sticker_app', 'read', 'space', 'stickers')
     box.schema.user.grant('sticker_app', 'read', 'space', 'packs')
 end)
-box.schema.user.passwd('sticker_app', env('TNT_APP_PASSWORD', 'sticker_app'))
-box.schema.user.passwd('sticker_admin',
-                       env('TNT_ADMIN_PASSWORD', 'sticker_admin'))
+local APP_PASSWORD = env('TNT_APP_PASSWORD', nil)
+local ADMIN_PASSWORD = env('TNT_ADMIN_PASSWORD', nil)
+box.schema.user.passwd('sticker_app', APP_PASSWORD or 'sticker_app')
+box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD or 'sticker_admin')
+
+-- A Unix socket or a loopback host; a bare port means every interface.
+local function loopback(listen)
+    if listen:find('^/') or listen:find('^unix/') then return true end
+    local host = listen:match('^(.*):%d+$')
+    if host == nil then return false end
+    host = host:gsub('^%[(.*)%]$', '%1')
+    return host == 'localhost' or host == '::1' or host:find('^127%.') ~= nil
+end
+
+local LISTEN = env('TNT_LISTEN', '127.0.0.1:3301')
+if not loopback(LISTEN) and (APP_PASSWORD == nil or APP_PASSWORD == 'sticker_app'
+        or ADMIN_PASSWORD == nil or ADMIN_PASSWORD == 'sticker_admin') then
+    log.error('refusing to listen on %s with a default password: set '
+              .. 'TNT_APP_PASSWORD and TNT_ADMIN_PASSWORD, or listen on '
+              .. '127.0.0.1', LISTEN)
+    os.exit(1)
+end
+box.cfg{listen = LISTEN}
 
 fiber.create(function()
     fiber.name('expiry')

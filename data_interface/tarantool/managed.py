@@ -1,13 +1,16 @@
 """A local Tarantool running app.lua with its data under var/, for when no
-address is given and nothing answers at the default one."""
+address is given and nothing answers at the default one. Its accounts get
+random passwords, kept in DIRECTORY/USER.password (mode 0600)."""
 import logging
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 from processes import terminate
+from ..address import ADMIN_USER, APP_USER, TarantoolAddress, secret
 
 log = logging.getLogger('tarantool')
 
@@ -23,18 +26,58 @@ def answers(host, port, timeout=0.5):
         return False
 
 
+def exit_reason(returncode):
+    if returncode < 0:
+        return 'died with signal %d' % -returncode
+    return 'exited with status %d' % returncode
+
+
 class ManagedTarantool:
+    name = 'Tarantool'
+
     def __init__(self, directory, host='127.0.0.1', port=3301, env=None):
         self.directory = os.path.abspath(directory)
         self.host, self.port = host, port
         self.env = dict(env or {})
         self.process = None
+        self._lock = threading.Lock()   # start() and stop() one at a time
+        self._stopping = False
 
     @property
     def log_file(self):
         return os.path.join(self.directory, 'tarantool.log')
 
+    def _password(self, user, setting):
+        """Given in env (tests), else the one kept in the directory."""
+        return self.env.get(setting) or secret(
+            os.path.join(self.directory, user + '.password'), create=True)
+
+    @property
+    def address(self):
+        return TarantoolAddress(self.host, self.port, APP_USER,
+                                self._password(APP_USER, 'TNT_APP_PASSWORD'))
+
+    @property
+    def admin_address(self):
+        return self.address._replace(
+            user=ADMIN_USER,
+            password=self._password(ADMIN_USER, 'TNT_ADMIN_PASSWORD'))
+
     def start(self, timeout=30.0):
+        """Start and wait until ready (blocking: run it off the event
+        loop); a stop() meanwhile ends the wait and the process."""
+        with self._lock:
+            self._stopping = False
+            self._start(timeout)
+
+    def restart(self, timeout=30.0):
+        """start(), unless a stop() came first."""
+        with self._lock:
+            if self._stopping:
+                raise RuntimeError('Tarantool is being stopped')
+            self._start(timeout)
+
+    def _start(self, timeout):
         binary = shutil.which('tarantool')
         if binary is None:
             raise RuntimeError('tarantool is not installed: run ./run.sh setup '
@@ -43,7 +86,9 @@ class ManagedTarantool:
         env = dict(os.environ, TNT_DIR=self.directory,
                    TNT_LISTEN='%s:%d' % (self.host, self.port),
                    TNT_LOG=self.log_file,
-                   TNT_PID_FILE=os.path.join(self.directory, 'tarantool.pid'))
+                   TNT_PID_FILE=os.path.join(self.directory, 'tarantool.pid'),
+                   TNT_APP_PASSWORD=self.address.password,
+                   TNT_ADMIN_PASSWORD=self.admin_address.password)
         env.update(self.env)
         try:
             self._log_offset = os.path.getsize(self.log_file)
@@ -57,10 +102,13 @@ class ManagedTarantool:
         deadline = time.monotonic() + timeout
         while not self._ready():
             if self.process.poll() is not None:
-                raise RuntimeError('Tarantool exited with %s; see %s'
-                                   % (self.process.returncode, self.log_file))
-            if time.monotonic() > deadline:
-                self.stop()
+                raise RuntimeError('Tarantool %s; see %s' % (
+                    exit_reason(self.process.returncode), self.log_file))
+            if self._stopping or time.monotonic() > deadline:
+                terminate(self.process, 10)
+                if self._stopping:
+                    log.info('Tarantool stopped while starting')
+                    raise RuntimeError('Tarantool: stopped while starting')
                 raise RuntimeError('Tarantool did not start in %.0f s; see %s'
                                    % (timeout, self.log_file))
             time.sleep(0.05)
@@ -74,15 +122,26 @@ class ManagedTarantool:
         except OSError:
             return False
 
+    @property
+    def pid(self):
+        return self.process and self.process.pid
+
+    def death(self):
+        """None while it runs, else how it ended (the process is reaped)."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        return exit_reason(self.process.returncode)
+
     def stop(self, timeout=10.0):
-        if self.process is None or self.process.poll() is not None:
-            return
-        terminate(self.process, timeout)
-        log.info('Tarantool stopped')
+        self._stopping = True
+        with self._lock:
+            if self.process is None or self.process.poll() is not None:
+                return
+            terminate(self.process, timeout)
+            log.info('Tarantool stopped')
 
     def kill(self):
         """Stop abruptly, as a crash would (for tests)."""
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-

@@ -1,0 +1,220 @@
+"""The databases server.py starts itself are restarted when they die: kill
+them under a running server (in a copy of the checkout, on ports of the
+test's own) and the site answers again, by itself."""
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+
+import pytest
+
+from conftest import (ROOT, ServerProcess, free_port, load_small,
+                      start_tarantool, tarantool_address)
+from data_interface.address import as_admin
+from data_interface.postgres.managed import ManagedPostgres
+from data_interface.tarantool.asynctnt_data import TarantoolData
+from data_interface.tarantool.managed import answers
+from processes import state
+from test_postgres import wait_for
+from test_server import burst
+
+KEEP_OUT = ('.git', 'var', 'test-artifacts', 'results', '__pycache__',
+            '.pytest_cache')
+
+
+def copy_checkout(target):
+    """The checkout's files (the virtualenvs as symlinks) at target."""
+    shutil.copytree(ROOT, target, symlinks=True,
+                    ignore=shutil.ignore_patterns(*KEEP_OUT))
+    return target
+
+
+def start_site(engine, checkout, log_path):
+    """server.py from the copy, with no database address: it starts its
+    own, on ports no other test run uses."""
+    env = {'STICKERS_TARANTOOL_PORT': str(free_port()),
+           'STICKERS_POSTGRES_PORT': str(free_port())}
+    site = ServerProcess(engine, [], log_path, root=checkout, env=env)
+    site.env = env
+    return site
+
+
+def pid_in(path):
+    with open(path) as f:
+        return int(f.readline())
+
+
+def children(pid):
+    found = set()
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                if f.read().rsplit(')', 1)[1].split()[2] == str(pid):
+                    found.add(int(entry))
+        except (OSError, IndexError):
+            pass
+    return found
+
+
+def wait_gone(pids, timeout=10):
+    """True once none of pids is a process, not even a zombie."""
+    deadline = time.monotonic() + timeout
+    while any(state(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def lines(output, text):
+    return [line for line in output.splitlines() if text in line]
+
+
+def wait_lines(site, text, count, timeout=20):
+    """The server's log once it has `count` lines with text."""
+    deadline = time.monotonic() + timeout
+    while len(lines(site.output(), text)) < count:
+        assert time.monotonic() < deadline, site.output()
+        time.sleep(0.1)
+    return site.output()
+
+
+@pytest.fixture
+def checkout():
+    # Reachable by the postgres user (unlike pytest's tmp_path when root):
+    # the cluster stays in var/; test_install has one that cannot be.
+    parent = tempfile.mkdtemp(prefix='stickers-test-checkout-')
+    os.chmod(parent, 0o755)
+    yield copy_checkout(os.path.join(parent, 'checkout'))
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+async def test_killed_tarantool_is_restarted(checkout, tmp_path):
+    site = start_site('aiohttp-tarantool-one-uvloop', checkout,
+                      str(tmp_path / 'server.log'))
+    pid_file = os.path.join(checkout, 'var', 'tarantool', 'tarantool.pid')
+    pids = set()
+    try:
+        assert await burst(site.url + '/good', 4) == [200] * 4
+        pids.add(pid_in(pid_file))
+        os.kill(pid_in(pid_file), signal.SIGKILL)
+        output = wait_lines(site, 'Tarantool restarted', 1)
+        await wait_for(site.url + '/good', 200, timeout=10)
+        assert await burst(site.url + '/', 10) == [200] * 10
+        pids.add(pid_in(pid_file))
+        assert len(pids) == 2
+        died = lines(output, 'died with signal 9; restarting in 0.5 s')
+        assert len(died) == 1, output
+        assert len(lines(output, 'Tarantool restarted')) == 1, output
+        assert state(min(pids)) is None, 'the dead Tarantool was not reaped'
+    finally:
+        assert site.stop() == 0, site.output()
+    assert wait_gone(pids), site.output()
+    assert 'Traceback' not in site.output()
+
+
+async def test_dead_postgres_is_restarted(checkout, tmp_path):
+    site = start_site('aiohttp-postgres-pool-uvloop', checkout,
+                      str(tmp_path / 'server.log'))
+    pids = set()
+    try:
+        cluster = ManagedPostgres(os.path.join(checkout, 'var', 'postgres'))
+        assert cluster.home == cluster.directory
+        pid_file = os.path.join(cluster.data, 'postmaster.pid')
+        assert await burst(site.url + '/good', 4) == [200] * 4
+        crashes = [
+            lambda: os.kill(pid_in(pid_file), signal.SIGKILL),
+            lambda: cluster._run('pg_ctl', 'stop', '-D', cluster.data,
+                                 '-m', 'immediate')]
+        for crashed, crash in enumerate(crashes, 1):
+            pid = pid_in(pid_file)
+            pids |= {pid} | children(pid)
+            crash()
+            # Its backends may answer a moment: wait for the restart first.
+            wait_lines(site, 'PostgreSQL restarted', crashed)
+            await wait_for(site.url + '/good', 200, timeout=10)
+            assert await burst(site.url + '/', 10) == [200] * 10
+            output = site.output()
+            assert len(lines(output, 'PostgreSQL (pid %d)' % pid)) == 1, output
+            assert len(lines(output, ' restarting in ')) == crashed, output
+            assert len(lines(output, 'PostgreSQL restarted')) == crashed, output
+        assert 'died with signal 9' in output
+        pid = pid_in(pid_file)
+        pids |= {pid} | children(pid)
+    finally:
+        assert site.stop() == 0, site.output()
+    assert wait_gone(pids), (site.output(), [(p, state(p)) for p in pids])
+    assert not cluster.running()
+
+
+def hold_port(port, timeout=5):
+    """A listening socket on port, once the dead database let it go."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(('127.0.0.1', port))
+            s.listen()
+            return s
+        except OSError:
+            s.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+@pytest.mark.parametrize('engine', ['sanic-tarantool-one',
+                                    'sanic-postgres-pool'])
+async def test_stop_while_restarts_fail_exits_0(checkout, tmp_path, engine):
+    """Kill the database and take its port: restarts fail, backing off;
+    SIGTERM still stops the server with status 0 and nothing left."""
+    site = start_site(engine, checkout, str(tmp_path / 'server.log'))
+    held, pids = None, set()
+    try:
+        assert await burst(site.url + '/good', 2) == [200] * 2
+        if 'postgres' in engine:
+            cluster = ManagedPostgres(os.path.join(checkout, 'var', 'postgres'))
+            pid_file = os.path.join(cluster.data, 'postmaster.pid')
+            port = cluster.port
+        else:
+            pid_file = os.path.join(checkout, 'var', 'tarantool',
+                                    'tarantool.pid')
+            port = int(site.env['STICKERS_TARANTOOL_PORT'])
+        pid = pid_in(pid_file)
+        pids = {pid} | children(pid)
+        os.kill(pid, signal.SIGKILL)
+        held = hold_port(port)
+        wait_lines(site, 'did not restart', 2)
+        assert await burst(site.url + '/good', 1) == [503]
+    finally:
+        assert site.stop() == 0, site.output()
+        if held:
+            held.close()
+    output = site.output()
+    assert 'again in 1.0 s' in output and 'again in 2.0 s' in output, output
+    assert len(lines(output, 'restarting in 0.5 s')) == 1, output
+    assert wait_gone(pids), output
+
+
+async def test_database_given_by_address_is_not_restarted(tmp_path):
+    """Only reconnected to: whoever started it restarts it."""
+    db = start_tarantool(str(tmp_path / 'db'))
+    try:
+        await load_small(TarantoolData(as_admin(tarantool_address(db))))
+        site = ServerProcess('aiohttp-tarantool-one',
+                             ['--tarantool', '%s:%d' % (db.host, db.port)],
+                             str(tmp_path / 'server.log'))
+        try:
+            assert await burst(site.url + '/good', 2) == [200] * 2
+            db.kill()
+            time.sleep(2)   # several looks of a watcher, were there one
+            assert not answers(db.host, db.port)
+            assert await burst(site.url + '/good', 1) == [503]
+        finally:
+            assert site.stop() == 0, site.output()
+        assert 'restart' not in site.output()
+    finally:
+        db.stop()
