@@ -13,6 +13,7 @@ the warm-up it compares the first and the second half of the samples: exit
 status 1 when either process grew by more than --tolerance.
 """
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -102,13 +103,30 @@ class Database:
             from data_interface.postgres.managed import ManagedPostgres
             self.server = ManagedPostgres(directory, port=free_port())
         self.server.start()
-        self.packs = packs
+        asyncio.run(self.load(dataset.generate(packs=packs)))
+
+    async def load(self, data_set):
+        if self.kind == 'tarantool':
+            from data_interface.tarantool.asynctnt_data import TarantoolData
+            loader = TarantoolData(self.server.admin_address)
+        else:
+            from data_interface.postgres.asyncpg_data import PostgresData
+            loader = PostgresData(self.server.owner_dsn, min_size=1)
+        await loader.start()
+        try:
+            await loader.load(data_set)
+        finally:
+            await loader.close()
 
     def args(self):
+        """server.py's options: the app account on Tarantool; on PostgreSQL
+        the owner, as a database given by address is used."""
         s = self.server
         if self.kind == 'tarantool':
-            return ['--tarantool', '%s:%d' % (s.host, s.port)]
-        return ['--postgres', s.dsn]
+            a = s.address
+            return ['--tarantool', '%s:%s@%s:%d' % (a.user, a.password,
+                                                    a.host, a.port)]
+        return ['--postgres', s.owner_dsn]
 
     def memory(self):
         if self.kind == 'tarantool':
