@@ -325,25 +325,28 @@ function limits()
     return {SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS}
 end
 
+-- The share of memtx_memory that tuples and indexes take now (the arena's
+-- own figure keeps slabs freed tuples leave behind).
 local function memory_used()
-    local info = box.slab.info()
-    return info.arena_used / info.quota_size
+    return (box.slab.info().items_used + box.info.memory().index)
+           / box.cfg.memtx_memory
 end
 
 -- Past the high-water mark, drop the oldest tenth of the sessions and
--- ballots, whatever their age, until memory use is back under it.
+-- ballots, whatever their age, once a tick so that memory can show the
+-- effect. Index memory is not always given back, so a quarter of each cap
+-- is kept whatever the figure says.
 local function shed()
-    local rounds = 0
-    while memory_used() > HIGH_WATER and rounds < 10 do
-        local removed = sweep_all(SESSION_TTL,
-                                  math.floor(sessions:len() * 0.9),
-                                  math.floor(ballots:len() * 0.9))
-        log.warn('memory %.0f%% used: dropped the %d oldest ballots and '
-                 .. '%d oldest sessions', memory_used() * 100, removed[1],
-                 removed[2])
-        if removed[1] + removed[2] == 0 then return end
-        rounds = rounds + 1
-    end
+    if memory_used() <= HIGH_WATER then return end
+    -- Deleted tuples stay allocated while Lua objects still refer to them.
+    collectgarbage('collect')
+    local used = memory_used()
+    if used <= HIGH_WATER then return end
+    local removed = sweep_all(SESSION_TTL,
+        math.max(math.floor(sessions:len() * 0.9), math.floor(MAX_SESSIONS / 4)),
+        math.max(math.floor(ballots:len() * 0.9), math.floor(MAX_BALLOTS / 4)))
+    log.warn('memory %.0f%% used: dropped the %d oldest ballots and '
+             .. 'the %d oldest sessions', used * 100, removed[1], removed[2])
 end
 
 function load_stickers(pack_rows, sticker_rows)
