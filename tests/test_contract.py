@@ -429,6 +429,14 @@ async def test_pairs_are_existing_stickers_when_ids_have_gaps(data, tmp_path):
     assert [s.id for s in kept] == [2, 30, 31]
     new, admin, stop = await own_database(data, str(tmp_path))
     try:
+        empty = new()
+        await empty.start()
+        try:
+            # A failure of the database, not of the visitor: 503, not 500.
+            with pytest.raises(DataUnavailable, match='fewer than two'):
+                await issue(empty, visit())
+        finally:
+            await empty.close()
         loader = admin()
         await loader.start()
         try:
