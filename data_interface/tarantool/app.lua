@@ -194,7 +194,8 @@ function sticker_pair(uuid, ip, user_agent, token_a, token_b, ttl)
     ballots:insert{token_a, uuid, a[1], token_b, deadline}
     ballots:insert{token_b, uuid, b[1], token_a, deadline}
     box.commit()
-    return {card(a), card(b)}
+    -- Read again: a vote may have changed them while the commit waited.
+    return {card(stickers:get(a[1])), card(stickers:get(b[1]))}
 end
 
 function cast_vote(uuid, win_token, lose_token)
@@ -342,9 +343,11 @@ local function shed()
     collectgarbage('collect')
     local used = memory_used()
     if used <= HIGH_WATER then return end
-    local removed = sweep_all(SESSION_TTL,
-        math.max(math.floor(sessions:len() * 0.9), math.floor(MAX_SESSIONS / 4)),
-        math.max(math.floor(ballots:len() * 0.9), math.floor(MAX_BALLOTS / 4)))
+    local function keep(space, cap)
+        return math.floor(math.max(space:len() * 0.9, cap / 4))
+    end
+    local removed = sweep_all(SESSION_TTL, keep(sessions, MAX_SESSIONS),
+                              keep(ballots, MAX_BALLOTS))
     log.warn('memory %.0f%% used: dropped the %d oldest ballots and '
              .. 'the %d oldest sessions', used * 100, removed[1], removed[2])
 end
