@@ -28,15 +28,22 @@ class VoteOutcome:
 
 
 class DataUnavailable(Exception):
-    """The database cannot be reached right now (answer 503, retry later)."""
+    """The database cannot serve the call (answer 503, retry later): it cannot
+    be reached, or it failed on its side (out of memory, a refused argument).
+    Each driver maps every database error to this, so none becomes a 500;
+    what visitors send is validated by the pages before any call."""
 
 
 class DataInterface:
     """What the pages need, nothing more. All methods are coroutines.
 
-    Sticker ids run 1..N without gaps. Lists are ordered by (rating, id):
-    top_stickers by rating desc then id desc, bottom_stickers by rating asc
-    then id asc.
+    Sticker ids are positive integers, maybe with gaps. Arguments are
+    bounded and the stored functions refuse anything else: sessions are
+    uuids, tokens 22 URL-safe characters, ip at most 64 bytes of UTF-8, user
+    agent 256, pack names 64, counts 1..100, ttls (0, 3600] seconds.
+
+    Lists are ordered by (rating, id): top_stickers by rating desc then id
+    desc, bottom_stickers by rating asc then id asc.
     """
 
     async def start(self):
@@ -83,10 +90,11 @@ class DataInterface:
         """Return the Sticker with that id in that pack, or None."""
         raise NotImplementedError
 
-    async def expire(self, session_ttl, max_sessions, max_ballots):
-        """Remove ballots past their deadline and sessions idle longer than
-        session_ttl seconds, then the oldest ones beyond the caps. Returns
-        (ballots_removed, sessions_removed)."""
+    async def expire(self):
+        """Only where sweeps_itself is false: remove ballots past their
+        deadline and idle sessions, then the oldest ones beyond the caps, by
+        limits the database keeps. Returns (ballots_removed,
+        sessions_removed)."""
         raise NotImplementedError
 
     async def load(self, dataset):

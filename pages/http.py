@@ -34,11 +34,13 @@ def session_of(cookie):
 
 
 def clean_text(value, limit):
-    """Printable, valid UTF-8 text without NUL, at most `limit` chars."""
+    """Valid UTF-8 text without NUL, at most `limit` bytes once encoded (the
+    database stores bytes), cut at a character boundary."""
     if not value:
         return ''
-    value = value[:limit].encode('utf-8', 'replace').decode('utf-8')
-    return value.replace('\x00', '\ufffd')
+    # No character is shorter than a byte, so `limit` characters suffice.
+    data = value[:limit].replace('\x00', '\ufffd').encode('utf-8', 'replace')
+    return data[:limit].decode('utf-8', 'ignore')
 
 
 def ballot_form(body):

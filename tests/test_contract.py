@@ -5,8 +5,9 @@ import uuid
 
 import pytest
 
-from data_interface import Visit, VoteOutcome
-from conftest import TEST_PACKS
+from data_interface import DataUnavailable, Visit, VoteOutcome
+from conftest import (TEST_PACKS, load_small, remove_postgres, start_postgres,
+                      start_tarantool)
 
 import dataset
 
@@ -42,6 +43,55 @@ async def issue(data, v, ttl=600):
 
 async def current(data, s):
     return await data.sticker(s.pack, s.id)
+
+
+def is_tarantool(data):
+    return hasattr(data, '_call')
+
+
+async def sweep(backend, session_ttl, max_sessions, max_ballots):
+    """The database's own sweep with lowered limits, run as the admin
+    (Tarantool) or the owner (PostgreSQL, in one transaction: other
+    connections never see the lowered limits)."""
+    admin = backend.admin()
+    await admin.start()
+    try:
+        if is_tarantool(admin):
+            return tuple(await admin._call(
+                'expire', [session_ttl, max_sessions, max_ballots]))
+        async with admin._pool.acquire() as conn, conn.transaction():
+            saved = await conn.fetchrow(
+                'SELECT session_ttl, max_sessions, max_ballots FROM limits')
+            change = ('UPDATE limits SET session_ttl = $1, max_sessions = $2,'
+                      ' max_ballots = $3')
+            await conn.execute(change, session_ttl, max_sessions, max_ballots)
+            removed = [0, 0]
+            while True:
+                batch = await conn.fetchval('SELECT expire(1000)')
+                removed = [removed[0] + batch[0], removed[1] + batch[1]]
+                if max(batch) < 1000:
+                    break
+            await conn.execute(change, *saved)
+            return tuple(removed)
+    finally:
+        await admin.close()
+
+
+# Page functions called directly, as a client of the database could.
+SQL = {
+    'sticker_pair': 'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
+    'cast_vote': 'SELECT cast_vote($1, $2, $3)',
+    'top_stickers': 'SELECT * FROM ranked_stickers($1, $2, $3, $4, true)',
+    'bottom_stickers': 'SELECT * FROM ranked_stickers($1, $2, $3, $4, false)',
+    'pack_stickers': 'SELECT * FROM pack_stickers($1)',
+    'get_sticker': 'SELECT * FROM get_sticker($1, $2)',
+}
+
+
+async def call(data, name, *args):
+    if is_tarantool(data):
+        return await data._call(name, list(args))
+    return await data._query('fetch', SQL[name], *args)
 
 
 async def test_catalogue_matches_loaded_data(data):
@@ -212,28 +262,113 @@ async def test_concurrent_votes_both_ways_count_once(data):
     assert (await current(data, b)).rating == b.rating + (-1 if a_won else 1)
 
 
-async def test_expire_removes_old_ballots_and_sessions(data):
+async def test_expire_removes_old_ballots_and_sessions(data, backend):
     v = visit()
     (win, lose), pair = await issue(data, v, ttl=0.2)
     await asyncio.sleep(0.5)
-    ballots, _ = await data.expire(3600, 10 ** 9, 10 ** 9)
+    ballots, _ = await sweep(backend, 3600, 10 ** 9, 10 ** 9)
     assert ballots >= 2
     await assert_refused(data, v.session, win, lose, VoteOutcome.UNKNOWN, pair)
     await asyncio.sleep(1.1)
     fresh = visit()
     await data.top_stickers(fresh, 1)
-    _, sessions = await data.expire(1, 10 ** 9, 10 ** 9)
+    _, sessions = await sweep(backend, 1, 10 ** 9, 10 ** 9)
     assert sessions >= 1
     assert (await data.stats()).sessions >= 1   # the fresh one stays
 
 
-async def test_expire_keeps_tables_under_their_caps(data):
+async def test_expire_keeps_tables_under_their_caps(data, backend):
     for _ in range(5):
         await issue(data, visit())
-    await data.expire(3600, 2, 4)
+    await sweep(backend, 3600, 2, 4)
     stats = await data.stats()
     assert stats.sessions <= 2
     assert stats.ballots <= 4
+
+
+async def test_app_cannot_choose_what_the_sweep_removes(data):
+    for _ in range(3):
+        await issue(data, visit())
+    before = await data.stats()
+    if is_tarantool(data):
+        # The instance sweeps by itself; the app may not even ask it to.
+        assert data.sweeps_itself
+        for name, args in [('expire', [0, 0, 0]), ('expire', []),
+                           ('limits', [])]:
+            with pytest.raises(DataUnavailable, match='denied'):
+                await data._call(name, args)
+    else:
+        with pytest.raises(DataUnavailable, match='does not exist'):
+            await data._query('fetchval', 'SELECT expire($1, $2, $3, $4)',
+                              0.0, 0, 0, 1000)
+        # Its limits are the database's: nothing here is old or over a cap.
+        assert await data.expire() == (0, 0)
+    after = await data.stats()
+    assert (after.sessions, after.ballots) == (before.sessions, before.ballots)
+
+
+SESSION = str(uuid.uuid4())
+TOKEN, TOKEN2 = tokens()
+SNOWMEN = '\u2603' * 22    # 22 characters, 66 bytes
+# (function, arguments, refused by the database itself): every one of these
+# is refused, and changes nothing. The others are refused by PostgreSQL's
+# typed parameters before the function runs.
+BAD_CALLS = [
+    ('sticker_pair', ['not-a-uuid', '', '', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION + 'x', '', '', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, 'a' * 65, '', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, SNOWMEN, '', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, '', 'a' * 257, TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, '', SNOWMEN * 4, TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, '', '', 'short', TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN, 60], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2 + 'a', 60], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, "'; DROP TABLE x; --'", 60],
+     True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, 0], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, 3601], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, float('nan')], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, float('inf')], True),
+    ('sticker_pair', [42, '', '', TOKEN, TOKEN2, 60], False),
+    ('sticker_pair', [SESSION, None, '', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, 'x'], False),
+    ('cast_vote', ['x' * 36, TOKEN, TOKEN], True),
+    ('cast_vote', [SESSION, TOKEN * 2, TOKEN2], True),
+    ('cast_vote', [SESSION, TOKEN, None], True),
+    ('cast_vote', [SESSION, TOKEN, 7], False),
+    ('top_stickers', [SESSION, '', '', 0], True),
+    ('top_stickers', [SESSION, '', '', 101], True),
+    ('bottom_stickers', [SESSION, '', '', -1], True),
+    ('bottom_stickers', [SESSION, '', '', 'x'], False),
+    ('top_stickers', [SESSION, '', 'a' * 300, 9], True),
+    ('pack_stickers', ['a' * 65], True),
+    ('pack_stickers', [None], True),
+    ('get_sticker', ['a' * 65, 1], True),
+    ('get_sticker', ['pack', -1], True),
+    ('get_sticker', ['pack', 'x'], False),
+]
+
+
+@pytest.mark.parametrize('name, args, by_function', BAD_CALLS)
+async def test_functions_refuse_bad_arguments(data, name, args, by_function):
+    before = await data.stats()
+    with pytest.raises(DataUnavailable) as e:
+        await call(data, name, *args)
+    if by_function or is_tarantool(data):
+        assert 'bad argument' in str(e.value)
+    after = await data.stats()
+    assert after == before
+
+
+async def test_functions_take_arguments_at_their_limits(data):
+    v = Visit(str(uuid.uuid4()), SNOWMEN[:21] + 'a', SNOWMEN * 3 + 'a' * 58)
+    assert [len(x.encode('utf-8')) for x in v[1:]] == [64, 256]
+    (win, lose), pair = await issue(data, v, ttl=3600)
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    assert len(await data.top_stickers(v, 100)) == min(
+        100, len(dataset.generate(packs=TEST_PACKS).stickers))
+    assert await data.pack('a' * 64) is None
+    assert await data.sticker('a' * 64, 1) is None
 
 
 async def test_hostile_text_is_stored_as_text(data):
@@ -269,3 +404,98 @@ async def test_load_is_idempotent_and_keeps_ratings(data, backend):
     assert (await data.stats()).stickers == len(await all_stickers(data))
     assert await current(data, s) is not None
 
+
+
+async def own_database(data, directory, **tarantool_env):
+    """A fresh, empty database of the same kind as `data`, with the same
+    driver: (new DataInterface for the app, admin one, stop function)."""
+    if is_tarantool(data):
+        from conftest import tarantool_address
+        from data_interface.address import as_admin
+        server = start_tarantool(directory, **tarantool_env)
+        address = tarantool_address(server)
+        kind = type(data)
+        return (lambda: kind(address, data.mode),
+                lambda: kind(as_admin(address)), server.stop)
+    from data_interface.postgres.asyncpg_data import PostgresData
+    server = start_postgres()
+    return (lambda: PostgresData(server.dsn), lambda: PostgresData(server.dsn),
+            lambda: remove_postgres(server))
+
+
+async def test_pairs_are_existing_stickers_when_ids_have_gaps(data, tmp_path):
+    full = dataset.generate(packs=1)
+    kept = [full.stickers[1], full.stickers[29], full.stickers[30]]
+    assert [s.id for s in kept] == [2, 30, 31]
+    new, admin, stop = await own_database(data, str(tmp_path))
+    try:
+        empty = new()
+        await empty.start()
+        try:
+            # A failure of the database, not of the visitor: 503, not 500.
+            with pytest.raises(DataUnavailable, match='fewer than two'):
+                await issue(empty, visit())
+        finally:
+            await empty.close()
+        loader = admin()
+        await loader.start()
+        try:
+            assert await loader.load(dataset.DataSet(full.packs, kept)) == 3
+        finally:
+            await loader.close()
+        gapped = new()
+        await gapped.start()
+        try:
+            seen = set()
+            for _ in range(60):
+                _, (a, b) = await issue(gapped, visit())
+                assert a.id != b.id
+                seen.update((a.id, b.id))
+            assert seen == {2, 30, 31}
+        finally:
+            await gapped.close()
+    finally:
+        stop()
+
+
+# Big enough to show the caps at work, small enough to fill in seconds.
+SMALL_MEMTX = 32 * 1024 * 1024
+
+
+async def test_sessions_stop_at_a_cap_that_fits_memory(data, tmp_path):
+    """Visits with the largest strings, well past the session and ballot
+    caps of a small instance: every call succeeds and the tables stay
+    within the caps, which the instance derived from its memory."""
+    if type(data).__name__ != 'TarantoolData' or data.mode != 'one':
+        pytest.skip('the caps are the instance\'s: asynctnt, mode one, '
+                    'fills it fastest')
+    new, admin, stop = await own_database(
+        data, str(tmp_path), TNT_MEMTX_MEMORY=str(SMALL_MEMTX))
+    try:
+        loader = admin()
+        await loader.start()
+        try:
+            await loader.load(dataset.generate(packs=TEST_PACKS))
+            _, max_sessions, max_ballots = await loader._call('limits', [])
+        finally:
+            await loader.close()
+        assert 10000 < max_sessions < SMALL_MEMTX // 512
+        full = new()
+        await full.start()
+        try:
+            ip, agent = SNOWMEN[:21] + 'a', SNOWMEN * 3 + 'a' * 58
+            for done in range(0, max_sessions + 1000, 500):
+                await asyncio.gather(*[
+                    full.sticker_pair(Visit(str(uuid.uuid4()), ip, agent),
+                                      tokens(), 600) for _ in range(500)])
+            stats = await full.stats()
+            assert stats.sessions == max_sessions
+            assert stats.ballots == max_ballots
+            assert len(await full.top_stickers(visit(), 9)) == 9
+            v = visit(ip, agent)
+            (win, lose), _ = await issue(full, v)
+            assert await full.cast_vote(v.session, win, lose) == VoteOutcome.OK
+        finally:
+            await full.close()
+    finally:
+        stop()

@@ -5,6 +5,7 @@ import shutil
 import socket
 import tempfile
 import time
+import uuid
 
 import pytest
 
@@ -136,7 +137,8 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
                 assert stats.stickers == len(
                     dataset.generate(packs=TEST_PACKS).stickers)
                 assert (stats.views == 0) == loaded
-                await data.top_stickers(Visit('s', 'ip', 'ua'), 1)
+                await data.top_stickers(
+                    Visit(str(uuid.uuid4()), 'ip', 'ua'), 1)
             finally:
                 await data.close()
             dbs.stop()

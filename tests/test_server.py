@@ -1,10 +1,12 @@
 """server.py as a process: engine list, bad input, shutdown, reconnect."""
 import asyncio
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import aiohttp
 import pytest
@@ -181,8 +183,9 @@ async def test_expiry_fiber_sweeps_by_itself(tmp_path):
         data = TarantoolData(tarantool_address(db))
         await data.start()
         for i in range(5):
-            await data.sticker_pair(Visit('s%d' % i, 'ip', 'ua'),
-                                    ('a%d' % i, 'b%d' % i), 0.3)
+            await data.sticker_pair(
+                Visit(str(uuid.uuid4()), 'ip', 'ua'),
+                (secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 0.3)
         stats = await data.stats()
         assert (stats.sessions, stats.ballots) == (5, 10)
         await asyncio.sleep(1.5)

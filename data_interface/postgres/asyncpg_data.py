@@ -29,6 +29,11 @@ SETTINGS = {'application_name': 'stickers', 'random_page_cost': '1.1'}
 UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
                asyncpg.exceptions.OperatorInterventionError,
                asyncpg.exceptions.InsufficientResourcesError)
+# What a page call may raise besides: any error of the server (an argument a
+# function refuses, out of memory or disk, a bug) or of asyncpg (an argument
+# it cannot encode, a closed pool). Pages validate what visitors send, so
+# none of these is theirs: each is DataUnavailable (503), in _query.
+FAILED = (asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 def text(value):
@@ -117,7 +122,7 @@ class PostgresData(DataInterface):
         try:
             async with self._pool.acquire(timeout=self.timeout) as conn:
                 return await getattr(conn, method)(query, *args)
-        except UNAVAILABLE as e:
+        except UNAVAILABLE + FAILED as e:
             raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
                 self, type(e).__name__, e)) from e
 
@@ -168,13 +173,13 @@ class PostgresData(DataInterface):
             text(pack), sticker_id)
         return None if row is None else Sticker(*row)
 
-    async def expire(self, session_ttl, max_sessions, max_ballots):
-        """In batches, each its own transaction, as the Tarantool sweep."""
+    async def expire(self):
+        """In batches, each its own transaction, as the Tarantool sweep; the
+        limits are the database's (table `limits`)."""
         removed = [0, 0]
         while True:
             batch = await self._query(
-                'fetchval', 'SELECT expire($1, $2, $3, $4)',
-                session_ttl, max_sessions, max_ballots, EXPIRE_BATCH)
+                'fetchval', 'SELECT expire($1)', EXPIRE_BATCH)
             removed = [removed[0] + batch[0], removed[1] + batch[1]]
             if max(batch) < EXPIRE_BATCH:
                 return tuple(removed)

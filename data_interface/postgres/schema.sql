@@ -38,6 +38,16 @@ CREATE INDEX IF NOT EXISTS sessions_last_seen
 CREATE TABLE IF NOT EXISTS server (data jsonb NOT NULL);
 INSERT INTO server SELECT '[1, 0, 0, 0]' WHERE NOT EXISTS (SELECT FROM server);
 
+-- The sweep's limits (expire() reads them; only the owner changes them):
+-- sessions idle longer than session_ttl seconds go, and the oldest sessions
+-- and ballots beyond the caps.
+CREATE TABLE IF NOT EXISTS limits (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    session_ttl float8 NOT NULL CHECK (session_ttl > 0),
+    max_sessions bigint NOT NULL CHECK (max_sessions >= 0),
+    max_ballots bigint NOT NULL CHECK (max_ballots >= 0));
+INSERT INTO limits VALUES (true, 900, 1000000, 1000000) ON CONFLICT DO NOTHING;
+
 -- The text of schema.sql last applied (see asyncpg_data.apply_schema).
 CREATE TABLE IF NOT EXISTS schema_digest (digest text NOT NULL);
 
@@ -49,12 +59,37 @@ CREATE OR REPLACE VIEW sticker_cards AS
            coalesce(p.data->>1, s.data->>1) AS pack_title
     FROM stickers s LEFT JOIN packs p ON p.data->>0 = s.data->>1;
 
+-- Arguments are checked as app.lua checks them, and refused with SQLSTATE
+-- 22023 and a message starting "bad argument". Strings are bounded in bytes:
+-- ip 64, user agent 256, pack names 64.
+CREATE OR REPLACE FUNCTION refuse(p_what text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+        MESSAGE = 'bad argument: ' || p_what;
+END $$;
+
+CREATE OR REPLACE FUNCTION check_visit(p_uuid text, p_ip text, p_agent text)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF (p_uuid ~ '^[0-9a-f-]{36}$') IS NOT TRUE THEN
+        PERFORM refuse('session must be a uuid of 36 characters');
+    END IF;
+    IF (octet_length(p_ip) <= 64) IS NOT TRUE THEN
+        PERFORM refuse('ip must be UTF-8 text of at most 64 bytes');
+    END IF;
+    IF (octet_length(p_agent) <= 256) IS NOT TRUE THEN
+        PERFORM refuse('user agent must be UTF-8 text of at most 256 bytes');
+    END IF;
+END $$;
+
 -- Upsert the session and count a view (and a user, for a new session).
 CREATE OR REPLACE FUNCTION touch(p_uuid text, p_ip text, p_agent text)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     t float8 := date_part('epoch', now());
 BEGIN
+    PERFORM check_visit(p_uuid, p_ip, p_agent);
     LOOP
         INSERT INTO sessions
             VALUES (jsonb_build_array(p_uuid, t, 1, p_ip, p_agent))
@@ -74,26 +109,66 @@ BEGIN
         (data->>2)::bigint + 1, data->3);
 END $$;
 
+CREATE OR REPLACE FUNCTION check_token(p_token text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF (p_token ~ '^[A-Za-z0-9_-]{22}$') IS NOT TRUE THEN
+        PERFORM refuse('ballot tokens must be 22 URL-safe characters');
+    END IF;
+END $$;
+
+-- A random existing sticker id other than p_other, as app.lua picks it: a
+-- random key up to the largest id, then the first id at or above it (ids
+-- may have gaps), wrapping around past the end. Each step is one probe of
+-- the id index.
+CREATE OR REPLACE FUNCTION random_sticker(p_top int, p_other int)
+RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    -- Drawn once, before the query: random() inside it would be drawn for
+    -- every row, with no index probe possible.
+    key int := 1 + floor(random() * p_top)::int;
+    picked int;
+BEGIN
+    SELECT (data->>0)::int INTO picked FROM stickers
+        WHERE (data->>0)::int >= key ORDER BY (data->>0)::int LIMIT 1;
+    IF picked = p_other THEN
+        SELECT (data->>0)::int INTO picked FROM stickers
+            WHERE (data->>0)::int > p_other ORDER BY (data->>0)::int LIMIT 1;
+        IF picked IS NULL THEN
+            SELECT (data->>0)::int INTO picked FROM stickers
+                ORDER BY (data->>0)::int LIMIT 1;
+        END IF;
+    END IF;
+    RETURN picked;
+END $$;
+
 -- The server row is updated last everywhere: its lock, which every page
 -- view needs, is then held only until the commit.
 CREATE OR REPLACE FUNCTION sticker_pair(p_uuid text, p_ip text, p_agent text,
     p_token_a text, p_token_b text, p_ttl float8)
 RETURNS SETOF sticker_cards LANGUAGE plpgsql AS $$
 DECLARE
-    n int;
+    top int;
     a int;
     b int;
     deadline float8 := date_part('epoch', now()) + p_ttl;
 BEGIN
-    -- Ids run 1..n without gaps, so the largest one is the count.
-    SELECT (data->>0)::int INTO n FROM stickers
+    PERFORM check_visit(p_uuid, p_ip, p_agent);
+    PERFORM check_token(p_token_a);
+    PERFORM check_token(p_token_b);
+    IF p_token_a = p_token_b THEN
+        PERFORM refuse('the two ballot tokens must differ');
+    END IF;
+    IF (p_ttl > 0 AND p_ttl <= 3600) IS NOT TRUE THEN
+        PERFORM refuse('ttl must be a number of seconds in (0, 3600]');
+    END IF;
+    SELECT (data->>0)::int INTO top FROM stickers
         ORDER BY (data->>0)::int DESC LIMIT 1;
-    IF n IS NULL OR n < 2 THEN
+    a := random_sticker(top, NULL);
+    b := random_sticker(top, a);
+    IF b IS NULL OR b = a THEN
         RAISE EXCEPTION 'fewer than two stickers loaded';
     END IF;
-    a := 1 + floor(random() * n)::int;
-    b := 1 + floor(random() * (n - 1))::int;
-    IF b >= a THEN b := b + 1; END IF;
     INSERT INTO ballots VALUES
         (jsonb_build_array(p_token_a, p_uuid, a, p_token_b, deadline)),
         (jsonb_build_array(p_token_b, p_uuid, b, p_token_a, deadline));
@@ -102,6 +177,9 @@ BEGIN
     PERFORM touch(p_uuid, p_ip, p_agent);
 END $$;
 
+-- The local cluster runs with synchronous_commit off; a counted vote commits
+-- with it on (transaction-local, so the commit itself waits for the WAL
+-- flush), so no acknowledged vote is lost in a crash.
 CREATE OR REPLACE FUNCTION cast_vote(p_uuid text, p_win text, p_lose text)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -109,6 +187,11 @@ DECLARE
     win jsonb;
     lose jsonb;
 BEGIN
+    IF (p_uuid ~ '^[0-9a-f-]{36}$') IS NOT TRUE THEN
+        PERFORM refuse('session must be a uuid of 36 characters');
+    END IF;
+    PERFORM check_token(p_win);
+    PERFORM check_token(p_lose);
     -- Lock both ballots in token order, so concurrent calls neither deadlock
     -- nor both succeed: the later one finds the rows gone.
     FOR ballot IN SELECT data FROM ballots WHERE data->>0 IN (p_win, p_lose)
@@ -123,6 +206,7 @@ BEGIN
     IF (win->>4)::float8 < date_part('epoch', now()) THEN
         RETURN 'expired';
     END IF;
+    PERFORM set_config('synchronous_commit', 'on', true);
     DELETE FROM ballots WHERE data->>0 IN (p_win, p_lose);
     -- Stickers too are locked in one order (by id) before the update.
     PERFORM FROM stickers
@@ -147,6 +231,10 @@ CREATE OR REPLACE FUNCTION ranked_stickers(p_uuid text, p_ip text,
 RETURNS SETOF sticker_cards LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
+    PERFORM check_visit(p_uuid, p_ip, p_agent);
+    IF (p_count BETWEEN 1 AND 100) IS NOT TRUE THEN
+        PERFORM refuse('count must be an integer in 1..100');
+    END IF;
     IF p_best THEN
         RETURN QUERY SELECT * FROM sticker_cards
             ORDER BY rating DESC, id DESC LIMIT p_count;
@@ -176,50 +264,67 @@ $$;
 
 CREATE OR REPLACE FUNCTION pack_stickers(p_name text)
 RETURNS TABLE (name text, title text, stickers sticker_cards[])
-LANGUAGE sql STABLE AS $$
-    SELECT p.data->>0, p.data->>1,
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF (octet_length(p_name) <= 64) IS NOT TRUE THEN
+        PERFORM refuse('pack name must be UTF-8 text of at most 64 bytes');
+    END IF;
+    RETURN QUERY SELECT p.data->>0, p.data->>1,
            ARRAY(SELECT c FROM sticker_cards c WHERE c.pack = p.data->>0
                  ORDER BY c.id)
-    FROM packs p WHERE p.data->>0 = p_name
-$$;
+    FROM packs p WHERE p.data->>0 = p_name;
+END $$;
 
 CREATE OR REPLACE FUNCTION get_sticker(p_pack text, p_id int)
-RETURNS SETOF sticker_cards LANGUAGE sql STABLE AS $$
-    SELECT * FROM sticker_cards WHERE id = p_id AND pack = p_pack
-$$;
+RETURNS SETOF sticker_cards LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF (octet_length(p_pack) <= 64) IS NOT TRUE THEN
+        PERFORM refuse('pack name must be UTF-8 text of at most 64 bytes');
+    END IF;
+    IF (p_id >= 0) IS NOT TRUE THEN
+        PERFORM refuse('sticker id must be an integer in 0..2147483647');
+    END IF;
+    RETURN QUERY SELECT * FROM sticker_cards WHERE id = p_id AND pack = p_pack;
+END $$;
 
--- One batch of expire(): ballots past their deadline and sessions idle for
--- p_session_ttl, then the oldest beyond the caps, at most p_batch of each.
--- Rows locked by a vote or a visit in progress wait for the next sweep.
-CREATE OR REPLACE FUNCTION expire(p_session_ttl float8, p_max_sessions bigint,
-    p_max_ballots bigint, p_batch int)
+-- One batch of the sweep: ballots past their deadline and sessions idle
+-- longer than limits.session_ttl, then the oldest beyond the caps of
+-- `limits`, at most p_batch (clamped to 1..10000) of each. The caller picks
+-- no limit. Rows locked by a vote or a visit in progress wait for the next
+-- sweep.
+DROP FUNCTION IF EXISTS expire(float8, bigint, bigint, int);
+CREATE OR REPLACE FUNCTION expire(p_batch int)
 RETURNS int[] LANGUAGE plpgsql AS $$
 DECLARE
     t float8 := date_part('epoch', now());
+    lim limits;
+    batch int := least(greatest(coalesce(p_batch, 1), 1), 10000);
     ballots_gone int;
     sessions_gone int;
     more int;
 BEGIN
+    SELECT * INTO STRICT lim FROM limits;
     DELETE FROM ballots WHERE ctid = ANY(ARRAY(
         SELECT ctid FROM ballots WHERE (data->>4)::float8 < t
-        ORDER BY (data->>4)::float8 LIMIT p_batch FOR UPDATE SKIP LOCKED));
+        ORDER BY (data->>4)::float8 LIMIT batch FOR UPDATE SKIP LOCKED));
     GET DIAGNOSTICS ballots_gone = ROW_COUNT;
     DELETE FROM ballots WHERE ctid = ANY(ARRAY(
         SELECT ctid FROM ballots ORDER BY (data->>4)::float8
-        LIMIT least(p_batch - ballots_gone,
-                    greatest((SELECT count(*) FROM ballots) - p_max_ballots, 0))
+        LIMIT least(batch - ballots_gone, greatest(
+            (SELECT count(*) FROM ballots) - lim.max_ballots, 0))
         FOR UPDATE SKIP LOCKED));
     GET DIAGNOSTICS more = ROW_COUNT;
     ballots_gone := ballots_gone + more;
 
     DELETE FROM sessions WHERE ctid = ANY(ARRAY(
-        SELECT ctid FROM sessions WHERE (data->>1)::float8 < t - p_session_ttl
-        ORDER BY (data->>1)::float8 LIMIT p_batch FOR UPDATE SKIP LOCKED));
+        SELECT ctid FROM sessions
+        WHERE (data->>1)::float8 < t - lim.session_ttl
+        ORDER BY (data->>1)::float8 LIMIT batch FOR UPDATE SKIP LOCKED));
     GET DIAGNOSTICS sessions_gone = ROW_COUNT;
     DELETE FROM sessions WHERE ctid = ANY(ARRAY(
         SELECT ctid FROM sessions ORDER BY (data->>1)::float8
-        LIMIT least(p_batch - sessions_gone,
-                    greatest((SELECT count(*) FROM sessions) - p_max_sessions, 0))
+        LIMIT least(batch - sessions_gone, greatest(
+            (SELECT count(*) FROM sessions) - lim.max_sessions, 0))
         FOR UPDATE SKIP LOCKED));
     GET DIAGNOSTICS more = ROW_COUNT;
     RETURN ARRAY[ballots_gone, sessions_gone + more];
@@ -231,6 +336,10 @@ RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     inserted int;
 BEGIN
+    IF (jsonb_typeof(p_packs) = 'array' AND jsonb_typeof(p_stickers) = 'array')
+            IS NOT TRUE THEN
+        PERFORM refuse('packs and stickers must be JSON arrays of rows');
+    END IF;
     INSERT INTO packs SELECT value FROM jsonb_array_elements(p_packs)
         ON CONFLICT ((data->>0)) DO NOTHING;
     INSERT INTO stickers SELECT value FROM jsonb_array_elements(p_stickers)

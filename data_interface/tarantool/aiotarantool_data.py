@@ -98,8 +98,10 @@ class AiotarantoolData(AppFunctions):
         try:
             response = await asyncio.wait_for(
                 conn._send_request(_Call(conn, name, args)), REQUEST_TIMEOUT)
-        except (NetworkError, OSError, asyncio.TimeoutError) as e:
-            raise DataUnavailable('Tarantool: %s' % _why(e)) from e
+        except (DatabaseError, OSError, asyncio.TimeoutError) as e:
+            # NetworkError and errors raised by the call: see
+            # AppFunctions._call.
+            raise DataUnavailable('Tarantool: %s: %s' % (name, _why(e))) from e
         finally:
             if self.mode == 'multi':
                 await conn.close()

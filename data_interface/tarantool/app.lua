@@ -26,9 +26,26 @@ box.cfg{
 }
 
 local SESSION_TTL = tonumber(env('TNT_SESSION_TTL', '900'))
-local MAX_SESSIONS = tonumber(env('TNT_MAX_SESSIONS', '1000000'))
-local MAX_BALLOTS = tonumber(env('TNT_MAX_BALLOTS', '1000000'))
 local SWEEP_EVERY = tonumber(env('TNT_SWEEP_EVERY', '5'))
+
+-- Caps that fit memtx_memory. Measured on 2.6 with maximal strings, indexes
+-- and slab overhead included: a session takes about 520 bytes of the quota, a
+-- ballot about 195; with a margin, sessions get half the memory and ballots a
+-- quarter, so both full still leave a quarter for stickers and slack.
+local SESSION_BYTES, BALLOT_BYTES = 600, 224
+local function cap(name, share, bytes)
+    local fits = math.floor(box.cfg.memtx_memory * share / bytes)
+    return math.min(tonumber(env(name, tostring(fits))), fits)
+end
+local MAX_SESSIONS = cap('TNT_MAX_SESSIONS', 0.5, SESSION_BYTES)
+local MAX_BALLOTS = cap('TNT_MAX_BALLOTS', 0.25, BALLOT_BYTES)
+-- Above this share of the quota in use, the expiry fiber drops the oldest
+-- sessions and ballots without waiting for their time.
+local HIGH_WATER = 0.85
+
+-- What a page may store and ask for (pages check the same before calling).
+local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
+local MAX_COUNT, MAX_TTL = 100, 3600
 
 box.once('stickers-schema-v1', function()
     local s = box.schema.space.create('stickers', {format = {
@@ -77,9 +94,63 @@ local function card(t)
     return {t[1], t[2], t[3], t[4], t[5], t[6], pack and pack[2] or t[2]}
 end
 
+-- Argument checks: a failed one raises 'bad argument: ...', which the
+-- drivers report as the database failing the call. Errors need a code:
+-- aiotarantool takes code 0 for success.
+local function refuse(what)
+    box.error{code = box.error.ILLEGAL_PARAMS,
+              reason = 'bad argument: ' .. what}
+end
+
+local function check_text(value, max_bytes, what)
+    if type(value) ~= 'string' or #value > max_bytes
+            or utf8.len(value) == nil then
+        refuse(what .. ' must be UTF-8 text of at most ' .. max_bytes
+               .. ' bytes')
+    end
+end
+
+local function check_uuid(value)
+    if type(value) ~= 'string' or #value ~= 36
+            or not value:match('^[0-9a-f-]+$') then
+        refuse('session must be a uuid of 36 characters')
+    end
+end
+
+local function check_token(value)
+    if type(value) ~= 'string' or #value ~= 22
+            or not value:match('^[A-Za-z0-9_-]+$') then
+        refuse('ballot tokens must be 22 URL-safe characters')
+    end
+end
+
+local function check_visit(uuid, ip, user_agent)
+    check_uuid(uuid)
+    check_text(ip, MAX_IP, 'ip')
+    check_text(user_agent, MAX_AGENT, 'user agent')
+end
+
+local function check_integer(value, low, high, what)
+    if type(value) ~= 'number' or value ~= math.floor(value)
+            or value < low or value > high then
+        refuse(what .. ' must be an integer in ' .. low .. '..' .. high)
+    end
+end
+
+-- Make room for `n` more tuples in a full space: drop its oldest ones
+-- (by `index`) in the caller's transaction, so the cap holds at all times.
+local function make_room(space, index, cap, n)
+    for _ = 1, space:len() + n - cap do
+        local oldest = index:min()
+        if oldest == nil then return end
+        space:delete(oldest[1])
+    end
+end
+
 local function touch(uuid, ip, user_agent)
     local now = fiber.time()
     if sessions:get(uuid) == nil then
+        make_room(sessions, sessions.index.last_seen, MAX_SESSIONS, 1)
         sessions:insert{uuid, now, 1, ip, user_agent}
         server:update(1, {{'+', 2, 1}, {'+', 3, 1}})
     else
@@ -89,22 +160,50 @@ local function touch(uuid, ip, user_agent)
     end
 end
 
+-- A random existing sticker id other than `other`: a random key up to the
+-- largest id, then the first id at or above it (ids may have gaps), wrapping
+-- around past the end.
+local function random_sticker(other)
+    local top = stickers.index.primary:max()
+    local t = stickers.index.primary:select(math.random(top[1]),
+                                            {iterator = 'GE', limit = 1})[1]
+    if t[1] == other then
+        t = stickers.index.primary:select(other, {iterator = 'GT',
+                                                  limit = 1})[1]
+        if t == nil then t = stickers.index.primary:min() end
+    end
+    return t
+end
+
 function sticker_pair(uuid, ip, user_agent, token_a, token_b, ttl)
-    local n = stickers:len()
-    if n < 2 then box.error{reason = 'fewer than two stickers loaded'} end
-    local a = math.random(n)
-    local b = math.random(n - 1)
-    if b >= a then b = b + 1 end
+    check_visit(uuid, ip, user_agent)
+    check_token(token_a)
+    check_token(token_b)
+    if token_a == token_b then refuse('the two ballot tokens must differ') end
+    if type(ttl) ~= 'number' or not (ttl > 0 and ttl <= MAX_TTL) then
+        refuse('ttl must be a number of seconds in (0, ' .. MAX_TTL .. ']')
+    end
+    if stickers:len() < 2 then
+        box.error{code = box.error.PROC_LUA,
+                  reason = 'fewer than two stickers loaded'}
+    end
+    local a = random_sticker(nil)
+    local b = random_sticker(a[1])
     local deadline = fiber.time() + ttl
     box.begin()
     touch(uuid, ip, user_agent)
-    ballots:insert{token_a, uuid, a, token_b, deadline}
-    ballots:insert{token_b, uuid, b, token_a, deadline}
+    make_room(ballots, ballots.index.deadline, MAX_BALLOTS, 2)
+    ballots:insert{token_a, uuid, a[1], token_b, deadline}
+    ballots:insert{token_b, uuid, b[1], token_a, deadline}
     box.commit()
-    return {card(stickers:get(a)), card(stickers:get(b))}
+    -- Read again: a vote may have changed them while the commit waited.
+    return {card(stickers:get(a[1])), card(stickers:get(b[1]))}
 end
 
 function cast_vote(uuid, win_token, lose_token)
+    check_uuid(uuid)
+    check_token(win_token)
+    check_token(lose_token)
     local win, lose = ballots:get(win_token), ballots:get(lose_token)
     if win == nil or lose == nil or win_token == lose_token then
         return 'unknown'
@@ -125,6 +224,8 @@ function cast_vote(uuid, win_token, lose_token)
 end
 
 local function ranked(uuid, ip, user_agent, count, iterator)
+    check_visit(uuid, ip, user_agent)
+    check_integer(count, 1, MAX_COUNT, 'count')
     box.begin()
     touch(uuid, ip, user_agent)
     box.commit()
@@ -159,6 +260,7 @@ function list_packs()
 end
 
 function pack_stickers(name)
+    check_text(name, MAX_NAME, 'pack name')
     local pack = packs:get(name)
     if pack == nil then return nil end
     local result = {}
@@ -169,6 +271,8 @@ function pack_stickers(name)
 end
 
 function get_sticker(pack, id)
+    check_text(pack, MAX_NAME, 'pack name')
+    check_integer(id, 0, 2 ^ 53, 'sticker id')
     local t = stickers:get(id)
     if t == nil or t[2] ~= pack then return nil end
     return card(t)
@@ -196,11 +300,58 @@ local function sweep(space, index, limit, cap)
     end
 end
 
-function expire(session_ttl, max_sessions, max_ballots)
+local function sweep_all(session_ttl, max_sessions, max_ballots)
     local now = fiber.time()
     return {sweep(ballots, ballots.index.deadline, now, max_ballots),
             sweep(sessions, sessions.index.last_seen, now - session_ttl,
                   max_sessions)}
+end
+
+-- The sweep the expiry fiber runs, for the admin account only (tests): the
+-- limits default to the instance's and may be lowered, never raised.
+function expire(session_ttl, max_sessions, max_ballots)
+    session_ttl = session_ttl or SESSION_TTL
+    if type(session_ttl) ~= 'number' or not (session_ttl >= 0) then
+        refuse('session ttl must be a number of seconds')
+    end
+    max_sessions = max_sessions or MAX_SESSIONS
+    max_ballots = max_ballots or MAX_BALLOTS
+    check_integer(max_sessions, 0, 2 ^ 53, 'max sessions')
+    check_integer(max_ballots, 0, 2 ^ 53, 'max ballots')
+    return sweep_all(math.min(session_ttl, SESSION_TTL),
+                     math.min(max_sessions, MAX_SESSIONS),
+                     math.min(max_ballots, MAX_BALLOTS))
+end
+
+-- The limits in force: {session_ttl, max_sessions, max_ballots}.
+function limits()
+    return {SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS}
+end
+
+-- The share of memtx_memory that tuples and indexes take now (the arena's
+-- own figure keeps slabs freed tuples leave behind).
+local function memory_used()
+    return (box.slab.info().items_used + box.info.memory().index)
+           / box.cfg.memtx_memory
+end
+
+-- Past the high-water mark, drop the oldest tenth of the sessions and
+-- ballots, whatever their age, once a tick so that memory can show the
+-- effect. Index memory is not always given back, so a quarter of each cap
+-- is kept whatever the figure says.
+local function shed()
+    if memory_used() <= HIGH_WATER then return end
+    -- Deleted tuples stay allocated while Lua objects still refer to them.
+    collectgarbage('collect')
+    local used = memory_used()
+    if used <= HIGH_WATER then return end
+    local function keep(space, cap)
+        return math.floor(math.max(space:len() * 0.9, cap / 4))
+    end
+    local removed = sweep_all(SESSION_TTL, keep(sessions, MAX_SESSIONS),
+                              keep(ballots, MAX_BALLOTS))
+    log.warn('memory %.0f%% used: dropped the %d oldest ballots and '
+             .. 'the %d oldest sessions', used * 100, removed[1], removed[2])
 end
 
 function load_stickers(pack_rows, sticker_rows)
@@ -221,7 +372,10 @@ end
 
 local APP_FUNCTIONS = {'sticker_pair', 'cast_vote', 'top_stickers',
     'bottom_stickers', 'site_stats', 'list_packs', 'pack_stickers',
-    'get_sticker', 'expire'}
+    'get_sticker'}
+-- Not for the app: the expiry fiber sweeps (expire(0, 0, 0) would empty
+-- every session), limits() is for tests and operators.
+local ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits'}
 
 -- Users are (re)configured on every start so passwords follow the settings.
 box.once('stickers-users-v1', function()
@@ -238,6 +392,15 @@ box.once('stickers-users-v1', function()
     box.schema.user.grant('sticker_app', 'read', 'space', 'stickers')
     box.schema.user.grant('sticker_app', 'read', 'space', 'packs')
 end)
+-- Grants follow the lists above on every start, instances made by older
+-- versions of this script included.
+for _, name in ipairs(ADMIN_FUNCTIONS) do
+    box.schema.func.create(name, {setuid = true, if_not_exists = true})
+    box.schema.user.grant('sticker_admin', 'execute', 'function', name,
+                          {if_not_exists = true})
+    box.schema.user.revoke('sticker_app', 'execute', 'function', name,
+                           {if_exists = true})
+end
 local APP_PASSWORD = env('TNT_APP_PASSWORD', nil)
 local ADMIN_PASSWORD = env('TNT_ADMIN_PASSWORD', nil)
 box.schema.user.passwd('sticker_app', APP_PASSWORD or 'sticker_app')
@@ -262,11 +425,19 @@ if not loopback(LISTEN) and (APP_PASSWORD == nil or APP_PASSWORD == 'sticker_app
 end
 box.cfg{listen = LISTEN}
 
+log.info('limits: sessions idle %d s, at most %d sessions and %d ballots',
+         SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
+
 fiber.create(function()
     fiber.name('expiry')
+    local next_sweep = fiber.clock() + SWEEP_EVERY
     while true do
-        fiber.sleep(SWEEP_EVERY)
-        local ok, err = pcall(expire, SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
+        fiber.sleep(math.min(1, SWEEP_EVERY))
+        local ok, err = pcall(shed)
+        if ok and fiber.clock() >= next_sweep then
+            next_sweep = fiber.clock() + SWEEP_EVERY
+            ok, err = pcall(sweep_all, SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
+        end
         if not ok then log.error('expiry failed: %s', err) end
     end
 end)

@@ -1,7 +1,7 @@
 """DataInterface on Tarantool through asynctnt: every operation is one call
 of a stored function of app.lua."""
 import asynctnt
-from asynctnt.exceptions import TarantoolDatabaseError, TarantoolError
+from asynctnt.exceptions import TarantoolError
 
 from .. import DataUnavailable
 from .functions import AppFunctions
@@ -10,8 +10,6 @@ from .functions import AppFunctions
 class TarantoolData(AppFunctions):
     """mode 'one': one connection shared by all requests, reconnecting by
     itself; mode 'multi': a connection opened and closed per operation."""
-
-    sweeps_itself = True   # the expiry fiber of app.lua
 
     def __init__(self, address, mode='one'):
         if mode not in ('one', 'multi'):
@@ -57,8 +55,7 @@ class TarantoolData(AppFunctions):
                     response = await conn.call(name, args)
                 finally:
                     await conn.disconnect()
-        except TarantoolDatabaseError:
-            raise
         except (OSError, TarantoolError) as e:
-            raise DataUnavailable('Tarantool: %s' % e) from e
+            # TarantoolDatabaseError too: see AppFunctions._call.
+            raise DataUnavailable('Tarantool: %s: %s' % (name, e)) from e
         return response.body[0] if response.body else None

@@ -9,8 +9,10 @@ class AppFunctions(DataInterface):
     sweeps_itself = True    # app.lua's expiry fiber
 
     async def _call(self, name, args):
-        """The first value the stored function returns (None for none);
-        DataUnavailable when Tarantool cannot be reached."""
+        """The first value the stored function returns (None for none).
+        DataUnavailable when Tarantool cannot be reached or the call fails
+        there (out of memory, a refused argument, no privilege): pages
+        validate what visitors send, so no failure there is theirs."""
         raise NotImplementedError
 
     async def sticker_pair(self, visit, tokens, ttl):
@@ -47,10 +49,6 @@ class AppFunctions(DataInterface):
     async def sticker(self, pack, sticker_id):
         row = await self._call('get_sticker', [pack, sticker_id])
         return None if row is None else Sticker(*row)
-
-    async def expire(self, session_ttl, max_sessions, max_ballots):
-        return tuple(await self._call(
-            'expire', [session_ttl, max_sessions, max_ballots]))
 
     async def load(self, dataset):
         packs = [list(p) for p in dataset.packs]

@@ -1,0 +1,160 @@
+"""No acknowledged vote is lost: voters keep voting through a server.py
+engine while its database is killed and started again, and afterwards every
+vote answered 200 is counted, and none twice."""
+import asyncio
+import secrets
+import uuid
+
+import aiohttp
+
+from bench.pagecheck import ballots
+from conftest import (ServerProcess, remove_postgres, start_postgres,
+                      start_tarantool, tarantool_address)
+
+VOTERS = 8
+VOTING = 1.5    # seconds of voting before the crash, and again after it
+
+
+class Tally:
+    """Answers to votes: 200 (counted), 409/400 (refused: not counted), and
+    unknown outcome (503 or no answer: maybe counted)."""
+
+    def __init__(self):
+        self.ok = self.refused = self.unknown = 0
+
+
+async def vote_until(url, tally, stop):
+    jar = aiohttp.CookieJar(unsafe=True)    # keep the session cookie of an IP
+    timeout = aiohttp.ClientTimeout(total=10)
+    async with aiohttp.ClientSession(cookie_jar=jar, timeout=timeout) as s:
+        pair = None
+        while not stop.is_set():
+            if pair is None:
+                try:
+                    async with s.get(url + '/') as r:
+                        if r.status == 200:
+                            pair = ballots(await r.text())
+                        else:
+                            assert r.status == 503, r.status
+                except (aiohttp.ClientError, asyncio.TimeoutError):
+                    pass
+                if pair is None:
+                    await asyncio.sleep(0.05)   # the database is down
+                continue
+            (_, win, lose), pair = pair[0], None
+            try:
+                async with s.post(url + '/', data={'win': win, 'lose': lose},
+                                  allow_redirects=False) as r:
+                    body = await r.text()
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                tally.unknown += 1
+                continue
+            if r.status == 200:
+                tally.ok += 1
+                pair = ballots(body)
+            elif r.status == 503:
+                tally.unknown += 1
+            else:   # a ballot issued before the crash and lost in it
+                assert r.status == 409, (r.status, body)
+                tally.refused += 1
+
+
+async def counted(data):
+    """(the server's vote counter, the sum of every sticker's votes_plus)."""
+    await data.start()
+    try:
+        votes = (await data.stats()).votes
+        plus = 0
+        for p in await data.packs():
+            plus += sum(s.votes_plus for s in (await data.pack(p.name)).stickers)
+        return votes, plus
+    finally:
+        await data.close()
+
+
+async def vote_through_a_crash(server, data, crash, restart):
+    before = counted_before = await counted(data)
+    tally, stop = Tally(), asyncio.Event()
+    voters = [asyncio.ensure_future(vote_until(server.url, tally, stop))
+              for _ in range(VOTERS)]
+    try:
+        await asyncio.sleep(VOTING)
+        ok_before_crash = tally.ok
+        await asyncio.get_event_loop().run_in_executor(None, crash)
+        await asyncio.sleep(0.3)
+        await asyncio.get_event_loop().run_in_executor(None, restart)
+        ok_at_restart = tally.ok
+        await asyncio.sleep(VOTING)
+    finally:
+        stop.set()
+        await asyncio.gather(*voters)
+    after = await counted(data)
+    assert server.process.poll() is None, server.output()
+    # No 500: the voters accept none. asyncpg's pool logs its reconnects with
+    # a traceback, as warnings; an error of the site would be an ERROR.
+    assert ' ERROR ' not in server.output(), server.output()
+    assert ok_before_crash > 0 and tally.ok > ok_at_restart, vars(tally)
+    for old, new in zip(counted_before, after):
+        assert tally.ok <= new - old <= tally.ok + tally.unknown, (
+            before, after, vars(tally))
+
+
+async def test_tarantool_killed_loses_no_acknowledged_vote(tmp_path):
+    from data_interface.tarantool.asynctnt_data import TarantoolData
+    db = start_tarantool(str(tmp_path / 'db'))
+    server = None
+    try:
+        server = ServerProcess(
+            'aiohttp-tarantool-one',
+            ['--tarantool', '%s:%d' % (db.host, db.port)],
+            str(tmp_path / 'server.log'))
+        await vote_through_a_crash(
+            server, TarantoolData(tarantool_address(db)), db.kill, db.start)
+    finally:
+        if server is not None:
+            server.stop()
+        db.stop()
+
+
+async def test_postgres_stopped_abruptly_loses_no_acknowledged_vote(tmp_path):
+    """The cluster runs with synchronous_commit off; votes alone wait for
+    the WAL flush, which is what this checks."""
+    from data_interface.postgres.asyncpg_data import PostgresData
+    db = start_postgres()
+    server = None
+    try:
+        server = ServerProcess('aiohttp-postgres-pool', ['--postgres', db.dsn],
+                               str(tmp_path / 'server.log'))
+        await vote_through_a_crash(
+            server, PostgresData(db.dsn, min_size=1),
+            lambda: db.stop(mode='immediate'), db.start)
+    finally:
+        if server is not None:
+            server.stop()
+        remove_postgres(db)
+
+
+async def test_postgres_vote_alone_commits_with_synchronous_commit_on(postgres):
+    """What makes the test above hold, whenever the crash comes: the vote's
+    transaction waits for the WAL flush; a refused vote, a pair, a session
+    do not (the cluster's synchronous_commit = off)."""
+    import asyncpg
+    conn = await asyncpg.connect(postgres.dsn)
+    setting = "SELECT current_setting('synchronous_commit')"
+    session = str(uuid.uuid4())
+    win, lose = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    try:
+        assert await conn.fetchval(setting) == 'off'
+        async with conn.transaction():
+            await conn.fetch(
+                'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
+                session, '', '', win, lose, 60.0)
+            assert await conn.fetchval(
+                'SELECT cast_vote($1, $2, $3)', session, win, win) == 'unknown'
+            assert await conn.fetchval(setting) == 'off'
+            assert await conn.fetchval(
+                'SELECT cast_vote($1, $2, $3)', session, win, lose) == 'ok'
+            assert await conn.fetchval(setting) == 'on'
+        assert await conn.fetchval(setting) == 'off'
+    finally:
+        await conn.close()
