@@ -419,7 +419,7 @@ async def own_database(data, directory, **tarantool_env):
                 lambda: kind(as_admin(address)), server.stop)
     from data_interface.postgres.asyncpg_data import PostgresData
     server = start_postgres()
-    return (lambda: PostgresData(server.dsn), lambda: PostgresData(server.dsn),
+    return (lambda: PostgresData(server.dsn), lambda: PostgresData(server.owner_dsn),
             lambda: remove_postgres(server))
 
 

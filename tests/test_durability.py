@@ -123,7 +123,7 @@ async def test_postgres_stopped_abruptly_loses_no_acknowledged_vote(tmp_path):
     db = start_postgres()
     server = None
     try:
-        server = ServerProcess('aiohttp-postgres-pool', ['--postgres', db.dsn],
+        server = ServerProcess('aiohttp-postgres-pool', ['--postgres', db.owner_dsn],
                                str(tmp_path / 'server.log'))
         await vote_through_a_crash(
             server, PostgresData(db.dsn, min_size=1),
