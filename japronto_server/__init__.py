@@ -7,11 +7,13 @@ pipeline.py keeps japronto's request pipeline within what it survives.
 """
 import asyncio
 
+import edge
 from japronto import Application
 from japronto.protocol.cprotocol import Protocol
 from japronto.router import RouteNotFoundException
 
 from pages import MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages.http import EVERY
 from pages.static import static_page
 from .pipeline import Connection, Refused, drain, feed_later
 
@@ -20,6 +22,9 @@ from .pipeline import Connection, Refused, drain, feed_later
 AT_ONCE = ('ugly', 'about')
 # Unrouted GETs (static files, 404) are answered at once too.
 AT_ONCE_PREFIXES = (b'GET /static/', b'GET /img/', b'GET /favicon.ico ')
+# japronto renders no status above 417 (its table of reasons ends there).
+MAX_4XX = 417
+REASONS = {429: 'Too Many Requests'}
 
 
 def _request(request):
@@ -29,10 +34,49 @@ def _request(request):
 
 
 def _response(request, r):
-    # japronto adds '; charset=utf-8' to text/* and */json itself.
-    return request.Response(code=r.status, body=r.body,
+    # japronto adds '; charset=utf-8' to text/* and */json itself. It
+    # cannot leave out a body: HEAD answers say Content-Length: 0.
+    if MAX_4XX < r.status < 500:
+        return _written(request, r)
+    headers = dict(EVERY)
+    headers.update(r.headers)
+    return request.Response(code=r.status,
+                            body=b'' if request.method == 'HEAD' else r.body,
                             mime_type=r.content_type.split(';')[0],
-                            headers=dict(r.headers) or None)
+                            headers=headers)
+
+
+def _written(request, r):
+    """Write an answer japronto cannot render, and have the connection
+    close in place of japronto's own answer."""
+    head = ['HTTP/1.1 %d %s' % (r.status, REASONS[r.status]),
+            'Content-Type: ' + r.content_type,
+            'Content-Length: %d' % len(r.body), 'Connection: close']
+    head.extend('%s: %s' % field for field in EVERY + r.headers)
+    transport = request.transport
+    transport.transport.write(('\r\n'.join(head) + '\r\n\r\n').encode('latin-1')
+                              + (b'' if request.method == 'HEAD' else r.body))
+    transport.muted = True
+    return request.Response(code=500)
+
+
+class _Transport:
+    """What japronto writes to: the connection's transport, except that
+    once muted it closes the connection in place of writing."""
+    __slots__ = ('transport', 'muted')
+
+    def __init__(self, transport):
+        self.transport = transport
+        self.muted = False
+
+    def write(self, data):
+        if self.muted:
+            self.transport.close()
+        else:
+            self.transport.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.transport, name)
 
 
 def _now(coroutine):
@@ -47,10 +91,13 @@ def _now(coroutine):
 
 def _handler(page):
     async def handle(request):
+        conn = edge.protocol_of(request.transport)
+        conn.enter()
         try:
             r = await page(_request(request), **request.match_dict)
             return _response(request, r)
         finally:
+            conn.leave()
             feed_later(request)
     return handle
 
@@ -66,9 +113,12 @@ def make_app(site):
     for method, path, name in ROUTES:
         wrap = _at_once if name in AT_ONCE else _handler
         app.router.add_route(path, wrap(getattr(site, name)), method=method)
+        if method == 'GET':
+            app.router.add_route(path, wrap(getattr(site, name)), method='HEAD')
 
     def unrouted(request, exception):
-        r = static_page(request.path) if request.method == 'GET' else None
+        r = (static_page(request.path) if request.method in ('GET', 'HEAD')
+             else None)
         return _response(request, r or _now(site.not_found(_request(request))))
     app.add_error_handler(RouteNotFoundException, unrouted)
     # japronto's own prints every unparsable request to stdout.
@@ -83,7 +133,17 @@ def at_once_prefixes():
                  ) + AT_ONCE_PREFIXES
 
 
-async def serve(site, host, port, stopped):
+class _Edge(edge.Edge):
+    __slots__ = ()
+
+    def inner_transport(self, transport):
+        return _Transport(transport)
+
+    def feed(self):     # pipeline.feed_later finds this on the transport
+        self.inner.feed()
+
+
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     app = make_app(site)
     loop = asyncio.get_event_loop()
@@ -91,8 +151,10 @@ async def serve(site, host, port, stopped):
     app._Application__finalize()    # router -> matcher, idle reaper
     connections = set()
     prefixes = at_once_prefixes()
+    gate = edge.Gate(settings, loop)
     server = await loop.create_server(
-        lambda: Connection(Protocol(app), prefixes, MAX_BODY, connections),
+        lambda: _Edge(gate, lambda: Connection(Protocol(app), prefixes,
+                                               MAX_BODY, connections)),
         host, port, backlog=1024, reuse_address=True)
     try:
         await stopped.wait()
