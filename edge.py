@@ -24,8 +24,10 @@ DEFAULTS = Settings(head=10.0, body=10.0, keepalive=15.0, connections=10000)
 # Descriptors kept free for the databases, logs and files.
 SPARE_FDS = 128
 
+# Deadlines are kept on a clock that ticks this often: no clock call per
+# request.
+TICK = 0.25
 HEAD_END = re.compile(br'\r?\n\r?\n')
-BODY = re.compile(br'\n(?:content-length|transfer-encoding)[ \t]*:', re.I)
 LENGTH = re.compile(br'\ncontent-length[ \t]*:[ \t]*([0-9]+)', re.I)
 CHUNKED = re.compile(br'\ntransfer-encoding[ \t]*:[^\n]*chunked', re.I)
 MAX_HEAD = 64 * 1024
@@ -54,8 +56,15 @@ class Gate:
         if fds != resource.RLIM_INFINITY:
             cap = min(cap, max(16, fds - SPARE_FDS))
         self.settings = settings._replace(connections=cap)
+        self.keepalive = settings.keepalive
         self.loop = loop or asyncio.get_event_loop()
         self.open = {}      # Edge -> None, oldest first
+        self.now = self.loop.time()
+        self.loop.call_at(self.now + TICK, self._tick)
+
+    def _tick(self):
+        self.now = self.loop.time()
+        self.loop.call_at(self.now + TICK, self._tick)
 
     def protocol(self, make_inner):
         """A protocol factory for loop.create_server()."""
@@ -95,9 +104,8 @@ class Edge(asyncio.Protocol):
             return
         self.inner = self.make_inner()
         self.inner.connection_made(self.inner_transport(transport))
-        loop = self.gate.loop
-        self.deadline = loop.time() + self.gate.settings.keepalive
-        self.timer = loop.call_at(self.deadline, self._check)
+        self.deadline = self.gate.now + self.gate.keepalive
+        self.timer = self.gate.loop.call_at(self.deadline, self._check)
 
     def connection_lost(self, exc):
         if self.inner is None:
@@ -109,10 +117,13 @@ class Edge(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
     def data_received(self, data):
-        if (self.phase == IDLE and data[-4:] == b'\r\n\r\n'
-                and not BODY.search(data)):
-            # Whole requests without a body: the usual case.
-            self.deadline = self.gate.loop.time() + self.gate.settings.keepalive
+        if (self.phase == IDLE and data.endswith(b'\r\n\r\n')
+                and data.find(b'ength') < 0 and data.find(b'ENGTH') < 0):
+            # Whole requests without a body (no Content-Length): the usual
+            # case. A chunked body, or a length in odd capitals, passes here
+            # too: the keep-alive timeout still bounds those.
+            gate = self.gate
+            self.deadline = gate.now + gate.keepalive
         else:
             self._frame(data)
         self.inner.data_received(data)
@@ -136,7 +147,7 @@ class Edge(asyncio.Protocol):
     def leave(self):
         self.busy -= 1
         if not self.busy and self.phase == IDLE:
-            self.deadline = self.gate.loop.time() + self.gate.settings.keepalive
+            self.deadline = self.gate.now + self.gate.keepalive
 
     def _frame(self, data):
         """Follow request heads and bodies through `data` (no parsing
@@ -158,7 +169,7 @@ class Edge(asyncio.Protocol):
                 continue
             if self.phase == IDLE:
                 self.phase = HEAD
-                self.deadline = self.gate.loop.time() + settings.head
+                self.deadline = self.gate.now + settings.head
             seen = len(self.partial)
             head = self.partial + data[pos:] if seen else data[pos:]
             found = HEAD_END.search(head)
@@ -176,14 +187,14 @@ class Edge(asyncio.Protocol):
                 self.need = int(length.group(1)) if length else 0
             if self.need:
                 self.phase = BODY_PART
-                self.deadline = self.gate.loop.time() + settings.body
+                self.deadline = self.gate.now + settings.body
             else:
                 self._complete()
 
     def _complete(self):
         self.phase = IDLE
         self.need = 0
-        self.deadline = self.gate.loop.time() + self.gate.settings.keepalive
+        self.deadline = self.gate.now + self.gate.keepalive
 
     def _check(self):
         loop = self.gate.loop
@@ -192,7 +203,7 @@ class Edge(asyncio.Protocol):
             self.timer = loop.call_at(self.deadline, self._check)
             return
         if self.busy:
-            self.deadline = now + self.gate.settings.keepalive
+            self.deadline = now + self.gate.keepalive
             self.timer = loop.call_at(self.deadline, self._check)
             return
         self.timer = None

@@ -5,21 +5,22 @@ import aiohttp
 from aiohttp import web, web_response
 
 import edge
-from pages import MAX_BODY, ROUTES, SESSION_COOKIE, Request
-from pages.http import EVERY, SERVER
+from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages.http import NOSNIFF, SERVER
 from pages.static import unrouted
 
-# aiohttp's own answers (400, 405, 413) name no versions either.
+# The Server header of every answer, aiohttp's own (400, 405, 413) too.
 web_response.SERVER_SOFTWARE = SERVER
 
 
-def _handler(page):
+def _handler(page, waits=True):
     async def handle(request):
         try:
             body = await request.read() if request.body_exists else b''
         except ConnectionError:     # the client left, or edge timed it out
             raise web.HTTPRequestTimeout()
-        conn = edge.protocol_of(request.transport)
+        # While a page waits, edge must not time its connection out.
+        conn = edge.protocol_of(request.transport) if waits else edge.GONE
         conn.enter()
         try:
             r = await page(Request(
@@ -29,8 +30,8 @@ def _handler(page):
                 **request.match_info)
         finally:
             conn.leave()
-        headers = [('Content-Type', r.content_type)]
-        headers.extend(EVERY)
+        # Server: aiohttp adds SERVER_SOFTWARE itself.
+        headers = [('Content-Type', r.content_type), NOSNIFF]
         headers.extend(r.headers)
         return web.Response(status=r.status, body=r.body, headers=headers)
     return handle
@@ -39,11 +40,12 @@ def _handler(page):
 def make_app(site):
     app = web.Application(client_max_size=MAX_BODY)
     for method, path, name in ROUTES:
+        handler = _handler(getattr(site, name), name not in AT_ONCE)
         if method == 'GET':     # and HEAD: aiohttp drops the body
-            app.router.add_get(path, _handler(getattr(site, name)))
+            app.router.add_get(path, handler)
         else:
-            app.router.add_route(method, path, _handler(getattr(site, name)))
-    app.router.add_get('/{tail:.*}', _handler(unrouted(site)))
+            app.router.add_route(method, path, handler)
+    app.router.add_get('/{tail:.*}', _handler(unrouted(site), False))
     return app
 
 

@@ -12,14 +12,14 @@ from japronto import Application
 from japronto.protocol.cprotocol import Protocol
 from japronto.router import RouteNotFoundException
 
-from pages import MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
 from pages.http import EVERY
 from pages.static import static_page
 from .pipeline import Connection, Refused, drain, feed_later
 
-# Pages that never wait: their handlers are plain functions, which japronto
-# answers at once, so pipelined requests for them go through in batches.
-AT_ONCE = ('ugly', 'about')
+# Pages that never wait (pages.AT_ONCE) get plain functions as handlers,
+# which japronto answers at once, so pipelined requests for them go through
+# in batches.
 # Unrouted GETs (static files, 404) are answered at once too.
 AT_ONCE_PREFIXES = (b'GET /static/', b'GET /img/', b'GET /favicon.ico ')
 # japronto renders no status above 417 (its table of reasons ends there).

@@ -19,7 +19,8 @@ TEXT = 'text/plain; charset=utf-8'
 # Adapters send EVERY on every response; html() adds FRAMING (the vote
 # buttons must not be framed by another site).
 SERVER = 'stickers'
-EVERY = (('Server', SERVER), ('X-Content-Type-Options', 'nosniff'))
+NOSNIFF = ('X-Content-Type-Options', 'nosniff')
+EVERY = (('Server', SERVER), NOSNIFF)
 FRAMING = (('X-Frame-Options', 'DENY'),
            ('Content-Security-Policy', "frame-ancestors 'none'"))
 

@@ -41,6 +41,8 @@ ROUTES = (
     ('GET', '/stickers/{pack}', 'api_pack'),
     ('GET', '/stickers/{pack}/{sticker}', 'api_sticker'),
 )
+# Pages that answer without waiting (no database, nothing to await).
+AT_ONCE = ('ugly', 'about')
 # URL prefix -> directory served as static files.
 STATIC = (
     ('/static', os.path.join(ROOT, 'static')),

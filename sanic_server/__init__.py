@@ -8,16 +8,17 @@ from sanic.response import HTTPResponse
 from sanic.server.protocols.http_protocol import HttpProtocol
 
 import edge
-from pages import MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
 from pages.http import EVERY
 from pages.static import unrouted
 
 _names = itertools.count(1)
 
 
-def _handler(page):
+def _handler(page, waits=True):
     async def handle(request, **params):
-        conn = edge.protocol_of(request.transport)
+        # While a page waits, edge must not time its connection out.
+        conn = edge.protocol_of(request.transport) if waits else edge.GONE
         conn.enter()
         try:
             r = await page(Request(
@@ -42,9 +43,10 @@ def make_app(site, settings=edge.DEFAULTS):
     for method, path, name in ROUTES:
         path = path.replace('{', '<').replace('}', '>')
         methods = ['GET', 'HEAD'] if method == 'GET' else [method]
-        app.add_route(_handler(getattr(site, name)), path, methods=methods,
+        app.add_route(_handler(getattr(site, name), name not in AT_ONCE),
+                      path, methods=methods,
                       name='%s_%s' % (name, method.lower()))
-    app.add_route(_handler(unrouted(site)), '/<tail:path>',
+    app.add_route(_handler(unrouted(site), False), '/<tail:path>',
                   methods=['GET', 'HEAD'], name='unrouted')
     return app
 
