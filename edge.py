@@ -85,13 +85,13 @@ class Gate:
 
 class Edge(asyncio.Protocol):
     __slots__ = ('gate', 'make_inner', 'inner', 'transport', 'timer',
-                 'deadline', 'phase', 'partial', 'need', 'busy')
+                 'armed', 'deadline', 'phase', 'partial', 'need', 'busy')
 
     def __init__(self, gate, make_inner):
         self.gate = gate
         self.make_inner = make_inner
         self.inner = self.transport = self.timer = None
-        self.deadline = 0.0
+        self.armed = self.deadline = 0.0     # when the timer fires; the limit
         self.phase = IDLE
         self.partial = b''      # the head so far
         self.need = 0           # body bytes to come; -1: chunked
@@ -104,8 +104,7 @@ class Edge(asyncio.Protocol):
             return
         self.inner = self.make_inner()
         self.inner.connection_made(self.inner_transport(transport))
-        self.deadline = self.gate.now + self.gate.keepalive
-        self.timer = self.gate.loop.call_at(self.deadline, self._check)
+        self._arm(self.gate.now + self.gate.keepalive)
 
     def connection_lost(self, exc):
         if self.inner is None:
@@ -169,7 +168,7 @@ class Edge(asyncio.Protocol):
                 continue
             if self.phase == IDLE:
                 self.phase = HEAD
-                self.deadline = self.gate.now + settings.head
+                self._arm(self.gate.now + settings.head)
             seen = len(self.partial)
             head = self.partial + data[pos:] if seen else data[pos:]
             found = HEAD_END.search(head)
@@ -187,26 +186,34 @@ class Edge(asyncio.Protocol):
                 self.need = int(length.group(1)) if length else 0
             if self.need:
                 self.phase = BODY_PART
-                self.deadline = self.gate.now + settings.body
+                self._arm(self.gate.now + settings.body)
             else:
                 self._complete()
 
     def _complete(self):
         self.phase = IDLE
         self.need = 0
-        self.deadline = self.gate.now + self.gate.keepalive
+        self._arm(self.gate.now + self.gate.keepalive)
+
+    def _arm(self, deadline):
+        """Set the deadline; move the timer only if it would fire too late
+        (the fast path in data_received only ever moves it later)."""
+        self.deadline = deadline
+        if self.timer is None or deadline < self.armed:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.armed = deadline
+            self.timer = self.gate.loop.call_at(deadline, self._check)
 
     def _check(self):
-        loop = self.gate.loop
-        now = loop.time()
+        self.timer = None
+        now = self.gate.loop.time()
         if now < self.deadline:
-            self.timer = loop.call_at(self.deadline, self._check)
+            self._arm(self.deadline)
             return
         if self.busy:
-            self.deadline = now + self.gate.keepalive
-            self.timer = loop.call_at(self.deadline, self._check)
+            self._arm(now + self.gate.keepalive)
             return
-        self.timer = None
         self.gate.open.pop(self, None)
         transport = self.transport
         if self.phase != IDLE or transport.get_write_buffer_size():

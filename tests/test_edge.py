@@ -13,9 +13,10 @@ from conftest import (ServerProcess, engine_args, load_small, remove_postgres,
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop']
-# Short limits, so that a test sees them act.
+# Short head and body limits, so that a test sees them act; the keep-alive
+# limit longer than a test waits, so that it does not act in their place.
 SHORT = ['--header-timeout', '1', '--body-timeout', '1',
-         '--keepalive-timeout', '1']
+         '--keepalive-timeout', '60']
 LENGTH = re.compile(br'\r\ncontent-length: *(\d+)', re.IGNORECASE)
 STATUS = re.compile(br'HTTP/1\.1 (\d{3}) ')
 # Long enough for any answer on a busy machine; what never closes, fails.
@@ -94,7 +95,10 @@ async def test_partial_body_is_closed(short):
     assert await closed(short.port, head, trickle=b'w' * 99) < PATIENCE
 
 
-async def test_idle_connection_is_closed(short):
+async def test_idle_connection_is_closed(request, engine, start_server):
+    short = start_server(engine, *(engine_args(request, engine) + [
+        '--keepalive-timeout', '1', '--header-timeout', '60',
+        '--body-timeout', '60']))
     assert await closed(short.port) < PATIENCE
     assert await closed(short.port, get(b'/ugly')) < PATIENCE
     # A connection in use is not: three requests spaced by half the limit.
