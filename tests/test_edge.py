@@ -282,6 +282,7 @@ class PostgresOutage:
 
 @pytest.mark.parametrize('engine, database', [
     (e, TarantoolOutage) for e in ENGINES] + [
+    ('sanic-tarantool-multi-uvloop', TarantoolOutage),
     ('aiohttp-postgres-pool-uvloop', PostgresOutage)])
 async def test_outage_is_logged_in_a_few_lines(tmp_path, engine, database):
     db = database(tmp_path)
@@ -380,3 +381,21 @@ def test_rate_limit_refills_and_stays_bounded():
         limit.take(str(n))
         clock.now += 0.001
     assert len(limit.buckets) <= 100
+
+
+def test_limits_are_on_by_default_beyond_loopback():
+    import server
+    assert server.parse_args(['-e', 'x']).limits == (None, None)
+    assert server.parse_args(['-e', 'x', '--host', '0.0.0.0']).limits == (
+        (30, 60), (60, 60))
+    args = server.parse_args(['-e', 'x', '--host', '0.0.0.0',
+                              '--limit-votes', '0', '--limit-sessions', '2/s'])
+    assert args.limits == ((2, 1), None)
+    assert server.parse_args(['-e', 'x', '--max-connections', '50',
+                              '--header-timeout', '2.5']).edge == (
+        2.5, 10.0, 15.0, 50)
+    for bad in (['--limit-votes', '3/d'], ['--header-timeout', '0'],
+                ['--keepalive-timeout', 'nan'], ['--max-connections', '0']):
+        with pytest.raises(SystemExit) as e:
+            server.parse_args(['-e', 'x'] + bad)
+        assert e.value.code == 2
