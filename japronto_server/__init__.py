@@ -22,9 +22,13 @@ from .pipeline import Connection, Refused, drain, feed_later
 # in batches.
 # Unrouted GETs (static files, 404) are answered at once too.
 AT_ONCE_PREFIXES = (b'GET /static/', b'GET /img/', b'GET /favicon.ico ')
-# japronto renders no status above 417 (its table of reasons ends there).
+# japronto renders no status above 417 (its table of reasons ends there):
+# 429 (per-IP limits, when on) is written by _written().
 MAX_4XX = 417
 REASONS = {429: 'Too Many Requests'}
+# Shared by responses without headers of their own (japronto only reads it).
+EVERY_DICT = dict(EVERY)
+MIME = {}   # Content-Type -> without its charset
 
 
 def _request(request):
@@ -33,29 +37,29 @@ def _request(request):
                    request.headers.get('User-Agent', ''), request.body or b'')
 
 
-def _response(request, r):
+def _response(request, r, head=False):
     # japronto adds '; charset=utf-8' to text/* and */json itself. It
     # cannot leave out a body: HEAD answers say Content-Length: 0.
     if MAX_4XX < r.status < 500:
-        return _written(request, r)
-    headers = dict(EVERY)
-    headers.update(r.headers)
-    return request.Response(code=r.status,
-                            body=b'' if request.method == 'HEAD' else r.body,
-                            mime_type=r.content_type.split(';')[0],
-                            headers=headers)
+        return _written(request, r, head)
+    mime = MIME.get(r.content_type)
+    if mime is None:
+        mime = MIME[r.content_type] = r.content_type.split(';')[0]
+    return request.Response(code=r.status, body=b'' if head else r.body,
+                            mime_type=mime, headers=dict(EVERY + r.headers)
+                            if r.headers else EVERY_DICT)
 
 
-def _written(request, r):
+def _written(request, r, head):
     """Write an answer japronto cannot render, and have the connection
-    close in place of japronto's own answer."""
-    head = ['HTTP/1.1 %d %s' % (r.status, REASONS[r.status]),
-            'Content-Type: ' + r.content_type,
-            'Content-Length: %d' % len(r.body), 'Connection: close']
-    head.extend('%s: %s' % field for field in EVERY + r.headers)
+    close in place of japronto's own answer (see _Transport)."""
+    lines = ['HTTP/1.1 %d %s' % (r.status, REASONS[r.status]),
+             'Content-Type: ' + r.content_type,
+             'Content-Length: %d' % len(r.body), 'Connection: close']
+    lines.extend('%s: %s' % field for field in EVERY + r.headers)
     transport = request.transport
-    transport.transport.write(('\r\n'.join(head) + '\r\n\r\n').encode('latin-1')
-                              + (b'' if request.method == 'HEAD' else r.body))
+    transport.transport.write(('\r\n'.join(lines) + '\r\n\r\n').encode('latin-1')
+                              + (b'' if head else r.body))
     transport.muted = True
     return request.Response(code=500)
 
@@ -89,22 +93,23 @@ def _now(coroutine):
     raise RuntimeError('%s waited' % coroutine.__qualname__)
 
 
-def _handler(page):
+def _handler(page, head=False):
     async def handle(request):
+        # While a page waits, edge must not time its connection out.
         conn = edge.protocol_of(request.transport)
         conn.enter()
         try:
             r = await page(_request(request), **request.match_dict)
-            return _response(request, r)
+            return _response(request, r, head)
         finally:
             conn.leave()
             feed_later(request)
     return handle
 
 
-def _at_once(page):
+def _at_once(page, head=False):
     def handle(request):
-        return _response(request, _now(page(_request(request))))
+        return _response(request, _now(page(_request(request))), head)
     return handle
 
 
@@ -114,12 +119,14 @@ def make_app(site):
         wrap = _at_once if name in AT_ONCE else _handler
         app.router.add_route(path, wrap(getattr(site, name)), method=method)
         if method == 'GET':
-            app.router.add_route(path, wrap(getattr(site, name)), method='HEAD')
+            app.router.add_route(path, wrap(getattr(site, name), True),
+                                 method='HEAD')
 
     def unrouted(request, exception):
-        r = (static_page(request.path) if request.method in ('GET', 'HEAD')
-             else None)
-        return _response(request, r or _now(site.not_found(_request(request))))
+        method = request.method
+        r = static_page(request.path) if method in ('GET', 'HEAD') else None
+        return _response(request, r or _now(site.not_found(_request(request))),
+                         method == 'HEAD')
     app.add_error_handler(RouteNotFoundException, unrouted)
     # japronto's own prints every unparsable request to stdout.
     app.protocol_error_handler = lambda error: Refused(400).response()
@@ -136,11 +143,16 @@ def at_once_prefixes():
 class _Edge(edge.Edge):
     __slots__ = ()
 
-    def inner_transport(self, transport):
-        return _Transport(transport)
-
     def feed(self):     # pipeline.feed_later finds this on the transport
         self.inner.feed()
+
+
+class _LimitedEdge(_Edge):
+    """With per-IP limits on, japronto writes through a _Transport."""
+    __slots__ = ()
+
+    def inner_transport(self, transport):
+        return _Transport(transport)
 
 
 async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
@@ -152,9 +164,10 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     connections = set()
     prefixes = at_once_prefixes()
     gate = edge.Gate(settings, loop)
+    protocol = _LimitedEdge if site.session_limit or site.vote_limit else _Edge
     server = await loop.create_server(
-        lambda: _Edge(gate, lambda: Connection(Protocol(app), prefixes,
-                                               MAX_BODY, connections)),
+        lambda: protocol(gate, lambda: Connection(Protocol(app), prefixes,
+                                                  MAX_BODY, connections)),
         host, port, backlog=1024, reuse_address=True)
     try:
         await stopped.wait()
