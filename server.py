@@ -2,6 +2,9 @@
 
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--tarantool HOST:PORT]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
+                     [--header-timeout S] [--body-timeout S]
+                     [--keepalive-timeout S] [--max-connections N]
+                     [--limit-sessions N/m] [--limit-votes N/m]
     python server.py --list
 
 Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
@@ -56,7 +59,9 @@ def parse_args(argv):
     p.add_argument('--data', metavar='DUMP.json',
                    help='load this sticker dump (see dataset/dump.py) instead '
                         'of the generated data set into an empty database')
+    add_edge_args(p)
     args = p.parse_args(argv)
+    edge_args(p, args)
     if not args.list and not args.engine:
         p.error('an engine is required: -e ENGINE (see --list)')
     if not 0 < args.port < 65536:
@@ -70,6 +75,59 @@ def parse_args(argv):
         except (OSError, dataset.DumpError) as e:
             p.error(str(e))
     return args
+
+
+def add_edge_args(p):
+    import edge
+    d = edge.DEFAULTS
+    p.add_argument('--header-timeout', type=float, default=d.head,
+                   metavar='SECONDS', help='time for a request head to '
+                   'arrive from its first byte (default %g)' % d.head)
+    p.add_argument('--body-timeout', type=float, default=d.body,
+                   metavar='SECONDS', help='time for a request body to arrive '
+                   'after its head (default %g)' % d.body)
+    p.add_argument('--keepalive-timeout', type=float, default=d.keepalive,
+                   metavar='SECONDS', help='close a connection idle this long '
+                   '(default %g)' % d.keepalive)
+    p.add_argument('--max-connections', type=int, default=d.connections,
+                   metavar='N', help='open connections at most (default %d, '
+                   'less if the open-files limit is lower)' % d.connections)
+    for what, text in (('sessions', 'new sessions'), ('votes', 'votes')):
+        p.add_argument('--limit-' + what, metavar='N/s|N/m|N/h',
+                       help='%s per client IP address, 0: no limit (default '
+                       '%s on a non-loopback --host, else 0)'
+                       % (text, DEFAULT_LIMITS[what]))
+
+
+# Per-IP limits when serving beyond this machine.
+DEFAULT_LIMITS = {'sessions': '30/m', 'votes': '60/m'}
+LOOPBACK = ('127.', '::1', 'localhost')
+
+
+def edge_args(p, args):
+    """Check the edge options; set args.edge (edge.Settings) and args.limits
+    (for pages.Site)."""
+    import edge
+    from pages.limits import parse_rate
+    for name in ('header_timeout', 'body_timeout', 'keepalive_timeout'):
+        if not 0 < getattr(args, name) <= 3600:
+            p.error('--%s must be above 0 and at most 3600'
+                    % name.replace('_', '-'))
+    if args.max_connections < 1:
+        p.error('--max-connections must be at least 1')
+    args.edge = edge.Settings(args.header_timeout, args.body_timeout,
+                              args.keepalive_timeout, args.max_connections)
+    local = args.host.startswith(LOOPBACK)
+    limits = []
+    for what in ('sessions', 'votes'):
+        text = getattr(args, 'limit_' + what)
+        if text is None:
+            text = '0' if local else DEFAULT_LIMITS[what]
+        try:
+            limits.append(parse_rate(text))
+        except ValueError as e:
+            p.error('--limit-%s: %s' % (what, e))
+    args.limits = tuple(limits)
 
 
 def find_engine(name, argv):
@@ -100,7 +158,7 @@ async def serve(engine, args):
     databases = Databases(tarantool=args.tarantool, packs=args.packs,
                           dump=args.data, postgres=args.postgres)
     try:
-        site = Site(await databases.open(engine))
+        site = Site(await databases.open(engine), limits=args.limits)
         databases.watch()
         await site.start()
         stopped = asyncio.Event()
@@ -110,7 +168,7 @@ async def serve(engine, args):
         log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
                  args.host, args.port, sys.version.split()[0])
         try:
-            await adapter.serve(site, args.host, args.port, stopped)
+            await adapter.serve(site, args.host, args.port, stopped, args.edge)
         finally:
             await site.stop()
         log.info('stopped')
@@ -134,9 +192,11 @@ def main(argv=None):
     engine = find_engine(args.engine, argv)
     logging.basicConfig(level=args.level,
                         format='%(asctime)s %(levelname)s %(name)s: %(message)s')
-    # Its per-connection messages would flood the log of 'multi' engines.
-    logging.getLogger('asynctnt').setLevel(
-        max(logging.WARNING, logging.getLevelName(args.level)))
+    # Their per-connection and per-retry lines would flood the log ('multi'
+    # engines, outages); pages.outage reports an outage in a few lines.
+    for driver in ('asynctnt', 'asyncpg'):
+        logging.getLogger(driver).setLevel(
+            max(logging.ERROR, logging.getLevelName(args.level)))
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:

@@ -7,19 +7,28 @@ pipeline.py keeps japronto's request pipeline within what it survives.
 """
 import asyncio
 
+import edge
 from japronto import Application
 from japronto.protocol.cprotocol import Protocol
 from japronto.router import RouteNotFoundException
 
-from pages import MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages.http import EVERY
 from pages.static import static_page
 from .pipeline import Connection, Refused, drain, feed_later
 
-# Pages that never wait: their handlers are plain functions, which japronto
-# answers at once, so pipelined requests for them go through in batches.
-AT_ONCE = ('ugly', 'about')
+# Pages that never wait (pages.AT_ONCE) get plain functions as handlers,
+# which japronto answers at once, so pipelined requests for them go through
+# in batches.
 # Unrouted GETs (static files, 404) are answered at once too.
 AT_ONCE_PREFIXES = (b'GET /static/', b'GET /img/', b'GET /favicon.ico ')
+# japronto renders no status above 417 (its table of reasons ends there):
+# 429 (per-IP limits, when on) is written by _written().
+MAX_4XX = 417
+REASONS = {429: 'Too Many Requests'}
+# Shared by responses without headers of their own (japronto only reads it).
+EVERY_DICT = dict(EVERY)
+MIME = {}   # Content-Type -> without its charset
 
 
 def _request(request):
@@ -28,11 +37,50 @@ def _request(request):
                    request.headers.get('User-Agent', ''), request.body or b'')
 
 
-def _response(request, r):
-    # japronto adds '; charset=utf-8' to text/* and */json itself.
-    return request.Response(code=r.status, body=r.body,
-                            mime_type=r.content_type.split(';')[0],
-                            headers=dict(r.headers) or None)
+def _response(request, r, head=False):
+    # japronto adds '; charset=utf-8' to text/* and */json itself. It
+    # cannot leave out a body: HEAD answers say Content-Length: 0.
+    if MAX_4XX < r.status < 500:
+        return _written(request, r, head)
+    mime = MIME.get(r.content_type)
+    if mime is None:
+        mime = MIME[r.content_type] = r.content_type.split(';')[0]
+    return request.Response(code=r.status, body=b'' if head else r.body,
+                            mime_type=mime, headers=dict(EVERY + r.headers)
+                            if r.headers else EVERY_DICT)
+
+
+def _written(request, r, head):
+    """Write an answer japronto cannot render, and have the connection
+    close in place of japronto's own answer (see _Transport)."""
+    lines = ['HTTP/1.1 %d %s' % (r.status, REASONS[r.status]),
+             'Content-Type: ' + r.content_type,
+             'Content-Length: %d' % len(r.body), 'Connection: close']
+    lines.extend('%s: %s' % field for field in EVERY + r.headers)
+    transport = request.transport
+    transport.transport.write(('\r\n'.join(lines) + '\r\n\r\n').encode('latin-1')
+                              + (b'' if head else r.body))
+    transport.muted = True
+    return request.Response(code=500)
+
+
+class _Transport:
+    """What japronto writes to: the connection's transport, except that
+    once muted it closes the connection in place of writing."""
+    __slots__ = ('transport', 'muted')
+
+    def __init__(self, transport):
+        self.transport = transport
+        self.muted = False
+
+    def write(self, data):
+        if self.muted:
+            self.transport.close()
+        else:
+            self.transport.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.transport, name)
 
 
 def _now(coroutine):
@@ -45,19 +93,23 @@ def _now(coroutine):
     raise RuntimeError('%s waited' % coroutine.__qualname__)
 
 
-def _handler(page):
+def _handler(page, head=False):
     async def handle(request):
+        # While a page waits, edge must not time its connection out.
+        conn = edge.protocol_of(request.transport)
+        conn.enter()
         try:
             r = await page(_request(request), **request.match_dict)
-            return _response(request, r)
+            return _response(request, r, head)
         finally:
+            conn.leave()
             feed_later(request)
     return handle
 
 
-def _at_once(page):
+def _at_once(page, head=False):
     def handle(request):
-        return _response(request, _now(page(_request(request))))
+        return _response(request, _now(page(_request(request))), head)
     return handle
 
 
@@ -66,10 +118,15 @@ def make_app(site):
     for method, path, name in ROUTES:
         wrap = _at_once if name in AT_ONCE else _handler
         app.router.add_route(path, wrap(getattr(site, name)), method=method)
+        if method == 'GET':
+            app.router.add_route(path, wrap(getattr(site, name), True),
+                                 method='HEAD')
 
     def unrouted(request, exception):
-        r = static_page(request.path) if request.method == 'GET' else None
-        return _response(request, r or _now(site.not_found(_request(request))))
+        method = request.method
+        r = static_page(request.path) if method in ('GET', 'HEAD') else None
+        return _response(request, r or _now(site.not_found(_request(request))),
+                         method == 'HEAD')
     app.add_error_handler(RouteNotFoundException, unrouted)
     # japronto's own prints every unparsable request to stdout.
     app.protocol_error_handler = lambda error: Refused(400).response()
@@ -83,7 +140,22 @@ def at_once_prefixes():
                  ) + AT_ONCE_PREFIXES
 
 
-async def serve(site, host, port, stopped):
+class _Edge(edge.Edge):
+    __slots__ = ()
+
+    def feed(self):     # pipeline.feed_later finds this on the transport
+        self.inner.feed()
+
+
+class _LimitedEdge(_Edge):
+    """With per-IP limits on, japronto writes through a _Transport."""
+    __slots__ = ()
+
+    def inner_transport(self, transport):
+        return _Transport(transport)
+
+
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     app = make_app(site)
     loop = asyncio.get_event_loop()
@@ -91,8 +163,11 @@ async def serve(site, host, port, stopped):
     app._Application__finalize()    # router -> matcher, idle reaper
     connections = set()
     prefixes = at_once_prefixes()
+    gate = edge.Gate(settings, loop)
+    protocol = _LimitedEdge if site.session_limit or site.vote_limit else _Edge
     server = await loop.create_server(
-        lambda: Connection(Protocol(app), prefixes, MAX_BODY, connections),
+        lambda: protocol(gate, lambda: Connection(Protocol(app), prefixes,
+                                                  MAX_BODY, connections)),
         host, port, backlog=1024, reuse_address=True)
     try:
         await stopped.wait()

@@ -16,6 +16,14 @@ HTML = 'text/html; charset=utf-8'
 JSON = 'application/json'
 TEXT = 'text/plain; charset=utf-8'
 
+# Adapters send EVERY on every response; html() adds FRAMING (the vote
+# buttons must not be framed by another site).
+SERVER = 'stickers'
+NOSNIFF = ('X-Content-Type-Options', 'nosniff')
+EVERY = (('Server', SERVER), NOSNIFF)
+FRAMING = (('X-Frame-Options', 'DENY'),
+           ('Content-Security-Policy', "frame-ancestors 'none'"))
+
 _UUID = re.compile(r'\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z')
 _TOKEN = re.compile(r'\A[A-Za-z0-9_-]{22}\Z')
 SLUG = re.compile(r'\A[a-z0-9_]{1,64}\Z')

@@ -12,8 +12,10 @@ import time
 import jinja2
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
-from .http import (HTML, SLUG, STICKER_ID, Response, ballot_form, clean_text,
-                   json_response, session_of, text_response)
+from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, ballot_form,
+                   clean_text, json_response, session_of, text_response)
+from .limits import RateLimit
+from .outage import Outage
 
 log = logging.getLogger('pages')
 
@@ -39,6 +41,8 @@ ROUTES = (
     ('GET', '/stickers/{pack}', 'api_pack'),
     ('GET', '/stickers/{pack}/{sticker}', 'api_sticker'),
 )
+# Pages that answer without waiting (no database, nothing to await).
+AT_ONCE = ('ugly', 'about')
 # URL prefix -> directory served as static files.
 STATIC = (
     ('/static', os.path.join(ROOT, 'static')),
@@ -56,7 +60,8 @@ VOTE_ERRORS = {
 
 def html(http_status, template, headers=(), **context):
     body = TEMPLATES.get_template(template).render(**context)
-    return Response(http_status, HTML, body.encode('utf-8'), tuple(headers))
+    return Response(http_status, HTML, body.encode('utf-8'),
+                    FRAMING + tuple(headers))
 
 
 def error_page(status, message, headers=()):
@@ -69,34 +74,58 @@ def sticker_json(s):
             'votes_plus': s.votes_plus, 'votes_minus': s.votes_minus}
 
 
+UNAVAILABLE_JSON = json_response(503, {'error': 'database unavailable'})
+UNAVAILABLE = error_page(503, 'The database is unavailable; try again soon.')
+
+
 def guarded(handler):
-    """Turn a database outage into 503 instead of an error."""
+    """Turn a database outage into 503 instead of an error; log it in a few
+    lines (pages.outage), not one per request."""
     async def page(self, request, **params):
         try:
-            return await handler(self, request, **params)
+            r = await handler(self, request, **params)
         except DataUnavailable as e:
-            log.warning('%s %s: %s', request.method, request.path, e)
+            self.outage.down(e)
             if request.path.startswith('/stickers'):
-                return json_response(503, {'error': 'database unavailable'})
-            return error_page(503, 'The database is unavailable; try again soon.')
+                return UNAVAILABLE_JSON
+            return UNAVAILABLE
+        # Some pages answer 4xx without asking the database.
+        if self.outage.since is not None and r.status < 400:
+            self.outage.up()
+        return r
     page.__name__ = handler.__name__
     return page
+
+
+def too_many(limit):
+    return error_page(429, 'Too many requests from your address; try again '
+                           'in a moment.',
+                      [('Retry-After', str(limit.retry_after))])
 
 
 class Site:
     """The pages over one DataInterface; start() before serving."""
 
     def __init__(self, data, refresh_every=5.0, session_ttl=900,
-                 max_sessions=1000000, max_ballots=1000000):
+                 max_sessions=1000000, max_ballots=1000000, limits=(None, None)):
+        """limits: (sessions, votes) per IP, each (count, seconds) or None;
+        see pages.limits."""
         self.data = data
         self.refresh_every = refresh_every
         self.expiry = (session_ttl, max_sessions, max_ballots)
         self.about_page = None
+        self.packs_page = None
+        self.outage = Outage(log)
+        self.session_limit, self.vote_limit = [
+            RateLimit(*rate) if rate else None for rate in limits]
+        self.refusals = {limit: too_many(limit) for limit in
+                         (self.session_limit, self.vote_limit) if limit}
         self._task = None
 
     async def start(self):
         await self.data.start()
         await self.refresh()
+        await self._build_packs_page()
         self._task = asyncio.ensure_future(self._refresh_forever())
 
     async def stop(self):
@@ -123,11 +152,25 @@ class Site:
             await asyncio.sleep(self.refresh_every)
             try:
                 await self.refresh()
+            except DataUnavailable as e:
+                self.outage.down(e, refused=0)
             except Exception:
                 log.exception('background refresh failed')
+            else:
+                self.outage.up()
+
+    def _refused(self, limit, request):
+        """The 429 page if `limit` is on and refuses this address."""
+        if limit is not None and limit.take(request.ip):
+            return self.refusals[limit]
+        return None
 
     async def _pair_page(self, request, notice=None):
         session, cookie = session_of(request.cookie)
+        if cookie:
+            refused = self._refused(self.session_limit, request)
+            if refused:
+                return refused
         visit = Visit(session, clean_text(request.ip, 64),
                       clean_text(request.user_agent, 256))
         tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
@@ -143,6 +186,9 @@ class Site:
 
     @guarded
     async def vote(self, request):
+        refused = self._refused(self.vote_limit, request)
+        if refused:
+            return refused
         if len(request.body) > MAX_BODY:
             return error_page(413, 'The form is too large.')
         tokens = ballot_form(request.body)
@@ -157,6 +203,10 @@ class Site:
 
     async def _ranked(self, request, nav, heading, fetch):
         session, cookie = session_of(request.cookie)
+        if cookie:
+            refused = self._refused(self.session_limit, request)
+            if refused:
+                return refused
         visit = Visit(session, clean_text(request.ip, 64),
                       clean_text(request.user_agent, 256))
         stickers = await fetch(visit, TOP_COUNT)
@@ -184,12 +234,21 @@ class Site:
             return json_response(404, {'error': 'not found'})
         return error_page(404, 'There is no page here.')
 
-    @guarded
-    async def api_packs(self, request):
+    async def _build_packs_page(self):
+        # Packs and their counts change only when a data set loads, before
+        # start: one full scan, then this response for every request.
         packs = await self.data.packs()
-        return json_response(200, [
+        self.packs_page = json_response(200, [
             {'name': p.name, 'title': p.title, 'stickers': p.stickers,
              'url': '/stickers/' + p.name} for p in packs])
+
+    async def api_packs(self, request):
+        return self.packs_page or await self._packs_page_now(request)
+
+    @guarded
+    async def _packs_page_now(self, request):
+        await self._build_packs_page()
+        return self.packs_page
 
     @guarded
     async def api_pack(self, request, pack):

@@ -1,5 +1,5 @@
-"""Static files as pages Responses, for frameworks without a static handler
-(aiohttp and sanic serve pages.STATIC themselves)."""
+"""Static files as pages Responses, the same on every framework (and so
+with the same headers and HEAD)."""
 import mimetypes
 import os
 
@@ -36,3 +36,15 @@ def static_page(path):
         if path.startswith(prefix + '/'):
             return file_response(directory, path[len(prefix) + 1:])
     return None
+
+
+def unrouted(site):
+    """The page for every GET that no route takes: a static file, else
+    the site's 404."""
+    async def page(request, **params):
+        if request.method in ('GET', 'HEAD'):
+            r = static_page(request.path)
+            if r is not None:
+                return r
+        return await site.not_found(request)
+    return page

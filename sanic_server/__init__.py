@@ -2,51 +2,65 @@
 import asyncio
 import itertools
 import logging
-import os
 
 from sanic import Sanic
-from sanic.response import HTTPResponse, file
+from sanic.response import HTTPResponse
+from sanic.server.protocols.http_protocol import HttpProtocol
 
-from pages import FAVICON, MAX_BODY, ROUTES, SESSION_COOKIE, STATIC, Request
+import edge
+from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages.http import EVERY
+from pages.static import unrouted
 
 _names = itertools.count(1)
 
 
-def _handler(page):
+def _handler(page, waits=True):
     async def handle(request, **params):
-        r = await page(Request(
-            request.method, request.path, request.cookies.get(SESSION_COOKIE),
-            request.ip, request.headers.get('user-agent', ''),
-            request.body or b''), **params)
-        return HTTPResponse(r.body, r.status, r.headers, r.content_type)
+        # While a page waits, edge must not time its connection out.
+        conn = edge.protocol_of(request.transport) if waits else edge.GONE
+        conn.enter()
+        try:
+            r = await page(Request(
+                request.method, request.path,
+                request.cookies.get(SESSION_COOKIE), request.ip,
+                request.headers.get('user-agent', ''), request.body or b''),
+                **params)
+        finally:
+            conn.leave()
+        return HTTPResponse(r.body, r.status, EVERY + r.headers, r.content_type)
     return handle
 
 
-def make_app(site):
+def make_app(site, settings=edge.DEFAULTS):
     app = Sanic('stickers_%d' % next(_names), configure_logging=False)
     app.config.REQUEST_MAX_SIZE = MAX_BODY
     app.config.ACCESS_LOG = False
     app.config.MOTD = False
+    # edge.Edge enforces these; sanic's own are only a backstop.
+    app.config.REQUEST_TIMEOUT = settings.head + settings.body + 1
+    app.config.KEEP_ALIVE_TIMEOUT = settings.keepalive + 1
     for method, path, name in ROUTES:
         path = path.replace('{', '<').replace('}', '>')
-        app.add_route(_handler(getattr(site, name)), path, methods=[method],
+        methods = ['GET', 'HEAD'] if method == 'GET' else [method]
+        app.add_route(_handler(getattr(site, name), name not in AT_ONCE),
+                      path, methods=methods,
                       name='%s_%s' % (name, method.lower()))
-    for prefix, directory in STATIC:
-        os.makedirs(directory, exist_ok=True)
-        app.static(prefix, directory, name=prefix.strip('/'))
-
-    async def favicon(request):
-        return await file(FAVICON)
-    app.add_route(favicon, '/favicon.ico')
-    app.add_route(_handler(site.not_found), '/<tail:path>', name='not_found')
+    app.add_route(_handler(unrouted(site), False), '/<tail:path>',
+                  methods=['GET', 'HEAD'], name='unrouted')
     return app
 
 
-async def serve(site, host, port, stopped):
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     """Serve until the `stopped` event is set, then finish pending requests."""
-    app = make_app(site)
+    app = make_app(site, settings)
+    gate = edge.Gate(settings)
+
+    def protocol(**kwargs):
+        return gate.protocol(lambda: HttpProtocol(**kwargs))()
     server = await app.create_server(host=host, port=port, access_log=False,
-                                     return_asyncio_server=True, backlog=1024)
+                                     return_asyncio_server=True, backlog=1024,
+                                     protocol=protocol)
     await server.startup()
     await server.start_serving()
     try:

@@ -1,0 +1,241 @@
+"""The edge of every server: time limits and a cap on open connections.
+
+Edge wraps the framework's own protocol (aiohttp, sanic, japronto alike) and
+keeps one timer per connection, re-armed only when it fires, so a request
+costs a few attribute writes and a scan of its head in C:
+
+- a connection with no request in progress is closed after `keepalive`
+  seconds (also a new one that sends nothing);
+- a request head must be complete `head` seconds after its first byte;
+- a body must be complete `body` seconds after its head;
+- a connection is never closed while a page handler works for it (the
+  adapter marks that with enter() and leave());
+- beyond `connections` open connections, each new one closes the oldest
+  one that no handler works for (slow or idle clients go first; a new
+  visitor's request is served); if every one is busy, the new one is closed.
+"""
+import asyncio
+import re
+import resource
+from collections import namedtuple
+
+Settings = namedtuple('Settings', 'head body keepalive connections')
+DEFAULTS = Settings(head=10.0, body=10.0, keepalive=15.0, connections=10000)
+# Descriptors kept free for the databases, logs and files.
+SPARE_FDS = 128
+
+# Deadlines are kept on a clock that ticks this often: no clock call per
+# request.
+TICK = 0.25
+HEAD_END = re.compile(br'\r?\n\r?\n')
+LENGTH = re.compile(br'\ncontent-length[ \t]*:[ \t]*([0-9]+)', re.I)
+CHUNKED = re.compile(br'\ntransfer-encoding[ \t]*:[^\n]*chunked', re.I)
+MAX_HEAD = 64 * 1024
+IDLE, HEAD, BODY_PART = 0, 1, 2
+
+
+def raise_fd_limit():
+    """Raise the soft limit of open files to the hard one; the new soft
+    limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+class Gate:
+    """The connections of one listening server and their settings."""
+
+    def __init__(self, settings, loop=None):
+        fds = raise_fd_limit()
+        cap = settings.connections
+        if fds != resource.RLIM_INFINITY:
+            cap = min(cap, max(16, fds - SPARE_FDS))
+        self.settings = settings._replace(connections=cap)
+        self.keepalive = settings.keepalive
+        self.loop = loop or asyncio.get_event_loop()
+        self.open = {}      # Edge -> None, oldest first
+        self.now = self.loop.time()
+        self.loop.call_at(self.now + TICK, self._tick)
+
+    def _tick(self):
+        self.now = self.loop.time()
+        self.loop.call_at(self.now + TICK, self._tick)
+
+    def protocol(self, make_inner):
+        """A protocol factory for loop.create_server()."""
+        return lambda: Edge(self, make_inner)
+
+    def admit(self, edge):
+        if len(self.open) >= self.settings.connections:
+            for oldest in self.open:
+                if not oldest.busy:
+                    break
+            else:
+                return False
+            del self.open[oldest]
+            oldest.transport.abort()
+        self.open[edge] = None
+        return True
+
+
+class Edge(asyncio.Protocol):
+    __slots__ = ('gate', 'make_inner', 'inner', 'transport', 'timer',
+                 'armed', 'deadline', 'phase', 'partial', 'need', 'busy')
+
+    def __init__(self, gate, make_inner):
+        self.gate = gate
+        self.make_inner = make_inner
+        self.inner = self.transport = self.timer = None
+        self.armed = self.deadline = 0.0     # when the timer fires; the limit
+        self.phase = IDLE
+        self.partial = b''      # the head so far
+        self.need = 0           # body bytes to come; -1: chunked
+        self.busy = 0           # page handlers at work
+
+    def connection_made(self, transport):
+        self.transport = transport
+        if not self.gate.admit(self):
+            transport.abort()
+            return
+        self.inner = self.make_inner()
+        self.inner.connection_made(self.inner_transport(transport))
+        self._arm(self.gate.now + self.gate.keepalive)
+
+    def connection_lost(self, exc):
+        if self.inner is None:
+            return
+        self.gate.open.pop(self, None)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.inner.connection_lost(exc)
+
+    def data_received(self, data):
+        if (self.phase == IDLE and data.endswith(b'\r\n\r\n')
+                and data.find(b'ength') < 0 and data.find(b'ENGTH') < 0):
+            # Whole requests without a body (no Content-Length): the usual
+            # case. A chunked body, or a length in odd capitals, passes here
+            # too: the keep-alive timeout still bounds those.
+            gate = self.gate
+            self.deadline = gate.now + gate.keepalive
+        else:
+            self._frame(data)
+        self.inner.data_received(data)
+
+    def inner_transport(self, transport):
+        """The transport the framework's protocol is given."""
+        return transport
+
+    def eof_received(self):
+        return self.inner.eof_received()
+
+    def pause_writing(self):
+        self.inner.pause_writing()
+
+    def resume_writing(self):
+        self.inner.resume_writing()
+
+    def enter(self):
+        self.busy += 1
+
+    def leave(self):
+        self.busy -= 1
+        if not self.busy and self.phase == IDLE:
+            self.deadline = self.gate.now + self.gate.keepalive
+
+    def _frame(self, data):
+        """Follow request heads and bodies through `data` (no parsing
+        beyond finding where they end)."""
+        settings = self.gate.settings
+        pos, size = 0, len(data)
+        while pos < size:
+            if self.phase == BODY_PART:
+                if self.need < 0:
+                    # Chunked: assume a body ends where a write does.
+                    if data.endswith(b'0\r\n\r\n'):
+                        self._complete()
+                    return
+                if size - pos < self.need:
+                    self.need -= size - pos
+                    return
+                pos += self.need
+                self._complete()
+                continue
+            if self.phase == IDLE:
+                self.phase = HEAD
+                self._arm(self.gate.now + settings.head)
+            seen = len(self.partial)
+            head = self.partial + data[pos:] if seen else data[pos:]
+            found = HEAD_END.search(head)
+            if found is None:
+                # Beyond MAX_HEAD the framework refuses it anyway.
+                self.partial = head if len(head) <= MAX_HEAD else head[-3:]
+                return
+            end = found.end()
+            pos += end - seen
+            self.partial = b''
+            if CHUNKED.search(head, 0, end):
+                self.need = -1
+            else:
+                length = LENGTH.search(head, 0, end)
+                self.need = int(length.group(1)) if length else 0
+            if self.need:
+                self.phase = BODY_PART
+                self._arm(self.gate.now + settings.body)
+            else:
+                self._complete()
+
+    def _complete(self):
+        self.phase = IDLE
+        self.need = 0
+        self._arm(self.gate.now + self.gate.keepalive)
+
+    def _arm(self, deadline):
+        """Set the deadline; move the timer only if it would fire too late
+        (the fast path in data_received only ever moves it later)."""
+        self.deadline = deadline
+        if self.timer is None or deadline < self.armed:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.armed = deadline
+            self.timer = self.gate.loop.call_at(deadline, self._check)
+
+    def _check(self):
+        self.timer = None
+        now = self.gate.loop.time()
+        if now < self.deadline:
+            self._arm(self.deadline)
+            return
+        if self.busy:
+            self._arm(now + self.gate.keepalive)
+            return
+        self.gate.open.pop(self, None)
+        transport = self.transport
+        if self.phase != IDLE or transport.get_write_buffer_size():
+            transport.abort()   # a slow request, or a client that does not read
+        else:
+            transport.close()
+
+
+def protocol_of(transport):
+    """The Edge of a connection, or a stand-in when it is gone."""
+    edge = transport.get_protocol() if transport is not None else None
+    return edge if isinstance(edge, Edge) else GONE
+
+
+class _Gone:
+    busy = 0
+
+    def enter(self):
+        pass
+
+    def leave(self):
+        pass
+
+
+GONE = _Gone()

@@ -1,0 +1,60 @@
+"""Per-IP rate limits: a token bucket per address, in bounded memory."""
+import math
+import re
+import time
+
+PERIODS = {'s': 1, 'm': 60, 'h': 3600}
+RATE = re.compile(r'\A([0-9]+)(?:/([smh]))?\Z')
+MAX_ADDRESSES = 100000
+
+
+def parse_rate(text):
+    """'N/s', 'N/m', 'N/h' or 'N' (per second) -> (N, seconds), or None
+    for 0 (off); ValueError if malformed."""
+    found = RATE.match(text.strip())
+    if not found:
+        raise ValueError('a rate is N/s, N/m or N/h, not %r' % text)
+    count = int(found.group(1))
+    return (count, PERIODS[found.group(2) or 's']) if count else None
+
+
+class RateLimit:
+    """Up to `count` at once per address, refilled at `count` per `period`
+    seconds. take() -> 0 if allowed, else the seconds to wait."""
+
+    def __init__(self, count, period, max_addresses=MAX_ADDRESSES,
+                 clock=time.monotonic):
+        self.burst = float(count)
+        self.rate = count / float(period)
+        self.retry_after = max(1, int(math.ceil(1 / self.rate)))
+        self.max_addresses = max_addresses
+        self.clock = clock
+        self.buckets = {}   # address -> [tokens, when], oldest first
+
+    def take(self, address):
+        now = self.clock()
+        bucket = self.buckets.get(address)
+        if bucket is None:
+            if len(self.buckets) >= self.max_addresses:
+                self._sweep(now)
+            self.buckets[address] = [self.burst - 1, now]
+            return 0
+        tokens = min(self.burst, bucket[0] + (now - bucket[1]) * self.rate)
+        bucket[1] = now
+        if tokens >= 1:
+            bucket[0] = tokens - 1
+            return 0
+        bucket[0] = tokens
+        return self.retry_after
+
+    def _sweep(self, now):
+        """Forget addresses whose bucket is full again; if that frees too
+        little, the older half."""
+        full = self.burst / self.rate
+        buckets = self.buckets
+        for address in [a for a, (_, when) in buckets.items()
+                        if now - when >= full]:
+            del buckets[address]
+        if len(buckets) >= self.max_addresses * 0.9:
+            for address in list(buckets)[:len(buckets) // 2]:
+                del buckets[address]

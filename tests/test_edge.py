@@ -1,0 +1,401 @@
+"""The HTTP edge on every framework: slow clients time out, a connection cap
+keeps visitors served, HEAD and security headers, per-IP limits, and a
+database outage logged in a few lines."""
+import asyncio
+import re
+import time
+
+import pytest
+
+from bench.pagecheck import all_stickers, ballots, client, vote_total
+from conftest import (ServerProcess, engine_args, load_small, remove_postgres,
+                      start_postgres, start_tarantool, tarantool_address)
+
+ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
+           'japronto-tarantool-one-uvloop']
+# Short head and body limits, so that a test sees them act; the keep-alive
+# limit longer than a test waits, so that it does not act in their place.
+SHORT = ['--header-timeout', '1', '--body-timeout', '1',
+         '--keepalive-timeout', '60']
+LENGTH = re.compile(br'\r\ncontent-length: *(\d+)', re.IGNORECASE)
+STATUS = re.compile(br'HTTP/1\.1 (\d{3}) ')
+# Long enough for any answer on a busy machine; what never closes, fails.
+PATIENCE = 20
+
+
+@pytest.fixture(scope='module', params=ENGINES)
+def engine(request):
+    return request.param
+
+
+@pytest.fixture(scope='module')
+def short(request, engine, start_server):
+    return start_server(engine, *(engine_args(request, engine) + SHORT))
+
+
+async def closed(port, data=b'', trickle=None):
+    """Seconds until the server ends a connection that sent `data` (then
+    one byte of `trickle` every 0.2 s)."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    start = time.monotonic()
+
+    async def drip():
+        for byte in trickle or b'':
+            await asyncio.sleep(0.2)
+            writer.write(bytes([byte]))
+    dripping = asyncio.ensure_future(drip())
+    try:
+        writer.write(data)
+        try:
+            while await asyncio.wait_for(reader.read(65536), PATIENCE):
+                pass
+        except ConnectionResetError:
+            pass
+        return time.monotonic() - start
+    finally:
+        dripping.cancel()
+        writer.close()
+
+
+async def answers(port, *requests):
+    """[(status, head, body)] of the answers to raw requests sent at once."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    try:
+        writer.write(b''.join(requests))
+        result = []
+        for sent in requests:
+            head = await asyncio.wait_for(reader.readuntil(b'\r\n\r\n'),
+                                          PATIENCE)
+            length = LENGTH.search(head)
+            body = b''
+            if length and not sent.startswith(b'HEAD '):
+                body = await reader.readexactly(int(length.group(1)))
+            result.append((int(STATUS.match(head).group(1)), head, body))
+        return result
+    finally:
+        writer.close()
+
+
+def get(path, method=b'GET'):
+    return b'%s %s HTTP/1.1\r\nHost: t\r\n\r\n' % (method, path)
+
+
+async def test_partial_head_is_closed(short):
+    assert await closed(short.port, b'GET /ugly HTTP/1.1\r\nHost: t\r\n') \
+        < PATIENCE
+    # A byte now and then does not keep it open.
+    assert await closed(short.port, b'GET /ugly HTTP/1.1\r\n',
+                        trickle=b'X-Slow: ' + b'z' * 200) < PATIENCE
+
+
+async def test_partial_body_is_closed(short):
+    head = (b'POST / HTTP/1.1\r\nHost: t\r\nContent-Type: '
+            b'application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n')
+    assert await closed(short.port, head + b'win=') < PATIENCE
+    assert await closed(short.port, head, trickle=b'w' * 99) < PATIENCE
+
+
+async def test_idle_connection_is_closed(request, engine, start_server):
+    short = start_server(engine, *(engine_args(request, engine) + [
+        '--keepalive-timeout', '1', '--header-timeout', '60',
+        '--body-timeout', '60']))
+    assert await closed(short.port) < PATIENCE
+    assert await closed(short.port, get(b'/ugly')) < PATIENCE
+    # A connection in use is not: three requests spaced by half the limit.
+    reader, writer = await asyncio.open_connection('127.0.0.1', short.port)
+    try:
+        for _ in range(3):
+            writer.write(get(b'/ugly'))
+            head = await reader.readuntil(b'\r\n\r\n')
+            assert await reader.readexactly(
+                int(LENGTH.search(head).group(1))) == b'UGLY'
+            await asyncio.sleep(0.5)
+    finally:
+        writer.close()
+    assert short.process.poll() is None
+    assert 'Traceback' not in short.output()
+
+
+async def test_connection_cap_keeps_visitors_served(request, engine,
+                                                    start_server):
+    server = start_server(engine, *(engine_args(request, engine) + [
+        '--max-connections', '50', '--header-timeout', '120']))
+    slow = []
+    try:
+        for _ in range(200):
+            reader, writer = await asyncio.open_connection('127.0.0.1',
+                                                           server.port)
+            writer.write(b'GET /ugly HTTP/1.1\r\nHost: t\r\n')
+            slow.append((reader, writer))
+        started = time.monotonic()
+        assert [a[0] for a in await answers(server.port, get(b'/ugly'))] \
+            == [200]
+        assert time.monotonic() - started < PATIENCE
+        # The oldest slow ones made room: at most the cap stay open.
+        await asyncio.sleep(0.5)
+        still_open = 0
+        for reader, _ in slow:
+            try:
+                data = await asyncio.wait_for(reader.read(1), 0.01)
+            except asyncio.TimeoutError:
+                still_open += 1
+            except ConnectionResetError:
+                pass
+            else:
+                still_open += bool(data)
+        assert still_open <= 50
+    finally:
+        for _, writer in slow:
+            writer.close()
+    assert server.process.poll() is None
+
+
+HTML_PATHS = [b'/', b'/good', b'/bad', b'/about', b'/nope']
+OTHER_PATHS = [b'/ugly', b'/stickers', b'/static/style.css', b'/favicon.ico']
+
+
+async def test_head_answers_like_get(short, engine):
+    for path in HTML_PATHS + OTHER_PATHS:
+        # The GET behind the HEAD on the same connection proves it had no body.
+        (h_status, h_head, h_body), (g_status, g_head, g_body) = await answers(
+            short.port, get(path, b'HEAD'), get(path))
+        assert h_status == g_status, path
+        assert h_body == b''
+        assert g_body, path
+        assert header_names(h_head) == header_names(g_head), path
+        if 'japronto' not in engine and path in OTHER_PATHS:
+            assert LENGTH.search(h_head).group(1) == str(len(g_body)).encode()
+
+
+def header_names(head):
+    # A HEAD may leave out what depends on the body alone.
+    return {line.split(b':')[0].decode().lower()
+            for line in head.split(b'\r\n')[1:] if line} - {'content-length'}
+
+
+async def test_security_headers(short):
+    for path in HTML_PATHS + OTHER_PATHS:
+        for method in (b'GET', b'HEAD'):
+            [(status, head, _)] = await answers(short.port, get(path, method))
+            assert re.search(br'(?i)\r\nx-content-type-options: nosniff\r\n',
+                             head), (path, head)
+            server = re.search(br'(?i)\r\nserver: *([^\r]*)\r\n', head)
+            assert server and server.group(1) == b'stickers', head
+            html = b'text/html' in head
+            assert html == (path in HTML_PATHS), path
+            assert bool(re.search(br'(?i)\r\nx-frame-options: deny\r\n',
+                                  head)) == html, head
+            assert bool(re.search(
+                br"(?i)\r\ncontent-security-policy: frame-ancestors 'none'\r\n",
+                head)) == html, head
+    # What the framework answers by itself names no versions either.
+    [(status, head, _)] = await answers(short.port, b'DELETE /good HTTP/1.1\r\n'
+                                        b'Host: t\r\n\r\n')
+    assert status in (404, 405)
+    server = re.search(br'(?i)\r\nserver: *([^\r]*)\r\n', head)
+    assert server is None or not re.search(br'\d', server.group(1)), head
+
+
+async def fetch(url, cookie=None, form=None):
+    async with client(cookie) as s:
+        method = s.post if form else s.get
+        async with method(url, data=form) as r:
+            return r.status, r.headers, await r.text()
+
+
+async def test_limits_refuse_a_burst_and_count_what_they_allow(
+        request, engine, start_server):
+    server = start_server(engine, *(engine_args(request, engine) + [
+        '--limit-sessions', '4/m', '--limit-votes', '3/m']))
+    url = server.url
+    status, headers, html = await fetch(url + '/')
+    assert status == 200
+    cookie = headers['Set-Cookie'].split(';')[0].split('=', 1)[1]
+    async with client() as s:
+        before = vote_total(await all_stickers(s, url))
+    for _ in range(3):
+        _, win, lose = ballots(html)[0]
+        status, _, html = await fetch(url, cookie, {'win': win, 'lose': lose})
+        assert status == 200 and 'Vote counted.' in html
+    _, win, lose = ballots(html)[0]
+    status, headers, html = await fetch(url, cookie, {'win': win, 'lose': lose})
+    assert status == 429
+    assert int(headers['Retry-After']) >= 1
+    assert 'Too many requests' in html
+    async with client() as s:
+        assert vote_total(await all_stickers(s, url)) == before + 3
+    # New sessions: one was taken above; three more, then no more.
+    statuses = [(await fetch(url + '/good'))[0] for _ in range(5)]
+    assert statuses == [200, 200, 200, 429, 429]
+    # A visitor with a session is not a new one.
+    assert (await fetch(url + '/good', cookie))[0] == 200
+
+
+async def test_without_limits_nothing_is_refused(short):
+    statuses = [(await fetch(short.url + path))[0]
+                for path in ('/', '/good') * 15]
+    assert set(statuses) == {200}
+    for _ in range(15):
+        status, _, _ = await fetch(short.url, form={'win': 'a' * 22,
+                                                    'lose': 'b' * 22})
+        assert status == 409
+
+
+class TarantoolOutage:
+    def __init__(self, tmp_path):
+        self.db = start_tarantool(str(tmp_path / 'db'))
+
+    async def load(self):
+        from data_interface.address import as_admin
+        from data_interface.tarantool.asynctnt_data import TarantoolData
+        await load_small(TarantoolData(as_admin(tarantool_address(self.db))))
+        return ['--tarantool', '%s:%d' % (self.db.host, self.db.port)]
+
+    def down(self):
+        self.db.kill()
+
+    def up(self):
+        self.db.start()
+
+    def remove(self):
+        self.db.stop()
+
+
+class PostgresOutage:
+    def __init__(self, tmp_path):
+        self.db = start_postgres()
+
+    async def load(self):
+        from data_interface.postgres.asyncpg_data import PostgresData
+        await load_small(PostgresData(self.db.dsn))
+        return ['--postgres', self.db.dsn]
+
+    def down(self):
+        self.db.stop('immediate')
+
+    def up(self):
+        self.db.start()
+
+    def remove(self):
+        remove_postgres(self.db)
+
+
+@pytest.mark.parametrize('engine, database', [
+    (e, TarantoolOutage) for e in ENGINES] + [
+    ('sanic-tarantool-multi-uvloop', TarantoolOutage),
+    ('aiohttp-postgres-pool-uvloop', PostgresOutage)])
+async def test_outage_is_logged_in_a_few_lines(tmp_path, engine, database):
+    db = database(tmp_path)
+    try:
+        server = ServerProcess(engine, await db.load(),
+                               str(tmp_path / 'server.log'))
+        try:
+            async with client() as s:
+                async def status(path):
+                    async with s.get(server.url + path) as r:
+                        await r.read()
+                        return r.status
+                assert await status('/good') == 200
+                before = len(server.output().splitlines())
+                db.down()
+                statuses = []
+                # Spread over a few seconds: a line per retry or per second
+                # would show.
+                for _ in range(30):
+                    statuses += await asyncio.gather(
+                        *[status('/good') for _ in range(10)])
+                    await asyncio.sleep(0.1)
+                assert statuses == [503] * 300
+                # Built at start, the pack list needs no database.
+                assert await status('/stickers') == 200
+                lines = server.output().splitlines()[before:]
+                assert len(lines) <= 5, '\n'.join(lines)
+                assert sum('database unavailable' in l for l in lines) == 1
+                db.up()
+                deadline = time.monotonic() + 30
+                while await status('/good') != 200:
+                    assert time.monotonic() < deadline, server.output()
+                    await asyncio.sleep(0.2)
+            back = [l for l in server.output().splitlines()
+                    if 'database back after' in l]
+            assert len(back) == 1, server.output()
+            refused = int(re.search(r'(\d+) requests got 503', back[0]).group(1))
+            assert refused >= 300
+        finally:
+            assert server.stop() == 0
+    finally:
+        db.remove()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class Lines:
+    def __init__(self):
+        self.lines = []
+
+    def warning(self, text, *args):
+        self.lines.append(text % args)
+
+
+def test_outage_lines_start_summary_and_back():
+    from pages.outage import Outage
+    clock, log = Clock(), Lines()
+    outage = Outage(log, every=5.0, clock=clock)
+    outage.up()
+    assert log.lines == []
+    for _ in range(1279):       # 10 s of failures, 128 a second
+        outage.down('refused')
+        clock.now += 1 / 128
+    outage.down('refused', refused=0)   # a background task: not a request
+    assert len(log.lines) == 2
+    assert log.lines[0] == 'database unavailable: refused'
+    assert log.lines[1] == ('database still unavailable after 5 s: 640 '
+                            'requests got 503 in the last 5 s (refused)')
+    clock.now += 2
+    outage.up()
+    outage.up()
+    assert log.lines[2] == 'database back after 12.0 s; 1279 requests got 503'
+    assert len(log.lines) == 3
+
+
+def test_rate_limit_refills_and_stays_bounded():
+    from pages.limits import RateLimit, parse_rate
+    assert parse_rate('3/m') == (3, 60) and parse_rate('5') == (5, 1)
+    assert parse_rate('0') is None
+    for bad in ('', 'x', '3/d', '-1/s', '1.5/s'):
+        with pytest.raises(ValueError):
+            parse_rate(bad)
+    clock = Clock()
+    limit = RateLimit(3, 60, max_addresses=100, clock=clock)
+    assert [limit.take('a') for _ in range(4)] == [0, 0, 0, 20]
+    assert limit.take('b') == 0     # each address has its own
+    clock.now += 20
+    assert [limit.take('a') for _ in range(2)] == [0, 20]
+    for n in range(1000):
+        limit.take(str(n))
+        clock.now += 0.001
+    assert len(limit.buckets) <= 100
+
+
+def test_limits_are_on_by_default_beyond_loopback():
+    import server
+    assert server.parse_args(['-e', 'x']).limits == (None, None)
+    assert server.parse_args(['-e', 'x', '--host', '0.0.0.0']).limits == (
+        (30, 60), (60, 60))
+    args = server.parse_args(['-e', 'x', '--host', '0.0.0.0',
+                              '--limit-votes', '0', '--limit-sessions', '2/s'])
+    assert args.limits == ((2, 1), None)
+    assert server.parse_args(['-e', 'x', '--max-connections', '50',
+                              '--header-timeout', '2.5']).edge == (
+        2.5, 10.0, 15.0, 50)
+    for bad in (['--limit-votes', '3/d'], ['--header-timeout', '0'],
+                ['--keepalive-timeout', 'nan'], ['--max-connections', '0']):
+        with pytest.raises(SystemExit) as e:
+            server.parse_args(['-e', 'x'] + bad)
+        assert e.value.code == 2
