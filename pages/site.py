@@ -106,13 +106,11 @@ def too_many(limit):
 class Site:
     """The pages over one DataInterface; start() before serving."""
 
-    def __init__(self, data, refresh_every=5.0, session_ttl=900,
-                 max_sessions=1000000, max_ballots=1000000, limits=(None, None)):
+    def __init__(self, data, refresh_every=5.0, limits=(None, None)):
         """limits: (sessions, votes) per IP, each (count, seconds) or None;
-        see pages.limits."""
+        see pages.limits. Expiry limits live in the database."""
         self.data = data
         self.refresh_every = refresh_every
-        self.expiry = (session_ttl, max_sessions, max_ballots)
         self.about_page = None
         self.packs_page = None
         self.outage = Outage(log)
