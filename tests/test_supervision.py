@@ -1,6 +1,7 @@
 """The databases server.py starts itself are restarted when they die: kill
 them under a running server (in a copy of the checkout, on ports of the
 test's own) and the site answers again, by itself."""
+import asyncio
 import os
 import shutil
 import signal
@@ -8,6 +9,7 @@ import socket
 import tempfile
 import time
 
+import aiohttp
 import pytest
 
 from conftest import (ROOT, ServerProcess, free_port, load_small,
@@ -131,9 +133,17 @@ async def test_dead_postgres_is_restarted(checkout, tmp_path):
         for crashed, crash in enumerate(crashes, 1):
             pid = pid_in(pid_file)
             pids |= {pid} | children(pid)
+            # Requests keep coming through the crash: 200 or 503, never 500.
+            stop_polling = asyncio.Event()
+            polled = asyncio.ensure_future(poll(site.url + '/good', stop_polling))
+            await asyncio.sleep(0.2)
             crash()
             # Its backends may answer a moment: wait for the restart first.
-            wait_lines(site, 'PostgreSQL restarted', crashed)
+            await asyncio.get_event_loop().run_in_executor(
+                None, wait_lines, site, 'PostgreSQL restarted', crashed)
+            stop_polling.set()
+            statuses = await polled
+            assert set(statuses) <= {200, 503}, statuses
             await wait_for(site.url + '/good', 200, timeout=10)
             assert await burst(site.url + '/', 10) == [200] * 10
             output = site.output()
@@ -147,6 +157,23 @@ async def test_dead_postgres_is_restarted(checkout, tmp_path):
         assert site.stop() == 0, site.output()
     assert wait_gone(pids), (site.output(), [(p, state(p)) for p in pids])
     assert not cluster.running()
+    assert 'Traceback' not in site.output()
+
+
+async def poll(url, stop, concurrency=4):
+    """Statuses of GETs of url, `concurrency` at a time, until stop is set."""
+    statuses = []
+    async with aiohttp.ClientSession() as session:
+        async def one():
+            while not stop.is_set():
+                try:
+                    async with session.get(url) as r:
+                        await r.read()
+                        statuses.append(r.status)
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.01)
+        await asyncio.gather(*[one() for _ in range(concurrency)])
+    return statuses
 
 
 def hold_port(port, timeout=5):

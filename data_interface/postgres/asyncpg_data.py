@@ -34,6 +34,9 @@ UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
 # it cannot encode, a closed pool). Pages validate what visitors send, so
 # none of these is theirs: each is DataUnavailable (503), in _query.
 FAILED = (asyncpg.PostgresError, asyncpg.InterfaceError)
+# A connection the server dropped in the middle of an exchange may be left
+# believing an operation is still in progress: it is closed, not reused.
+BROKEN = (asyncpg.exceptions.InternalClientError,)
 
 
 def text(value):
@@ -121,8 +124,12 @@ class PostgresData(DataInterface):
     async def _query(self, method, query, *args):
         try:
             async with self._pool.acquire(timeout=self.timeout) as conn:
-                return await getattr(conn, method)(query, *args)
-        except UNAVAILABLE + FAILED as e:
+                try:
+                    return await getattr(conn, method)(query, *args)
+                except BROKEN:
+                    conn.terminate()    # the pool connects anew in its place
+                    raise
+        except UNAVAILABLE + FAILED + BROKEN as e:
             raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
                 self, type(e).__name__, e)) from e
 
