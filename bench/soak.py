@@ -8,7 +8,9 @@ sessions and ballots, so that a steady state comes within minutes), the
 engine on it, and two wrk loads beside it: every page in turn without cookies
 (wrk_scripts/mix.lua) and real votes (wrk_scripts/vote.lua). Every --every
 seconds it prints the RSS of the server and of the database (PostgreSQL: the
-PSS of the postmaster and all its children) with the site's counters. After
+private memory of the postmaster and all its children, and apart from it the
+shared buffers they have touched, which fill up to shared_buffers and no
+further) with the site's counters. After
 the warm-up it compares the first and the second half of the samples: exit
 status 1 when either process grew by more than --tolerance.
 """
@@ -66,10 +68,13 @@ def rss(pid):
     return kib_field('/proc/%d/status' % pid, 'VmRSS')
 
 
-def pss_tree(pid):
-    """PSS of a process and its children: shared memory counted once."""
-    return sum(kib_field('/proc/%d/smaps_rollup' % p, 'Pss')
-               for p in [pid] + children(pid))
+def private_tree(pid):
+    """Private memory of a process and its children, and the most shared
+    memory one of them has touched (PostgreSQL's shared buffers: a fixed
+    segment, filling up to shared_buffers as the tables are read)."""
+    tree = [pid] + children(pid)
+    return (sum(kib_field('/proc/%d/status' % p, 'RssAnon') for p in tree),
+            max(kib_field('/proc/%d/status' % p, 'RssShmem') for p in tree))
 
 
 def site_counters(url):
@@ -129,13 +134,14 @@ class Database:
         return ['--postgres', s.owner_dsn]
 
     def memory(self):
+        """(memory that could grow without bound, shared buffers or 0)."""
         if self.kind == 'tarantool':
-            return rss(self.server.process.pid)
+            return rss(self.server.process.pid), 0
         try:
             with open(os.path.join(self.server.data, 'postmaster.pid')) as f:
-                return pss_tree(int(f.readline()))
+                return private_tree(int(f.readline()))
         except (OSError, ValueError):
-            return 0
+            return 0, 0
 
     def stop(self):
         self.server.stop()
@@ -220,22 +226,26 @@ def main(argv=None):
         loads = [wrk(url, 'mix.lua', pages, seconds, log),
                  wrk(url, 'vote.lua', args.connections - pages or 1, seconds, log)]
         start = time.monotonic()
-        print('%7s %11s %11s %11s %9s %9s' % ('t (s)', 'server MiB', 'db MiB',
-              'views', 'votes', 'sessions'), flush=True)
+        print('%7s %11s %11s %11s %11s %9s %9s' % (
+            't (s)', 'server MiB', 'db MiB', 'shared MiB', 'views', 'votes',
+            'sessions'), flush=True)
         while time.monotonic() - start < seconds:
             time.sleep(min(args.every, max(0, seconds - (time.monotonic() - start))))
             if server.poll() is not None:
                 raise SystemExit('the server exited with %s; see %s'
                                  % (server.returncode, log.name))
             counters = site_counters(url)
+            private, shared = db.memory()
             sample = {'t': round(time.monotonic() - start, 1),
-                      'server': rss(server.pid), 'db': db.memory(),
+                      'server': rss(server.pid), 'db': private,
+                      'db_shared': shared,
                       'views': counters.get('views'),
                       'votes': counters.get('votes'),
                       'sessions': counters.get('sessions')}
             samples.append(sample)
-            print('%7.0f %11.1f %11.1f %11s %9s %9s' % (
+            print('%7.0f %11.1f %11.1f %11.1f %11s %9s %9s' % (
                 sample['t'], sample['server'] / MIB, sample['db'] / MIB,
+                sample['db_shared'] / MIB,
                 sample['views'], sample['votes'], sample['sessions']), flush=True)
         results = [json.loads(w.communicate(timeout=60)[0].strip().splitlines()[-1])
                    for w in loads]
