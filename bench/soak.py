@@ -3,8 +3,8 @@
     python -m bench.soak --engine ENGINE [--minutes 10] [--every 5]
 
 Starts its own database (Tarantool or PostgreSQL, in a temporary directory;
-Tarantool with sessions expiring after --session-ttl and at most --cap
-sessions and ballots, so that a steady state comes within minutes), the
+Tarantool with at most --cap sessions and ballots, reached within the
+warm-up whatever the request rate, so that what it holds stops changing), the
 engine on it, and two wrk loads beside it: every page in turn without cookies
 (wrk_scripts/mix.lua) and real votes (wrk_scripts/vote.lua). Every --every
 seconds it prints the RSS of the server and of the database (PostgreSQL: the
@@ -168,11 +168,12 @@ def parse_args(argv):
                    help='seconds between samples (default 5)')
     p.add_argument('--warmup', type=float, metavar='MIN',
                    help='minutes before growth counts (default: a third)')
-    p.add_argument('--session-ttl', type=int, default=60, metavar='S',
-                   help="Tarantool's session TTL during the soak (default 60)")
-    p.add_argument('--cap', type=int, default=100000, metavar='N',
+    p.add_argument('--session-ttl', type=int, default=900, metavar='S',
+                   help="Tarantool's session TTL during the soak (default 900)")
+    p.add_argument('--cap', type=int, default=20000, metavar='N',
                    help="Tarantool's session and ballot caps during the soak "
-                        '(default 100000), so a steady state comes within minutes')
+                        '(default 20000): full within the warm-up at any rate, '
+                        'so what the database holds stops changing')
     p.add_argument('--connections', type=int, default=50)
     p.add_argument('--tolerance', type=float, default=0.05,
                    help='allowed growth, second half over first (default 0.05,'
