@@ -1,0 +1,110 @@
+"""How long a database crash keeps the site down, measured on one engine.
+
+    python -m bench.crashes --engine ENGINE [--crashes 3] [--every 5]
+
+Runs the engine the way a user does, with the database it starts itself (in
+this checkout's var/, on free ports through STICKERS_TARANTOOL_PORT and
+STICKERS_POSTGRES_PORT), polls GET /good, and --crashes times kills the
+database with SIGKILL: for each, how long until /good answers 200 again and
+how many 503s it got meanwhile. Then SIGTERM, and the server's exit status
+and its log lines about the databases. Run it while no other server of this
+checkout runs: it uses the same var/ data.
+"""
+import argparse
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import engines  # noqa: E402
+from bench.soak import free_port  # noqa: E402
+from processes import terminate  # noqa: E402
+
+
+def status(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return answer.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+def database_pid(kind):
+    """The managed database's pid, from its pid file under var/ (or where
+    the local PostgreSQL cluster lives when var/ is out of its reach)."""
+    if kind == 'tarantool':
+        pattern = [os.path.join(ROOT, 'var', 'tarantool', 'tarantool.pid')]
+    else:
+        pattern = [os.path.join(ROOT, 'var', 'postgres', 'data', 'postmaster.pid'),
+                   '/var/lib/stickers-postgres/*/data/postmaster.pid']
+    for p in pattern:
+        for path in glob.glob(p):
+            with open(path) as f:
+                return int(f.readline())
+    raise SystemExit('no pid file of the local %s' % kind)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='bench.crashes', description=__doc__.split('\n')[0])
+    p.add_argument('--engine', required=True)
+    p.add_argument('--crashes', type=int, default=3)
+    p.add_argument('--every', type=float, default=5.0, metavar='S',
+                   help='seconds of service between crashes (default 5)')
+    args = p.parse_args(argv)
+    if args.engine not in engines.BY_NAME:
+        p.error('unknown engine %r' % args.engine)
+    kind = engines.database(engines.BY_NAME[args.engine])
+    port = free_port()
+    url = 'http://127.0.0.1:%d/good' % port
+    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
+               STICKERS_POSTGRES_PORT=str(free_port()))
+    log_path = os.path.join(ROOT, 'var', 'crashes-%s.log' % args.engine)
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, 'wb') as log:
+        server = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, 'server.py'), '-e', args.engine,
+             '-p', str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while status(url) != 200:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit('the server did not start; see %s' % log_path)
+                time.sleep(0.2)
+            for n in range(1, args.crashes + 1):
+                time.sleep(args.every)
+                os.kill(database_pid(kind), signal.SIGKILL)
+                killed, unavailable = time.monotonic(), 0
+                while True:
+                    answer = status(url)
+                    if answer == 200:
+                        break
+                    if answer not in (503, None):
+                        print('crash %d: an answer %s' % (n, answer))
+                    unavailable += answer == 503
+                    time.sleep(0.02)
+                print('crash %d (SIGKILL): /good answers 200 again after %.2f s; '
+                      '%d answers 503 meanwhile' % (
+                          n, time.monotonic() - killed, unavailable), flush=True)
+        finally:
+            code = terminate(server, 60)
+    print('SIGTERM: exit status %s' % code)
+    with open(log_path, errors='replace') as f:
+        told = [line.rstrip() for line in f
+                if ' databases: ' in line or ' pages: ' in line]
+    print('its log about the databases (%d lines):' % len(told))
+    for line in told:
+        print('  ' + line)
+    return 0 if code == 0 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
