@@ -69,8 +69,8 @@ def tarantool_driver(driver):
     if driver == 'aiotarantool':
         from data_interface.tarantool.aiotarantool_data import AiotarantoolData
         return AiotarantoolData
-    from data_interface.tarantool.asynctnt_data import TarantoolData
-    return TarantoolData
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    return AsynctntData
 
 
 class Databases:

@@ -5,7 +5,7 @@ import aiohttp
 from aiohttp import web, web_response
 
 import edge
-from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages import MAX_BODY, Request
 from pages.http import NOSNIFF, SERVER
 from pages.static import unrouted
 
@@ -24,8 +24,7 @@ def _handler(page, waits=True):
         conn.enter()
         try:
             r = await page(Request(
-                request.method, request.path,
-                request.cookies.get(SESSION_COOKIE), request.remote,
+                request.method, request.path, request.cookies, request.remote,
                 request.headers.get('User-Agent', ''), body),
                 **request.match_info)
         finally:
@@ -39,12 +38,12 @@ def _handler(page, waits=True):
 
 def make_app(site):
     app = web.Application(client_max_size=MAX_BODY)
-    for method, path, name in ROUTES:
-        handler = _handler(getattr(site, name), name not in AT_ONCE)
-        if method == 'GET':     # and HEAD: aiohttp drops the body
-            app.router.add_get(path, handler)
+    for route in site.routes():
+        handler = _handler(route.handler, route.waits)
+        if route.method == 'GET':     # and HEAD: aiohttp drops the body
+            app.router.add_get(route.path, handler)
         else:
-            app.router.add_route(method, path, handler)
+            app.router.add_route(route.method, route.path, handler)
     app.router.add_get('/{tail:.*}', _handler(unrouted(site), False))
     return app
 

@@ -112,8 +112,8 @@ class Database:
 
     async def load(self, data_set):
         if self.kind == 'tarantool':
-            from data_interface.tarantool.asynctnt_data import TarantoolData
-            loader = TarantoolData(self.server.admin_address)
+            from data_interface.tarantool.asynctnt_data import AsynctntData
+            loader = AsynctntData(self.server.admin_address)
         else:
             from data_interface.postgres.asyncpg_data import PostgresData
             loader = PostgresData(self.server.owner_dsn, min_size=1)

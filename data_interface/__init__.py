@@ -4,6 +4,7 @@ Every backend (Tarantool via asynctnt or aiotarantool, PostgreSQL via asyncpg)
 implements `DataInterface` with the same semantics; tests/test_contract.py
 holds them to it.
 """
+import abc
 from collections import namedtuple
 
 # A sticker as the pages see it; rating == votes_plus - votes_minus - offset
@@ -34,7 +35,10 @@ class DataUnavailable(Exception):
     what visitors send is validated by the pages before any call."""
 
 
-class DataInterface:
+LOAD_BATCH = 2000   # stickers per call of load_batch
+
+
+class DataInterface(abc.ABC):
     """What the pages need, nothing more. All methods are coroutines.
 
     Sticker ids are positive integers, maybe with gaps. Arguments are
@@ -44,61 +48,97 @@ class DataInterface:
 
     Lists are ordered by (rating, id): top_stickers by rating desc then id
     desc, bottom_stickers by rating asc then id asc.
-    """
 
+    Capabilities (class attributes), which the pages read:
+    sweeps_itself: the database removes expired ballots and idle sessions on
+        its own; if False the site calls expire() every refresh.
+    """
+    sweeps_itself = False
+
+    @abc.abstractmethod
     async def start(self):
         """Connect (or check that connecting works, for per-request modes)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def close(self):
-        raise NotImplementedError
+        """Close what start() opened."""
 
+    @abc.abstractmethod
     async def sticker_pair(self, visit, tokens, ttl):
         """Upsert the session, count a view, pick two different random
         stickers and issue them the two ballot tokens as one pair bound to
         visit.session, valid for ttl seconds. Returns [Sticker, Sticker] in
         the order of tokens."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def cast_vote(self, session, win_token, lose_token):
         """Atomically: check the two tokens form one unexpired pair issued to
         session, consume both, winner rating+1 votes_plus+1, loser rating-1
         votes_minus+1, server votes+1. Returns a VoteOutcome value."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def top_stickers(self, visit, count):
         """Upsert the session, count a view, return the best `count`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def bottom_stickers(self, visit, count):
         """Upsert the session, count a view, return the worst `count`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def stats(self):
         """Return Stats."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def packs(self):
         """Return [Pack] with stickers as a count, ordered by name."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def pack(self, name):
         """Return Pack with stickers as [Sticker] ordered by id, or None."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def sticker(self, pack, sticker_id):
         """Return the Sticker with that id in that pack, or None."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def expire(self):
-        """Only where sweeps_itself is false: remove ballots past their
+        """Only where sweeps_itself is False: remove ballots past their
         deadline and idle sessions, then the oldest ones beyond the caps, by
         limits the database keeps. Returns (ballots_removed,
         sessions_removed)."""
-        raise NotImplementedError
+
+    @abc.abstractmethod
+    async def load_batch(self, packs, stickers):
+        """Insert these packs and stickers (lists of field lists) where not
+        there yet; returns the number of stickers inserted."""
 
     async def load(self, dataset):
         """Insert the packs and stickers of a dataset.DataSet that are not
         there yet (existing ratings are kept). Needs the admin account.
         Returns the number of stickers inserted."""
-        raise NotImplementedError
+        packs = [list(p) for p in dataset.packs]
+        inserted = 0
+        for i in range(0, len(dataset.stickers), LOAD_BATCH):
+            rows = [list(s) for s in dataset.stickers[i:i + LOAD_BATCH]]
+            inserted += await self.load_batch(packs, rows)
+            packs = []
+        return inserted
+
+
+# Records from the rows the stored functions return (the same fields, in the
+# same order, on every backend).
+def stickers_of(rows):
+    return [Sticker(*row) for row in rows]
+
+
+def sticker_of(row):
+    return None if row is None else Sticker(*row)
+
+
+def packs_of(rows):
+    return [Pack(*row) for row in rows]
+
+
+def pack_of(row):
+    """A pack with its stickers: (name, title, [sticker rows])."""
+    return None if row is None else Pack(row[0], row[1], stickers_of(row[2]))

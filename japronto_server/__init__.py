@@ -12,14 +12,14 @@ from japronto import Application
 from japronto.protocol.cprotocol import Protocol
 from japronto.router import RouteNotFoundException
 
-from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages import MAX_BODY, Request
 from pages.http import EVERY
 from pages.static import static_page
 from .pipeline import Connection, Refused, drain, feed_later
 
-# Pages that never wait (pages.AT_ONCE) get plain functions as handlers,
-# which japronto answers at once, so pipelined requests for them go through
-# in batches.
+# Pages that never wait (Route.waits false) get plain functions as
+# handlers, which japronto answers at once, so pipelined requests for them
+# go through in batches.
 # Unrouted GETs (static files, 404) are answered at once too.
 AT_ONCE_PREFIXES = (b'GET /static/', b'GET /img/', b'GET /favicon.ico ')
 # japronto renders no status above 417 (its table of reasons ends there):
@@ -32,9 +32,9 @@ MIME = {}   # Content-Type -> without its charset
 
 
 def _request(request):
-    return Request(request.method, request.path,
-                   request.cookies.get(SESSION_COOKIE), request.remote_addr,
-                   request.headers.get('User-Agent', ''), request.body or b'')
+    return Request(request.method, request.path, request.cookies,
+                   request.remote_addr, request.headers.get('User-Agent', ''),
+                   request.body or b'')
 
 
 def _response(request, r, head=False):
@@ -115,11 +115,12 @@ def _at_once(page, head=False):
 
 def make_app(site):
     app = Application()
-    for method, path, name in ROUTES:
-        wrap = _at_once if name in AT_ONCE else _handler
-        app.router.add_route(path, wrap(getattr(site, name)), method=method)
-        if method == 'GET':
-            app.router.add_route(path, wrap(getattr(site, name), True),
+    for route in site.routes():
+        wrap = _handler if route.waits else _at_once
+        app.router.add_route(route.path, wrap(route.handler),
+                             method=route.method)
+        if route.method == 'GET':
+            app.router.add_route(route.path, wrap(route.handler, True),
                                  method='HEAD')
 
     def unrouted(request, exception):
@@ -133,10 +134,10 @@ def make_app(site):
     return app
 
 
-def at_once_prefixes():
+def at_once_prefixes(site):
     """Request-line prefixes that japronto answers without waiting."""
-    return tuple(('%s %s ' % (method, path)).encode()
-                 for method, path, name in ROUTES if name in AT_ONCE
+    return tuple(('%s %s ' % (route.method, route.path)).encode()
+                 for route in site.routes() if not route.waits
                  ) + AT_ONCE_PREFIXES
 
 
@@ -162,7 +163,7 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     app._loop = loop
     app._Application__finalize()    # router -> matcher, idle reaper
     connections = set()
-    prefixes = at_once_prefixes()
+    prefixes = at_once_prefixes(site)
     gate = edge.Gate(settings, loop)
     protocol = _LimitedEdge if site.session_limit or site.vote_limit else _Edge
     server = await loop.create_server(

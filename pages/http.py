@@ -5,10 +5,17 @@ import uuid
 from collections import namedtuple
 from urllib.parse import parse_qsl
 
-# What an adapter tells a page: cookie is the raw value of the session
-# cookie (or None), body the raw request body (b'' when none).
-Request = namedtuple('Request', 'method path cookie ip user_agent body')
+# What an adapter tells a page: cookies the request's cookies as the
+# framework parsed them (a mapping, name -> value), body the raw request
+# body (b'' when none).
+Request = namedtuple('Request', 'method path cookies ip user_agent body')
 Response = namedtuple('Response', 'status content_type body headers')
+# A page as adapters serve it: method, path (parameters in {braces}), the
+# handler (Request and path parameters -> Response), kind ('html' or 'json':
+# how its errors are answered), waits (whether it may wait on the database:
+# its connection is then kept open while it does, and japronto takes such
+# requests one per connection at a time).
+Route = namedtuple('Route', 'method path handler kind waits')
 
 SESSION_COOKIE = 'sid'
 COOKIE_MAX_AGE = 365 * 24 * 3600
@@ -30,9 +37,10 @@ SLUG = re.compile(r'\A[a-z0-9_]{1,64}\Z')
 STICKER_ID = re.compile(r'\A[0-9]{1,9}\Z')
 
 
-def session_of(cookie):
+def session_of(request):
     """(session uuid, Set-Cookie header or None): a malformed or missing
-    cookie starts a new session."""
+    session cookie starts a new session."""
+    cookie = request.cookies.get(SESSION_COOKIE)
     if cookie and _UUID.match(cookie):
         return cookie, None
     session = str(uuid.uuid4())

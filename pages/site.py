@@ -1,19 +1,22 @@
 """Every page of the site, written once for all frameworks and databases.
 
 A handler takes a pages.http.Request (plus path parameters) and returns a
-pages.http.Response; adapters only translate those to their framework.
+pages.http.Response; adapters serve Site.routes() and only translate those
+to their framework.
 """
 import asyncio
 import logging
 import os
 import secrets
 import time
+import types
 
 import jinja2
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
-from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, ballot_form,
-                   clean_text, json_response, session_of, text_response)
+from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
+                   ballot_form, clean_text, json_response, session_of,
+                   text_response)
 from .limits import RateLimit
 from .outage import Outage
 
@@ -28,21 +31,8 @@ MAX_BODY = 8192
 TOP_COUNT = 9
 BALLOT_TTL = 600
 UGLY = text_response(200, 'UGLY')
-
-# (method, path, handler name); path parameters in {braces}.
-ROUTES = (
-    ('GET', '/', 'index'),
-    ('POST', '/', 'vote'),
-    ('GET', '/good', 'good'),
-    ('GET', '/bad', 'bad'),
-    ('GET', '/ugly', 'ugly'),
-    ('GET', '/about', 'about'),
-    ('GET', '/stickers', 'api_packs'),
-    ('GET', '/stickers/{pack}', 'api_pack'),
-    ('GET', '/stickers/{pack}/{sticker}', 'api_sticker'),
-)
-# Pages that answer without waiting (no database, nothing to await).
-AT_ONCE = ('ugly', 'about')
+# The JSON pages; unrouted paths under it are answered in JSON too.
+API = '/stickers'
 # URL prefix -> directory served as static files.
 STATIC = (
     ('/static', os.path.join(ROOT, 'static')),
@@ -74,27 +64,45 @@ def sticker_json(s):
             'votes_plus': s.votes_plus, 'votes_minus': s.votes_minus}
 
 
-UNAVAILABLE_JSON = json_response(503, {'error': 'database unavailable'})
-UNAVAILABLE = error_page(503, 'The database is unavailable; try again soon.')
+# By the kind of page (pages.http.Route).
+UNAVAILABLE = {
+    'html': error_page(503, 'The database is unavailable; try again soon.'),
+    'json': json_response(503, {'error': 'database unavailable'}),
+}
+# (method, path, handler, kind, waits) of every page of Site, in order.
+PAGES = []
 
 
-def guarded(handler):
-    """Turn a database outage into 503 instead of an error; log it in a few
-    lines (pages.outage), not one per request."""
-    async def page(self, request, **params):
-        try:
-            r = await handler(self, request, **params)
-        except DataUnavailable as e:
-            self.outage.down(e)
-            if request.path.startswith('/stickers'):
-                return UNAVAILABLE_JSON
-            return UNAVAILABLE
-        # Some pages answer 4xx without asking the database.
-        if self.outage.since is not None and r.status < 400:
-            self.outage.up()
-        return r
-    page.__name__ = handler.__name__
-    return page
+def page(method, path, kind='html', waits=True, guarded=True):
+    """Make a Site method the page at (method, path); see pages.http.Route.
+    guarded: see guard()."""
+    def register(handler):
+        if guarded:
+            handler = guard(kind)(handler)
+        PAGES.append((method, path, handler, kind, waits))
+        return handler
+    return register
+
+
+def guard(kind):
+    """Turn a database outage into 503 (of this kind of page) instead of an
+    error; log it in a few lines (pages.outage), not one per request."""
+    unavailable = UNAVAILABLE[kind]
+
+    def wrap(handler):
+        async def guarded_page(self, request, **params):
+            try:
+                r = await handler(self, request, **params)
+            except DataUnavailable as e:
+                self.outage.down(e)
+                return unavailable
+            # Some pages answer 4xx without asking the database.
+            if self.outage.since is not None and r.status < 400:
+                self.outage.up()
+            return r
+        guarded_page.__name__ = handler.__name__
+        return guarded_page
+    return wrap
 
 
 def too_many(limit):
@@ -120,6 +128,11 @@ class Site:
                          (self.session_limit, self.vote_limit) if limit}
         self._task = None
 
+    def routes(self):
+        """Every page (pages.http.Route), its handler bound to this site."""
+        return [Route(method, path, types.MethodType(handler, self), kind,
+                      waits) for method, path, handler, kind, waits in PAGES]
+
     async def start(self):
         await self.data.start()
         await self.refresh()
@@ -138,7 +151,7 @@ class Site:
     async def refresh(self):
         """Render /about from fresh counts; sweep where the database does
         not sweep by itself."""
-        if not getattr(self.data, 'sweeps_itself', False):
+        if not self.data.sweeps_itself:
             await self.data.expire()   # by the database's own limits
         stats = await self.data.stats()
         refreshed = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())
@@ -164,7 +177,7 @@ class Site:
         return None
 
     async def _pair_page(self, request, notice=None):
-        session, cookie = session_of(request.cookie)
+        session, cookie = session_of(request)
         if cookie:
             refused = self._refused(self.session_limit, request)
             if refused:
@@ -178,11 +191,11 @@ class Site:
         return html(200, 'index.html', [cookie] if cookie else (),
                     nav='index', pair=pair, notice=notice)
 
-    @guarded
+    @page('GET', '/')
     async def index(self, request):
         return await self._pair_page(request)
 
-    @guarded
+    @page('POST', '/')
     async def vote(self, request):
         refused = self._refused(self.vote_limit, request)
         if refused:
@@ -193,14 +206,14 @@ class Site:
         if tokens is None:
             return error_page(400, 'The vote needs two different ballots, '
                                    '"win" and "lose".')
-        session, _ = session_of(request.cookie)
+        session, _ = session_of(request)
         outcome = await self.data.cast_vote(session, *tokens)
         if outcome != VoteOutcome.OK:
             return error_page(*VOTE_ERRORS[outcome])
         return await self._pair_page(request, notice='Vote counted.')
 
     async def _ranked(self, request, nav, heading, fetch):
-        session, cookie = session_of(request.cookie)
+        session, cookie = session_of(request)
         if cookie:
             refused = self._refused(self.session_limit, request)
             if refused:
@@ -211,24 +224,26 @@ class Site:
         return html(200, 'top.html', [cookie] if cookie else (), nav=nav,
                     heading=heading, stickers=list(enumerate(stickers, 1)))
 
-    @guarded
+    @page('GET', '/good')
     async def good(self, request):
         return await self._ranked(request, 'good', 'The best %d' % TOP_COUNT,
                                   self.data.top_stickers)
 
-    @guarded
+    @page('GET', '/bad')
     async def bad(self, request):
         return await self._ranked(request, 'bad', 'The worst %d' % TOP_COUNT,
                                   self.data.bottom_stickers)
 
+    @page('GET', '/ugly', waits=False, guarded=False)
     async def ugly(self, request):
         return UGLY
 
+    @page('GET', '/about', waits=False, guarded=False)
     async def about(self, request):
         return self.about_page
 
     async def not_found(self, request, **params):
-        if request.path.startswith('/stickers'):
+        if request.path.startswith(API):
             return json_response(404, {'error': 'not found'})
         return error_page(404, 'There is no page here.')
 
@@ -238,17 +253,19 @@ class Site:
         packs = await self.data.packs()
         self.packs_page = json_response(200, [
             {'name': p.name, 'title': p.title, 'stickers': p.stickers,
-             'url': '/stickers/' + p.name} for p in packs])
+             'url': API + '/' + p.name} for p in packs])
 
+    # Built at start: an outage cannot touch it (nor end, by answering).
+    @page('GET', API, 'json', guarded=False)
     async def api_packs(self, request):
         return self.packs_page or await self._packs_page_now(request)
 
-    @guarded
+    @guard('json')
     async def _packs_page_now(self, request):
         await self._build_packs_page()
         return self.packs_page
 
-    @guarded
+    @page('GET', API + '/{pack}', 'json')
     async def api_pack(self, request, pack):
         found = await self.data.pack(pack) if SLUG.match(pack) else None
         if found is None:
@@ -257,7 +274,7 @@ class Site:
             'name': found.name, 'title': found.title,
             'stickers': [sticker_json(s) for s in found.stickers]})
 
-    @guarded
+    @page('GET', API + '/{pack}/{sticker}', 'json')
     async def api_sticker(self, request, pack, sticker):
         found = None
         if SLUG.match(pack) and STICKER_ID.match(sticker):

@@ -8,7 +8,7 @@ from sanic.response import HTTPResponse
 from sanic.server.protocols.http_protocol import HttpProtocol
 
 import edge
-from pages import AT_ONCE, MAX_BODY, ROUTES, SESSION_COOKIE, Request
+from pages import MAX_BODY, Request
 from pages.http import EVERY
 from pages.static import unrouted
 
@@ -22,8 +22,7 @@ def _handler(page, waits=True):
         conn.enter()
         try:
             r = await page(Request(
-                request.method, request.path,
-                request.cookies.get(SESSION_COOKIE), request.ip,
+                request.method, request.path, request.cookies, request.ip,
                 request.headers.get('user-agent', ''), request.body or b''),
                 **params)
         finally:
@@ -40,12 +39,11 @@ def make_app(site, settings=edge.DEFAULTS):
     # edge.Edge enforces these; sanic's own are only a backstop.
     app.config.REQUEST_TIMEOUT = settings.head + settings.body + 1
     app.config.KEEP_ALIVE_TIMEOUT = settings.keepalive + 1
-    for method, path, name in ROUTES:
-        path = path.replace('{', '<').replace('}', '>')
-        methods = ['GET', 'HEAD'] if method == 'GET' else [method]
-        app.add_route(_handler(getattr(site, name), name not in AT_ONCE),
-                      path, methods=methods,
-                      name='%s_%s' % (name, method.lower()))
+    for i, route in enumerate(site.routes()):
+        path = route.path.replace('{', '<').replace('}', '>')
+        methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
+        app.add_route(_handler(route.handler, route.waits), path,
+                      methods=methods, name='page_%d' % i)
     app.add_route(_handler(unrouted(site), False), '/<tail:path>',
                   methods=['GET', 'HEAD'], name='unrouted')
     return app

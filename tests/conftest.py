@@ -68,12 +68,12 @@ def load_small_dataset(data):
 def tarantool(tmp_path_factory):
     """A Tarantool instance with the small data set loaded; its expiry fiber
     stays idle so that tests see their short-lived ballots expire, not go."""
-    from data_interface.tarantool.asynctnt_data import TarantoolData
+    from data_interface.tarantool.asynctnt_data import AsynctntData
     # Its expiry fiber would race the contract's expiry tests: sweep hourly.
     server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')),
                              TNT_SWEEP_EVERY='3600')
     try:
-        load_small_dataset(TarantoolData(as_admin(tarantool_address(server))))
+        load_small_dataset(AsynctntData(as_admin(tarantool_address(server))))
         yield server
     finally:
         server.stop()
@@ -212,7 +212,7 @@ def _tarantool_backend(request, mode, driver='asynctnt'):
         from data_interface.tarantool.aiotarantool_data import (
             AiotarantoolData as Data)
     else:
-        from data_interface.tarantool.asynctnt_data import TarantoolData as Data
+        from data_interface.tarantool.asynctnt_data import AsynctntData as Data
     address = tarantool_address(request.getfixturevalue('tarantool'))
     return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)))
 

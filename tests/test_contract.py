@@ -466,7 +466,7 @@ async def test_sessions_stop_at_a_cap_that_fits_memory(data, tmp_path):
     """Visits with the largest strings, well past the session and ballot
     caps of a small instance: every call succeeds and the tables stay
     within the caps, which the instance derived from its memory."""
-    if type(data).__name__ != 'TarantoolData' or data.mode != 'one':
+    if type(data).__name__ != 'AsynctntData' or data.mode != 'one':
         pytest.skip('the caps are the instance\'s: asynctnt, mode one, '
                     'fills it fastest')
     new, admin, stop = await own_database(

@@ -100,7 +100,7 @@ async def vote_through_a_crash(server, data, crash, restart):
 
 
 async def test_tarantool_killed_loses_no_acknowledged_vote(tmp_path):
-    from data_interface.tarantool.asynctnt_data import TarantoolData
+    from data_interface.tarantool.asynctnt_data import AsynctntData
     db = start_tarantool(str(tmp_path / 'db'))
     server = None
     try:
@@ -109,7 +109,7 @@ async def test_tarantool_killed_loses_no_acknowledged_vote(tmp_path):
             ['--tarantool', '%s:%d' % (db.host, db.port)],
             str(tmp_path / 'server.log'))
         await vote_through_a_crash(
-            server, TarantoolData(tarantool_address(db)), db.kill, db.start)
+            server, AsynctntData(tarantool_address(db)), db.kill, db.start)
     finally:
         if server is not None:
             server.stop()

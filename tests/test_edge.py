@@ -247,8 +247,8 @@ class TarantoolOutage:
 
     async def load(self):
         from data_interface.address import as_admin
-        from data_interface.tarantool.asynctnt_data import TarantoolData
-        await load_small(TarantoolData(as_admin(tarantool_address(self.db))))
+        from data_interface.tarantool.asynctnt_data import AsynctntData
+        await load_small(AsynctntData(as_admin(tarantool_address(self.db))))
         return ['--tarantool', '%s:%d' % (self.db.host, self.db.port)]
 
     def down(self):

@@ -130,8 +130,8 @@ async def test_hostile_bytes_break_nothing(request, start_server, tmp_path,
         stored = await stored_user_agent_postgres(request, session)
     else:
         from conftest import tarantool_address
-        from data_interface.tarantool.asynctnt_data import TarantoolData
-        await stats_match_dataset(TarantoolData(tarantool_address(
+        from data_interface.tarantool.asynctnt_data import AsynctntData
+        await stats_match_dataset(AsynctntData(tarantool_address(
             request.getfixturevalue('tarantool'))))
         stored = await stored_user_agent_tarantool(request, session, tmp_path)
     # Both frameworks decode header bytes with surrogateescape.

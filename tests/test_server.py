@@ -148,9 +148,9 @@ async def test_one_connection_reconnects(tmp_path, engine):
     db = start_tarantool(str(tmp_path / 'db'))
     try:
         from data_interface.address import as_admin
-        from data_interface.tarantool.asynctnt_data import TarantoolData
+        from data_interface.tarantool.asynctnt_data import AsynctntData
         from conftest import load_small
-        await load_small(TarantoolData(as_admin(tarantool_address(db))))
+        await load_small(AsynctntData(as_admin(tarantool_address(db))))
         server = ServerProcess(engine, ['--tarantool', '%s:%d' % (db.host, db.port)],
                                str(tmp_path / 'server.log'))
         try:
@@ -174,13 +174,13 @@ async def test_expiry_fiber_sweeps_by_itself(tmp_path):
     """With short TTLs the instance's own fiber empties ballots/sessions."""
     from data_interface import Visit
     from data_interface.address import as_admin
-    from data_interface.tarantool.asynctnt_data import TarantoolData
+    from data_interface.tarantool.asynctnt_data import AsynctntData
     from conftest import load_small
     db = start_tarantool(str(tmp_path / 'db'), TNT_SWEEP_EVERY='0.2',
                          TNT_SESSION_TTL='0.5')
     try:
-        await load_small(TarantoolData(as_admin(tarantool_address(db))))
-        data = TarantoolData(tarantool_address(db))
+        await load_small(AsynctntData(as_admin(tarantool_address(db))))
+        data = AsynctntData(tarantool_address(db))
         await data.start()
         for i in range(5):
             await data.sticker_pair(

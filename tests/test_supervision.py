@@ -16,7 +16,7 @@ from conftest import (ROOT, ServerProcess, free_port, load_small,
                       start_tarantool, tarantool_address)
 from data_interface.address import as_admin
 from data_interface.postgres.managed import ManagedPostgres
-from data_interface.tarantool.asynctnt_data import TarantoolData
+from data_interface.tarantool.asynctnt_data import AsynctntData
 from data_interface.tarantool.managed import answers
 from processes import state
 from test_postgres import wait_for
@@ -230,7 +230,7 @@ async def test_database_given_by_address_is_not_restarted(tmp_path):
     """Only reconnected to: whoever started it restarts it."""
     db = start_tarantool(str(tmp_path / 'db'))
     try:
-        await load_small(TarantoolData(as_admin(tarantool_address(db))))
+        await load_small(AsynctntData(as_admin(tarantool_address(db))))
         site = ServerProcess('aiohttp-tarantool-one',
                              ['--tarantool', '%s:%d' % (db.host, db.port)],
                              str(tmp_path / 'server.log'))

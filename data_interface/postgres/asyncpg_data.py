@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from .. import DataInterface, DataUnavailable, Pack, Stats, Sticker
+from .. import (DataInterface, DataUnavailable, Stats, pack_of, packs_of,
+                sticker_of, stickers_of)
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'schema.sql'), encoding='utf-8') as _f:
@@ -17,7 +18,6 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 SCHEMA_DIGEST = hashlib.sha1(SCHEMA.encode('utf-8')).hexdigest()
 
 SCHEMA_TIMEOUT = 60.0   # may wait for other processes or running queries
-LOAD_BATCH = 2000
 EXPIRE_BATCH = 1000   # rows of each table per transaction, as in app.lua
 # The tables are small enough to stay cached: with the default cost of a
 # random page (4, for spinning disks) the planner would rather scan all the
@@ -134,11 +134,10 @@ class PostgresData(DataInterface):
                 self, type(e).__name__, e)) from e
 
     async def sticker_pair(self, visit, tokens, ttl):
-        rows = await self._query(
+        return stickers_of(await self._query(
             'fetch', 'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
             text(visit.session), text(visit.ip), text(visit.user_agent),
-            text(tokens[0]), text(tokens[1]), ttl)
-        return [Sticker(*row) for row in rows]
+            text(tokens[0]), text(tokens[1]), ttl))
 
     async def cast_vote(self, session, win_token, lose_token):
         return await self._query(
@@ -146,11 +145,10 @@ class PostgresData(DataInterface):
             text(session), text(win_token), text(lose_token))
 
     async def _ranked(self, visit, count, best):
-        rows = await self._query(
+        return stickers_of(await self._query(
             'fetch', 'SELECT * FROM ranked_stickers($1, $2, $3, $4, $5)',
             text(visit.session), text(visit.ip), text(visit.user_agent),
-            count, best)
-        return [Sticker(*row) for row in rows]
+            count, best))
 
     async def top_stickers(self, visit, count):
         return await self._ranked(visit, count, True)
@@ -162,23 +160,19 @@ class PostgresData(DataInterface):
         return Stats(*await self._query('fetchval', 'SELECT site_stats()'))
 
     async def packs(self):
-        rows = await self._query('fetch', 'SELECT * FROM list_packs()')
-        return [Pack(*row) for row in rows]
+        return packs_of(await self._query(
+            'fetch', 'SELECT * FROM list_packs()'))
 
     async def pack(self, name):
-        row = await self._query(
-            'fetchrow', 'SELECT * FROM pack_stickers($1)', text(name))
-        if row is None:
-            return None
-        return Pack(row[0], row[1], [Sticker(*s) for s in row[2]])
+        return pack_of(await self._query(
+            'fetchrow', 'SELECT * FROM pack_stickers($1)', text(name)))
 
     async def sticker(self, pack, sticker_id):
         if not 0 < sticker_id < 2 ** 31:   # ids are 1..N, N an int
             return None
-        row = await self._query(
+        return sticker_of(await self._query(
             'fetchrow', 'SELECT * FROM get_sticker($1, $2)',
-            text(pack), sticker_id)
-        return None if row is None else Sticker(*row)
+            text(pack), sticker_id))
 
     async def expire(self):
         """In batches, each its own transaction, as the Tarantool sweep; the
@@ -191,15 +185,12 @@ class PostgresData(DataInterface):
             if max(batch) < EXPIRE_BATCH:
                 return tuple(removed)
 
+    async def load_batch(self, packs, stickers):
+        return await self._query('fetchval', 'SELECT load_stickers($1, $2)',
+                                 json.dumps(packs), json.dumps(stickers))
+
     async def load(self, dataset):
-        packs = [list(p) for p in dataset.packs]
-        inserted = 0
-        for i in range(0, len(dataset.stickers), LOAD_BATCH):
-            rows = [list(s) for s in dataset.stickers[i:i + LOAD_BATCH]]
-            inserted += await self._query(
-                'fetchval', 'SELECT load_stickers($1, $2)',
-                json.dumps(packs), json.dumps(rows))
-            packs = []
+        inserted = await super().load(dataset)
         # Fresh statistics, so that plans cached from now on fit the data.
         await self._query('execute', 'ANALYZE stickers, packs')
         return inserted

@@ -1,6 +1,6 @@
 """DataInterface on Tarantool through aiotarantool, the driver of the 2017
-benchmark (Python 3.7 only): the same stored functions of app.lua as
-asynctnt_data, the same modes."""
+benchmark (Python 3.7 only): the same stored procedures of app.lua
+as asynctnt_data, the same modes."""
 import asyncio
 
 import aiotarantool
@@ -8,7 +8,7 @@ from tarantool.error import DatabaseError, NetworkError
 from tarantool.request import RequestCall
 
 from .. import DataUnavailable
-from .functions import AppFunctions
+from .procedures import Procedures
 
 CONNECT_TIMEOUT = 2.0
 REQUEST_TIMEOUT = 10.0
@@ -46,17 +46,9 @@ def _why(e):
     return str(e) or type(e).__name__
 
 
-class AiotarantoolData(AppFunctions):
+class AiotarantoolData(Procedures):
     """mode 'one': one connection shared by all requests, opened again on the
     next call after a loss; mode 'multi': a connection per operation."""
-
-    def __init__(self, address, mode='one'):
-        if mode not in ('one', 'multi'):
-            raise ValueError('mode must be one or multi, not %r' % mode)
-        self.address = address
-        self.mode = mode
-        self._conn = None
-        self._reconnecting = None
 
     async def _connect(self):
         a = self.address
@@ -71,18 +63,12 @@ class AiotarantoolData(AppFunctions):
                                   % (self.address, _why(e))) from e
         return conn
 
+    async def _disconnect(self, conn):
+        await conn.close()
+
     async def start(self):
         self._reconnecting = asyncio.Lock()
-        conn = await self._connect()
-        if self.mode == 'one':
-            self._conn = conn
-        else:
-            await conn.close()
-
-    async def close(self):
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        await super().start()
 
     async def _shared(self):
         """The connection of mode 'one', opened again if it was lost."""
@@ -93,16 +79,12 @@ class AiotarantoolData(AppFunctions):
                     self._conn = await self._connect()
         return self._conn
 
-    async def _call(self, name, args):
-        conn = await (self._shared() if self.mode == 'one' else self._connect())
+    async def _send(self, conn, name, args):
         try:
             response = await asyncio.wait_for(
                 conn._send_request(_Call(conn, name, args)), REQUEST_TIMEOUT)
         except (DatabaseError, OSError, asyncio.TimeoutError) as e:
             # NetworkError and errors raised by the call: see
-            # AppFunctions._call.
+            # Procedures._send.
             raise DataUnavailable('Tarantool: %s: %s' % (name, _why(e))) from e
-        finally:
-            if self.mode == 'multi':
-                await conn.close()
         return response[0] if len(response) else None

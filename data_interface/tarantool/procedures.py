@@ -1,0 +1,93 @@
+"""The client of app.lua's stored procedures, shared by the Tarantool
+drivers: every page operation is one call of one procedure, over one shared
+connection (mode 'one') or a connection per call (mode 'multi'). A driver
+adds _connect, _disconnect and _send."""
+import abc
+
+from .. import DataInterface, Stats, pack_of, packs_of, sticker_of, stickers_of
+
+
+class Procedures(DataInterface):
+    sweeps_itself = True    # app.lua's expiry fiber
+
+    def __init__(self, address, mode='one'):
+        if mode not in ('one', 'multi'):
+            raise ValueError('mode must be one or multi, not %r' % mode)
+        self.address = address
+        self.mode = mode
+        self._conn = None
+
+    @abc.abstractmethod
+    async def _connect(self):
+        """A new connection, or DataUnavailable."""
+
+    @abc.abstractmethod
+    async def _disconnect(self, conn):
+        """Close a connection of _connect."""
+
+    @abc.abstractmethod
+    async def _send(self, conn, name, args):
+        """The first value the procedure returns (None for none).
+        DataUnavailable when Tarantool cannot be reached or the call fails
+        there (out of memory, a refused argument, no privilege): pages
+        validate what visitors send, so no failure there is theirs."""
+
+    async def _shared(self):
+        """The connection of mode 'one' (a driver may open it again)."""
+        return self._conn
+
+    async def start(self):
+        conn = await self._connect()
+        if self.mode == 'one':
+            self._conn = conn
+        else:
+            await self._disconnect(conn)
+
+    async def close(self):
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await self._disconnect(conn)
+
+    async def _call(self, name, args):
+        if self.mode == 'one':
+            return await self._send(await self._shared(), name, args)
+        conn = await self._connect()
+        try:
+            return await self._send(conn, name, args)
+        finally:
+            await self._disconnect(conn)
+
+    async def sticker_pair(self, visit, tokens, ttl):
+        return stickers_of(await self._call('sticker_pair', [
+            visit.session, visit.ip, visit.user_agent,
+            tokens[0], tokens[1], ttl]))
+
+    async def cast_vote(self, session, win_token, lose_token):
+        return await self._call('cast_vote', [session, win_token, lose_token])
+
+    async def top_stickers(self, visit, count):
+        return stickers_of(await self._call('top_stickers', [
+            visit.session, visit.ip, visit.user_agent, count]))
+
+    async def bottom_stickers(self, visit, count):
+        return stickers_of(await self._call('bottom_stickers', [
+            visit.session, visit.ip, visit.user_agent, count]))
+
+    async def stats(self):
+        return Stats(*await self._call('site_stats', []))
+
+    async def packs(self):
+        return packs_of(await self._call('list_packs', []))
+
+    async def pack(self, name):
+        return pack_of(await self._call('pack_stickers', [name]))
+
+    async def sticker(self, pack, sticker_id):
+        return sticker_of(await self._call('get_sticker', [pack, sticker_id]))
+
+    async def expire(self):
+        # app.lua's fiber sweeps; the app's account may not call expire.
+        raise NotImplementedError('Tarantool sweeps by itself')
+
+    async def load_batch(self, packs, stickers):
+        return await self._call('load_stickers', [packs, stickers])
