@@ -40,11 +40,12 @@ async def load_if_empty(data, admin_data, settings):
     """Load the data set (a JSON dump, or the generated one) into an empty
     database; refuse a dump the database does not already hold."""
     packs, dump = settings.packs, settings.dump
+    loop = asyncio.get_event_loop()   # files and CPU work off the loop
     if dump is None:
-        write_images(settings.images, packs)
-        chosen = dataset.generate(packs=packs)
+        await loop.run_in_executor(None, write_images, settings.images, packs)
+        chosen = await loop.run_in_executor(None, dataset.generate, packs)
     else:
-        chosen = dataset.read_dump(dump)
+        chosen = await loop.run_in_executor(None, dataset.read_dump, dump)
     stickers = (await data.stats()).stickers
     if stickers:
         if dump is not None:
