@@ -54,29 +54,14 @@ class Settings:
     packs: int = 300
     dump: str = None
 
-    @property
-    def var(self):
-        return os.path.join(self.root, 'var')
-
-    @property
-    def images(self):
-        return os.path.join(self.var, 'img')
-
-    @property
-    def static(self):
-        return os.path.join(self.root, 'static')
-
-    @property
-    def templates(self):
-        return os.path.join(self.root, 'templates')
-
-    @property
-    def tarantool_dir(self):
-        return os.path.join(self.var, 'tarantool')
-
-    @property
-    def postgres_dir(self):
-        return os.path.join(self.var, 'postgres')
+    # Paths, all under root: var/ holds what the project makes (images, the
+    # local databases).
+    var = property(lambda self: os.path.join(self.root, 'var'))
+    images = property(lambda self: os.path.join(self.var, 'img'))
+    static = property(lambda self: os.path.join(self.root, 'static'))
+    templates = property(lambda self: os.path.join(self.root, 'templates'))
+    tarantool_dir = property(lambda self: os.path.join(self.var, 'tarantool'))
+    postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
 
     def password_file(self, database, user):
         """Where the local `database` ('tarantool', 'postgres') keeps the
