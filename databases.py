@@ -1,47 +1,51 @@
 """Open the data interface an engine needs: use the address given, or start
 a local database under var/ when nothing answers at the default address,
-and load the generated data set into an empty database."""
+and load the generated data set into an empty database.
+
+    async with open_databases(engine, settings) as data:
+        ...   # data is started and loaded; closed once at the end
+"""
 import asyncio
 import logging
 import os
 import time
+from contextlib import asynccontextmanager
 
 import dataset
 import engines
-from data_interface.address import (ADMIN_USER, POSTGRES_PORT, as_admin,
-                                    default_postgres, default_tarantool)
-from data_interface.tarantool.managed import ManagedTarantool, answers
+from data_interface.address import as_admin, default_postgres, default_tarantool
+from data_interface.tarantool.managed import ManagedTarantool
+from processes import answers
 
 log = logging.getLogger('databases')
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-VAR = os.path.join(ROOT, 'var')
-IMAGES = os.path.join(VAR, 'img')
 WATCH_EVERY = 0.25        # seconds between looks at the managed databases
 RESTART_DELAY, MAX_RESTART_DELAY = 0.5, 10.0
 STAYED_UP = 30.0          # seconds up after which a death is a new one
 
 
-def write_images(packs):
+def write_images(images, packs):
     """Write the generated sticker images once per data set size."""
-    stamp = os.path.join(IMAGES, '.complete-%d' % packs)
+    stamp = os.path.join(images, '.complete-%d' % packs)
     if os.path.exists(stamp):
         return
     started = time.monotonic()
-    written = dataset.write_images(IMAGES, packs=packs)
+    written = dataset.write_images(images, packs=packs)
     open(stamp, 'w').close()
     log.info('wrote %d sticker images in %.1f s', written,
              time.monotonic() - started)
 
 
-async def load_if_empty(data, admin_data, packs, dump=None):
+async def load_if_empty(data, admin_data, settings):
     """Load the data set (a JSON dump, or the generated one) into an empty
     database; refuse a dump the database does not already hold."""
+    packs, dump = settings.packs, settings.dump
+    loop = asyncio.get_event_loop()   # files and CPU work off the loop
     if dump is None:
-        write_images(packs)
-        chosen = dataset.generate(packs=packs)
+        await loop.run_in_executor(None, write_images, settings.images, packs)
+        chosen = await loop.run_in_executor(None, dataset.generate, packs)
     else:
-        chosen = dataset.read_dump(dump)
+        chosen = await loop.run_in_executor(None, dataset.read_dump, dump)
     stickers = (await data.stats()).stickers
     if stickers:
         if dump is not None:
@@ -51,7 +55,7 @@ async def load_if_empty(data, admin_data, packs, dump=None):
                 raise RuntimeError(
                     'the database already holds %d other stickers: load %s '
                     'into an empty one (local databases live in %s)'
-                    % (stickers, dump, VAR))
+                    % (stickers, dump, settings.var))
         return 0
     log.info('loading %d stickers in %d packs', len(chosen.stickers),
              len(chosen.packs))
@@ -73,17 +77,33 @@ def tarantool_driver(driver):
     return AsynctntData
 
 
+@asynccontextmanager
+async def open_databases(engine, settings):
+    """The engine's data interface, started, with data loaded; the local
+    databases it needed are started, restarted when they die, and stopped
+    at the end, after the data interface is closed."""
+    databases = Databases(settings)
+    try:
+        data = await databases.open(engine)
+        try:
+            databases.watch()
+            yield data
+        finally:
+            await data.close()
+    finally:
+        await databases.close()
+
+
 class Databases:
     """Starts what the engine needs, restarts it when it dies (watch());
     close() undoes what open() started."""
 
-    def __init__(self, tarantool=None, packs=300, dump=None, postgres=None):
-        self.tarantool_address = tarantool
+    def __init__(self, settings):
+        self.settings = settings
+        self.tarantool_address = settings.tarantool
         self.tarantool_admin = None
-        self.postgres_dsn = postgres
-        self.postgres_owner_dsn = postgres
-        self.packs = packs
-        self.dump = dump
+        self.postgres_dsn = settings.postgres
+        self.postgres_owner_dsn = settings.postgres
         self.managed = []
         self._watcher = None
 
@@ -97,15 +117,15 @@ class Databases:
 
     async def tarantool(self):
         """The Tarantool address to use, starting a local one if needed."""
+        s = self.settings
         if self.tarantool_address is None:
-            default = default_tarantool(VAR)
+            default = default_tarantool(s)
             if await self._blocking(answers, default.host, default.port):
                 self.tarantool_address = default
                 self.tarantool_admin = as_admin(default, default_tarantool(
-                    VAR, ADMIN_USER).password)
+                    s, s.admin_user).password)
             else:
-                server = ManagedTarantool(os.path.join(VAR, 'tarantool'),
-                                          default.host, default.port)
+                server = ManagedTarantool(s.tarantool_dir, settings=s)
                 await self._start(server)
                 self.tarantool_address = server.address
                 self.tarantool_admin = server.admin_address
@@ -120,9 +140,10 @@ class Databases:
         if self.postgres_dsn is None:
             from data_interface.postgres.asyncpg_data import can_connect
             from data_interface.postgres.managed import ManagedPostgres
-            server = await self._blocking(
-                ManagedPostgres, os.path.join(VAR, 'postgres'), POSTGRES_PORT)
-            default = default_postgres(VAR, POSTGRES_PORT)
+            s = self.settings
+            server = await self._blocking(ManagedPostgres, s.postgres_dir,
+                                          None, s)
+            default = default_postgres(s)
             if await self._blocking(server.running):
                 await self._blocking(server.prepare)
             elif await can_connect(default):
@@ -135,7 +156,8 @@ class Databases:
         return self.postgres_dsn
 
     async def open(self, engine):
-        """A started-later DataInterface for the engine, with data loaded."""
+        """A started DataInterface for the engine, with data loaded: close()
+        it before self.close()."""
         if engines.database(engine) == 'postgres':
             from data_interface.postgres.asyncpg_data import PostgresData
             dsn = await self.postgres()
@@ -147,9 +169,10 @@ class Databases:
             data, admin = Data(address, engine.mode), Data(self.tarantool_admin)
         await data.start()
         try:
-            await load_if_empty(data, admin, self.packs, self.dump)
-        finally:
+            await load_if_empty(data, admin, self.settings)
+        except BaseException:
             await data.close()
+            raise
         return data
 
     def watch(self):

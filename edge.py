@@ -19,8 +19,18 @@ import re
 import resource
 from collections import namedtuple
 
+import settings
+
 Settings = namedtuple('Settings', 'head body keepalive connections')
-DEFAULTS = Settings(head=10.0, body=10.0, keepalive=15.0, connections=10000)
+
+
+def settings_of(s):
+    """The edge's part of a settings.Settings."""
+    return Settings(head=s.header_timeout, body=s.body_timeout,
+                    keepalive=s.keepalive_timeout, connections=s.max_connections)
+
+
+DEFAULTS = settings_of(settings.DEFAULTS)
 # Descriptors kept free for the databases, logs and files.
 SPARE_FDS = 128
 

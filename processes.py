@@ -1,24 +1,42 @@
-"""Child processes the project starts: databases, servers, nginx."""
+"""Child processes the project starts (databases, servers, nginx) and the
+ports they listen on."""
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def terminate(process, timeout):
-    """SIGTERM, then SIGKILL after `timeout` seconds; no-op if it has
-    exited. Returns the exit code."""
+def terminate(process, timeout, sig=signal.SIGTERM):
+    """SIGTERM (or sig), then SIGKILL after `timeout` seconds; no-op if it
+    has exited. Returns the exit code."""
     if process is not None and process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(sig)
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
     return None if process is None else process.returncode
+
+
+def free_port(host='127.0.0.1'):
+    """A TCP port free on host now (the OS's pick)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def answers(host, port, timeout=0.5):
+    """True if something accepts TCP connections at host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def adopt_orphans():

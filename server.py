@@ -19,6 +19,7 @@ import signal
 import sys
 
 import engines
+import settings
 from data_interface import DataUnavailable
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
@@ -27,12 +28,13 @@ log = logging.getLogger('server')
 
 def parse_args(argv):
     from data_interface.address import parse_postgres, parse_tarantool
+    d = settings.DEFAULTS
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('-e', '--engine', help='engine name (see --list)')
-    p.add_argument('-p', '--port', type=int, default=1717)
+    p.add_argument('-p', '--port', type=int, default=d.port)
     p.add_argument('-l', '--level', default='INFO', type=str.upper,
                    choices=LEVELS, help='log level (default INFO)')
-    p.add_argument('--host', default='127.0.0.1')
+    p.add_argument('--host', default=d.host)
     p.add_argument('--list', action='store_true',
                    help='list every engine and whether it runs here')
 
@@ -43,7 +45,7 @@ def parse_args(argv):
             raise argparse.ArgumentTypeError(str(e))
     p.add_argument('--tarantool', type=tarantool, metavar='[USER:PASS@]HOST:PORT',
                    help='use this Tarantool (running data_interface/tarantool/'
-                        'app.lua) instead of a local one under var/')
+                        'instance.lua) instead of a local one under var/')
 
     def postgres(text):
         try:
@@ -54,14 +56,15 @@ def parse_args(argv):
                    metavar='postgresql://USER:PASS@HOST:PORT/DB',
                    help='use this PostgreSQL database (the schema is applied '
                         'at start) instead of a local cluster under var/')
-    p.add_argument('--packs', type=int, default=300,
-                   help='packs in the generated data set (default 300)')
+    p.add_argument('--packs', type=int, default=d.packs,
+                   help='packs in the generated data set (default %d)'
+                   % d.packs)
     p.add_argument('--data', metavar='DUMP.json',
                    help='load this sticker dump (see dataset/dump.py) instead '
                         'of the generated data set into an empty database')
-    add_edge_args(p)
+    add_edge_args(p, d)
     args = p.parse_args(argv)
-    edge_args(p, args)
+    args.settings = build_settings(p, args)
     if not args.list and not args.engine:
         p.error('an engine is required: -e ENGINE (see --list)')
     if not 0 < args.port < 65536:
@@ -77,37 +80,35 @@ def parse_args(argv):
     return args
 
 
-def add_edge_args(p):
-    import edge
-    d = edge.DEFAULTS
-    p.add_argument('--header-timeout', type=float, default=d.head,
+def add_edge_args(p, d):
+    p.add_argument('--header-timeout', type=float, default=d.header_timeout,
                    metavar='SECONDS', help='time for a request head to '
-                   'arrive from its first byte (default %g)' % d.head)
-    p.add_argument('--body-timeout', type=float, default=d.body,
+                   'arrive from its first byte (default %g)' % d.header_timeout)
+    p.add_argument('--body-timeout', type=float, default=d.body_timeout,
                    metavar='SECONDS', help='time for a request body to arrive '
-                   'after its head (default %g)' % d.body)
-    p.add_argument('--keepalive-timeout', type=float, default=d.keepalive,
-                   metavar='SECONDS', help='close a connection idle this long '
-                   '(default %g)' % d.keepalive)
-    p.add_argument('--max-connections', type=int, default=d.connections,
+                   'after its head (default %g)' % d.body_timeout)
+    p.add_argument('--keepalive-timeout', type=float,
+                   default=d.keepalive_timeout, metavar='SECONDS',
+                   help='close a connection idle this long (default %g)'
+                   % d.keepalive_timeout)
+    p.add_argument('--max-connections', type=int, default=d.max_connections,
                    metavar='N', help='open connections at most (default %d, '
-                   'less if the open-files limit is lower)' % d.connections)
+                   'less if the open-files limit is lower)' % d.max_connections)
     for what, text in (('sessions', 'new sessions'), ('votes', 'votes')):
         p.add_argument('--limit-' + what, metavar='N/s|N/m|N/h',
                        help='%s per client IP address, 0: no limit (default '
                        '%s on a non-loopback --host, else 0)'
-                       % (text, DEFAULT_LIMITS[what]))
+                       % (text, settings.REMOTE_LIMITS[what]))
 
 
-# Per-IP limits when serving beyond this machine.
-DEFAULT_LIMITS = {'sessions': '30/m', 'votes': '60/m'}
-LOOPBACK = ('127.', '::1', 'localhost')
+OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
+           'body_timeout', 'keepalive_timeout', 'max_connections',
+           'limit_sessions', 'limit_votes')
 
 
-def edge_args(p, args):
-    """Check the edge options; set args.edge (edge.Settings) and args.limits
-    (for pages.Site)."""
-    import edge
+def build_settings(p, args):
+    """The one Settings of this process: the options over the defaults,
+    with the ports the environment moves; exits on a bad value."""
     from pages.limits import parse_rate
     for name in ('header_timeout', 'body_timeout', 'keepalive_timeout'):
         if not 0 < getattr(args, name) <= 3600:
@@ -115,19 +116,18 @@ def edge_args(p, args):
                     % name.replace('_', '-'))
     if args.max_connections < 1:
         p.error('--max-connections must be at least 1')
-    args.edge = edge.Settings(args.header_timeout, args.body_timeout,
-                              args.keepalive_timeout, args.max_connections)
-    local = args.host.startswith(LOOPBACK)
-    limits = []
+    try:
+        s = settings.from_environment()
+    except ValueError as e:
+        p.error(str(e))
+    s = settings.replace(s, dump=args.data, **{
+        name: getattr(args, name) for name in OPTIONS})
     for what in ('sessions', 'votes'):
-        text = getattr(args, 'limit_' + what)
-        if text is None:
-            text = '0' if local else DEFAULT_LIMITS[what]
         try:
-            limits.append(parse_rate(text))
+            parse_rate(s.limit(what))
         except ValueError as e:
             p.error('--limit-%s: %s' % (what, e))
-    args.limits = tuple(limits)
+    return s
 
 
 def find_engine(name, argv):
@@ -151,29 +151,26 @@ def find_engine(name, argv):
     return engine
 
 
-async def serve(engine, args):
-    from databases import Databases
+async def serve(engine, s):
+    import edge
+    from databases import open_databases
     from pages import Site
     adapter = importlib.import_module(engine.framework + '_server')
-    databases = Databases(tarantool=args.tarantool, packs=args.packs,
-                          dump=args.data, postgres=args.postgres)
-    try:
-        site = Site(await databases.open(engine), limits=args.limits)
-        databases.watch()
+    async with open_databases(engine, s) as data:
+        site = Site(data, s)
         await site.start()
         stopped = asyncio.Event()
         loop = asyncio.get_event_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stopped.set)
         log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
-                 args.host, args.port, sys.version.split()[0])
+                 s.host, s.port, sys.version.split()[0])
         try:
-            await adapter.serve(site, args.host, args.port, stopped, args.edge)
+            await adapter.serve(site, s.host, s.port, stopped,
+                                edge.settings_of(s))
         finally:
             await site.stop()
         log.info('stopped')
-    finally:
-        await databases.close()
 
 
 def new_loop(engine):
@@ -200,7 +197,7 @@ def main(argv=None):
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(serve(engine, args))
+        loop.run_until_complete(serve(engine, args.settings))
     except (RuntimeError, OSError, DataUnavailable) as e:
         log.error('%s', e)
         return 1

@@ -11,8 +11,8 @@ import time
 from .profile import py_spy
 from .runner import Settings
 from .wrk import PAGES, PLAIN_ONLY
+from settings import DEFAULTS as SITE, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
 DEFAULTS = {'duration': 10, 'warmup': 2, 'runs': 3}
 
@@ -74,8 +74,8 @@ def parser():
                         'templates, driver, kernel, database)')
     p.add_argument('--out', metavar='DIR',
                    help='output directory (default results/<timestamp>)')
-    p.add_argument('--port', type=positive, default=1717,
-                   help="the engines' port (default 1717)")
+    p.add_argument('--port', type=positive, default=SITE.port,
+                   help="the engines' port (default %d)" % SITE.port)
     p.add_argument('--no-pin', action='store_true',
                    help='do not pin server and wrk to separate cores')
     p.add_argument('--tarantool', metavar='[USER:PASS@]HOST:PORT',

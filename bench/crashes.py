@@ -20,12 +20,11 @@ import time
 import urllib.error
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import engines  # noqa: E402
-from bench.soak import free_port  # noqa: E402
-from processes import terminate  # noqa: E402
+from processes import free_port, terminate  # noqa: E402
+from settings import DEFAULTS, ROOT  # noqa: E402
 
 
 def status(url):
@@ -42,9 +41,10 @@ def database_pid(kind):
     """The managed database's pid, from its pid file under var/ (or where
     the local PostgreSQL cluster lives when var/ is out of its reach)."""
     if kind == 'tarantool':
-        pattern = [os.path.join(ROOT, 'var', 'tarantool', 'tarantool.pid')]
+        pattern = [os.path.join(DEFAULTS.tarantool_dir, 'tarantool.pid')]
     else:
-        pattern = [os.path.join(ROOT, 'var', 'postgres', 'data', 'postmaster.pid'),
+        pattern = [os.path.join(DEFAULTS.postgres_dir, 'data',
+                                'postmaster.pid'),
                    '/var/lib/stickers-postgres/*/data/postmaster.pid']
     for p in pattern:
         for path in glob.glob(p):
@@ -67,7 +67,7 @@ def main(argv=None):
     url = 'http://127.0.0.1:%d/good' % port
     env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
                STICKERS_POSTGRES_PORT=str(free_port()))
-    log_path = os.path.join(ROOT, 'var', 'crashes-%s.log' % args.engine)
+    log_path = os.path.join(DEFAULTS.var, 'crashes-%s.log' % args.engine)
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, 'wb') as log:
         server = subprocess.Popen(

@@ -1,27 +1,11 @@
 """server.py for one engine as a child process, pinned like the runner says."""
 import os
-import socket
 import subprocess
 import sys
 import time
 
-from processes import terminate
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def answers(port, host='127.0.0.1'):
-    try:
-        socket.create_connection((host, port), 0.2).close()
-        return True
-    except OSError:
-        return False
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+from processes import answers, terminate
+from settings import ROOT
 
 
 def tail(path, lines=15):
@@ -46,14 +30,14 @@ class EngineServer:
         self.process = None
 
     def start(self, timeout=300):
-        if answers(self.port):
+        if answers('127.0.0.1', self.port):
             raise RuntimeError('port %d is already in use' % self.port)
         with open(self.log_path, 'ab') as log:
             self.process = subprocess.Popen(
                 self.argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
-        while not answers(self.port):
+        while not answers('127.0.0.1', self.port):
             if self.process.poll() is not None:
                 raise RuntimeError('server.py exited with %d:\n%s' % (
                     self.process.returncode, tail(self.log_path)))

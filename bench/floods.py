@@ -20,12 +20,12 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import engines  # noqa: E402
-from bench.soak import Database, free_port, site_counters  # noqa: E402
-from processes import terminate  # noqa: E402
+from bench.soak import Database, site_counters  # noqa: E402
+from processes import free_port, terminate  # noqa: E402
+from settings import ROOT  # noqa: E402
 
 
 def wrk(url, path, connections, seconds):

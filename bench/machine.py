@@ -6,7 +6,8 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from settings import ROOT
+
 PACKAGES = ('aiohttp', 'sanic', 'uvloop', 'asynctnt', 'asyncpg', 'jinja2')
 
 

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 import time
 
-from processes import terminate
-from .engine import answers, tail
+from processes import answers, terminate
+from .engine import tail
 from .pagecheck import HTML_TYPE, UGLY_TYPE
 
 CONFIG = '''daemon off;
@@ -92,7 +92,7 @@ class Nginx:
                 self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=err, start_new_session=True)
         deadline = time.monotonic() + timeout
-        while not answers(self.port):
+        while not answers('127.0.0.1', self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError('nginx did not start:\n%s\n%s' % (

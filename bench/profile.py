@@ -7,7 +7,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from settings import ROOT
+
 RATE = 200                      # py-spy samples per second
 HZ = os.sysconf('SC_CLK_TCK')
 # Module path (under site-packages or the checkout) -> layer. A stack counts

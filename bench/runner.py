@@ -8,7 +8,9 @@ import time
 from dataclasses import dataclass, field
 
 from . import hello, machine, profile, stats, verify, wrk
-from .engine import EngineServer, free_port, tail
+from processes import free_port
+from settings import DEFAULTS as SITE
+from .engine import EngineServer, tail
 from .nginx import Nginx
 from .progress import Progress
 
@@ -31,7 +33,7 @@ class Settings:
     threads: int = 1
     pipeline: int = 16
     timeout: int = 2
-    port: int = 1717
+    port: int = SITE.port
     server_args: list = field(default_factory=list)
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False

@@ -27,12 +27,12 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dataset  # noqa: E402
 import engines  # noqa: E402
-from processes import terminate  # noqa: E402
+from processes import free_port, terminate  # noqa: E402
+from settings import DEFAULTS, ROOT, replace  # noqa: E402
 
 MIB = 1024 * 1024
 STAT = re.compile(r'id="stat-(\w+)">([\d,]+)<')
@@ -86,13 +86,6 @@ def site_counters(url):
     return {k: int(v.replace(',', '')) for k, v in STAT.findall(page)}
 
 
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 class Database:
     """The soak's own database: address argument for server.py, memory()."""
 
@@ -101,9 +94,9 @@ class Database:
         if kind == 'tarantool':
             from data_interface.tarantool.managed import ManagedTarantool
             self.server = ManagedTarantool(
-                directory, port=free_port(),
-                env={'TNT_SESSION_TTL': str(session_ttl),
-                     'TNT_MAX_SESSIONS': str(cap), 'TNT_MAX_BALLOTS': str(cap)})
+                directory, port=free_port(), settings=replace(
+                    DEFAULTS, session_ttl=session_ttl, max_sessions=cap,
+                    max_ballots=cap))
         else:
             from data_interface.postgres.managed import ManagedPostgres
             self.server = ManagedPostgres(directory, port=free_port())

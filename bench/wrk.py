@@ -2,9 +2,9 @@
 import os
 import subprocess
 
+from settings import ROOT
 from .stats import WrkOutputError, parse_wrk
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, 'wrk_scripts')
 PATHS = {'ugly': '/ugly', 'about': '/about', 'good': '/good', 'bad': '/bad',
          'index': '/', 'vote': '/'}

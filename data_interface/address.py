@@ -5,26 +5,13 @@ import secrets
 from collections import namedtuple
 from urllib.parse import urlsplit
 
+from settings import DEFAULTS
+
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')
 TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VAR = os.path.join(ROOT, 'var')
-APP_USER, ADMIN_USER = 'sticker_app', 'sticker_admin'
-
-
-def port_setting(name, default):
-    """A port from the environment (for tests and a second checkout)."""
-    text = os.environ.get(name, '')
-    if not text:
-        return default
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError('%s must be a port number, not %r' % (name, text))
-    return int(text)
-
-
-TARANTOOL_PORT = port_setting('STICKERS_TARANTOOL_PORT', 3301)
-POSTGRES_PORT = port_setting('STICKERS_POSTGRES_PORT', 5433)
+# The accounts app.lua and schema.sql make.
+APP_USER, ADMIN_USER = DEFAULTS.app_user, DEFAULTS.admin_user
 
 
 def secret(path, default=None, create=False):
@@ -47,15 +34,13 @@ def secret(path, default=None, create=False):
     return password
 
 
-def default_tarantool(var=VAR, user=APP_USER):
+def default_tarantool(settings, user=None):
     """The local Tarantool's address, with the password of the account kept
     under var/ (the user name if there is none)."""
-    password = secret(os.path.join(var, 'tarantool', user + '.password'),
-                      default=user)
-    return TarantoolAddress('127.0.0.1', TARANTOOL_PORT, user, password)
-
-
-DEFAULT_TARANTOOL = default_tarantool()
+    user = user or settings.app_user
+    password = secret(settings.password_file('tarantool', user), default=user)
+    return TarantoolAddress(settings.db_host, settings.tarantool_port, user,
+                            password)
 
 
 def parse_tarantool(text):
@@ -78,14 +63,12 @@ def as_admin(address, password=ADMIN_USER):
     return address._replace(user=ADMIN_USER, password=password)
 
 
-def default_postgres(var=VAR, port=POSTGRES_PORT):
-    password = secret(os.path.join(var, 'postgres', APP_USER + '.password'),
-                      default=APP_USER)
-    return 'postgresql://%s:%s@127.0.0.1:%d/stickers' % (
-        APP_USER, password, port)
-
-
-DEFAULT_POSTGRES = default_postgres()
+def default_postgres(settings):
+    user = settings.app_user
+    password = secret(settings.password_file('postgres', user), default=user)
+    return 'postgresql://%s:%s@%s:%d/%s' % (
+        user, password, settings.db_host, settings.postgres_port,
+        settings.database)
 
 
 def parse_postgres(text):

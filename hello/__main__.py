@@ -4,6 +4,7 @@ import importlib
 import sys
 
 from hello import FRAMEWORKS
+from settings import DEFAULTS
 
 
 def new_loop(uvloop):
@@ -18,8 +19,8 @@ def main(argv=None):
                                 description='a bare /ugly for one framework')
     p.add_argument('framework', choices=FRAMEWORKS)
     p.add_argument('--uvloop', action='store_true', help='uvloop, not asyncio')
-    p.add_argument('-p', '--port', type=int, default=1717)
-    p.add_argument('--host', default='127.0.0.1')
+    p.add_argument('-p', '--port', type=int, default=DEFAULTS.port)
+    p.add_argument('--host', default=DEFAULTS.host)
     args = p.parse_args(argv)
     module = importlib.import_module('hello.%s_hello' % args.framework)
     loop = new_loop(args.uvloop)

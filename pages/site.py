@@ -14,31 +14,30 @@ import types
 import jinja2
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
+from settings import DEFAULTS
 from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
                    ballot_form, clean_text, json_response, session_of,
                    text_response)
-from .limits import RateLimit
+from .limits import RateLimit, parse_rate
 from .outage import Outage
 
 log = logging.getLogger('pages')
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(os.path.join(ROOT, 'templates')),
+    loader=jinja2.FileSystemLoader(DEFAULTS.templates),
     autoescape=True)
 
 MAX_BODY = 8192
 TOP_COUNT = 9
-BALLOT_TTL = 600
 UGLY = text_response(200, 'UGLY')
 # The JSON pages; unrouted paths under it are answered in JSON too.
 API = '/stickers'
 # URL prefix -> directory served as static files.
 STATIC = (
-    ('/static', os.path.join(ROOT, 'static')),
-    ('/img', os.path.join(ROOT, 'var', 'img')),
+    ('/static', DEFAULTS.static),
+    ('/img', DEFAULTS.images),
 )
-FAVICON = os.path.join(ROOT, 'static', 'favicon.ico')
+FAVICON = os.path.join(DEFAULTS.static, 'favicon.ico')
 
 VOTE_ERRORS = {
     VoteOutcome.UNKNOWN: (409, 'This ballot is unknown or was already used.'),
@@ -112,13 +111,18 @@ def too_many(limit):
 
 
 class Site:
-    """The pages over one DataInterface; start() before serving."""
+    """The pages over one started DataInterface (its owner closes it);
+    start() before serving."""
 
-    def __init__(self, data, refresh_every=5.0, limits=(None, None)):
-        """limits: (sessions, votes) per IP, each (count, seconds) or None;
-        see pages.limits. Expiry limits live in the database."""
+    def __init__(self, data, settings=DEFAULTS):
+        """settings: a settings.Settings (refresh period, ballot TTL, per-IP
+        limits). Expiry limits live in the database."""
         self.data = data
-        self.refresh_every = refresh_every
+        self.settings = settings
+        self.refresh_every = settings.refresh_every
+        self.ballot_ttl = settings.ballot_ttl
+        limits = [parse_rate(settings.limit(what))
+                  for what in ('sessions', 'votes')]
         self.about_page = None
         self.packs_page = None
         self.outage = Outage(log)
@@ -134,7 +138,6 @@ class Site:
                       waits) for method, path, handler, kind, waits in PAGES]
 
     async def start(self):
-        await self.data.start()
         await self.refresh()
         await self._build_packs_page()
         self._task = asyncio.ensure_future(self._refresh_forever())
@@ -146,7 +149,6 @@ class Site:
                 await self._task
             except asyncio.CancelledError:
                 pass
-        await self.data.close()
 
     async def refresh(self):
         """Render /about from fresh counts; sweep where the database does
@@ -185,7 +187,8 @@ class Site:
         visit = Visit(session, clean_text(request.ip, 64),
                       clean_text(request.user_agent, 256))
         tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
-        a, b = await self.data.sticker_pair(visit, tokens, BALLOT_TTL)
+        a, b = await self.data.sticker_pair(visit, tokens,
+                                              self.ballot_ttl)
         pair = [{'sticker': a, 'win': tokens[0], 'lose': tokens[1]},
                 {'sticker': b, 'win': tokens[1], 'lose': tokens[0]}]
         return html(200, 'index.html', [cookie] if cookie else (),

@@ -7,7 +7,6 @@ import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,23 +15,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dataset  # noqa: E402
 import engines  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
 from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
 from data_interface.postgres.managed import ManagedPostgres  # noqa: E402
+from processes import answers, free_port, terminate  # noqa: E402,F401
+from settings import ROOT  # noqa: E402
 
 TEST_PACKS = 10
 ARTIFACTS = os.path.join(ROOT, 'test-artifacts')
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def start_tarantool(directory, **env):
@@ -146,15 +140,13 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError('%s exited with %s:\n%s' % (
                     self.engine, self.process.returncode, self.output()))
-            try:
-                socket.create_connection(('127.0.0.1', self.port), 0.2).close()
+            if answers('127.0.0.1', self.port, 0.2):
                 return
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError('%s did not start:\n%s'
-                                       % (self.engine, self.output()))
-                time.sleep(0.05)
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError('%s did not start:\n%s'
+                                   % (self.engine, self.output()))
+            time.sleep(0.05)
 
     def output(self):
         if not self.log.closed:
@@ -163,13 +155,7 @@ class ServerProcess:
             return f.read().decode('utf-8', 'replace')
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, timeout, sig)
         self.log.close()
         return self.process.returncode
 

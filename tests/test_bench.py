@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import cli, hello, profile, report, stats, verify
 from bench.charts import label
-from bench.engine import answers
+from processes import answers
 from bench.progress import Progress, clock
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
@@ -268,7 +268,7 @@ def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
-            if answers(port):
+            if answers('127.0.0.1', port):
                 break
             time.sleep(0.05)
         checks = verify.engine('http://127.0.0.1:%d' % port)

@@ -384,16 +384,20 @@ def test_rate_limit_refills_and_stays_bounded():
 
 
 def test_limits_are_on_by_default_beyond_loopback():
+    import edge
     import server
-    assert server.parse_args(['-e', 'x']).limits == (None, None)
-    assert server.parse_args(['-e', 'x', '--host', '0.0.0.0']).limits == (
-        (30, 60), (60, 60))
-    args = server.parse_args(['-e', 'x', '--host', '0.0.0.0',
-                              '--limit-votes', '0', '--limit-sessions', '2/s'])
-    assert args.limits == ((2, 1), None)
-    assert server.parse_args(['-e', 'x', '--max-connections', '50',
-                              '--header-timeout', '2.5']).edge == (
-        2.5, 10.0, 15.0, 50)
+    from pages.limits import parse_rate
+
+    def limits(argv):
+        s = server.parse_args(['-e', 'x'] + argv).settings
+        return tuple(parse_rate(s.limit(what)) for what in ('sessions', 'votes'))
+    assert limits([]) == (None, None)
+    assert limits(['--host', '0.0.0.0']) == ((30, 60), (60, 60))
+    assert limits(['--host', '0.0.0.0', '--limit-votes', '0',
+                   '--limit-sessions', '2/s']) == ((2, 1), None)
+    assert edge.settings_of(server.parse_args(
+        ['-e', 'x', '--max-connections', '50', '--header-timeout', '2.5']
+    ).settings) == (2.5, 10.0, 15.0, 50)
     for bad in (['--limit-votes', '3/d'], ['--header-timeout', '0'],
                 ['--keepalive-timeout', 'nan'], ['--max-connections', '0']):
         with pytest.raises(SystemExit) as e:

@@ -12,14 +12,14 @@ import pytest
 
 from conftest import ServerProcess, free_port
 from data_interface.postgres.managed import ELSEWHERE, ManagedPostgres
-from data_interface.tarantool.managed import APP_LUA, ManagedTarantool
+from data_interface.tarantool.managed import INSTANCE_LUA, ManagedTarantool
 from test_server import burst
 from test_supervision import copy_checkout, lines
 
 
 def run_app_lua(tmp_path, listen, **env):
     result = subprocess.run(
-        ['tarantool', APP_LUA], cwd=str(tmp_path), timeout=30,
+        ['tarantool', INSTANCE_LUA], cwd=str(tmp_path), timeout=30,
         env=dict(os.environ, TNT_DIR=str(tmp_path), TNT_LISTEN=listen,
                  TNT_LOG=str(tmp_path / 'tnt.log'), **env),
         stdin=subprocess.DEVNULL, capture_output=True)

@@ -116,22 +116,24 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     loaded once, stopped on stop(), found again with its data."""
     import databases
     import engines
-    var = tempfile.mkdtemp(prefix='stickers-test-var-')
-    os.chmod(var, 0o755)   # as a checkout's var/ is
+    import settings
+    root = tempfile.mkdtemp(prefix='stickers-test-var-')
+    s = settings.replace(settings.DEFAULTS, root=root, packs=TEST_PACKS,
+                         postgres_port=free_port())
+    var = s.var
     os.makedirs(os.path.join(var, 'postgres'))
+    os.chmod(root, 0o755)   # as a checkout is
+    os.chmod(var, 0o755)   # as a checkout's var/ is
     with open(os.path.join(var, 'postgres', 'port'), 'w') as f:
         f.write(str(free_port()))
-    monkeypatch.setattr(databases, 'VAR', var)
-    monkeypatch.setattr(databases, 'POSTGRES_PORT', free_port())
     engine = engines.BY_NAME['aiohttp-postgres-pool']
     server = ManagedPostgres(os.path.join(var, 'postgres'))
     try:
         for loaded in (True, False):
-            dbs = databases.Databases(packs=TEST_PACKS)
+            dbs = databases.Databases(s)
             data = await dbs.open(engine)
             assert [type(m) for m in dbs.managed] == [ManagedPostgres]
             assert dbs.postgres_dsn == server.dsn
-            await data.start()
             try:
                 stats = await data.stats()
                 assert stats.stickers == len(
@@ -145,7 +147,7 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
             assert not server.running()
     finally:
         remove_postgres(server)
-        shutil.rmtree(var, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize('order', ['rating DESC, id DESC', 'rating, id'])

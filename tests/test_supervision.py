@@ -17,7 +17,7 @@ from conftest import (ROOT, ServerProcess, free_port, load_small,
 from data_interface.address import as_admin
 from data_interface.postgres.managed import ManagedPostgres
 from data_interface.tarantool.asynctnt_data import AsynctntData
-from data_interface.tarantool.managed import answers
+from processes import answers
 from processes import state
 from test_postgres import wait_for
 from test_server import burst

@@ -8,8 +8,9 @@ import pytest
 from asynctnt.exceptions import TarantoolDatabaseError
 
 from conftest import ROOT, ServerProcess, tarantool_address
-from data_interface.address import DEFAULT_TARANTOOL
-from data_interface.tarantool.managed import answers
+import settings
+from data_interface.address import default_tarantool
+from processes import answers
 from bench.pagecheck import ballots, stat
 
 
@@ -65,7 +66,7 @@ async def first_vote(url):
 
 
 async def test_local_instance_is_started_kept_and_stopped(tmp_path):
-    d = DEFAULT_TARANTOOL
+    d = default_tarantool(settings.from_environment())
     if answers(d.host, d.port):
         pytest.skip('something already answers at %s:%d' % (d.host, d.port))
     server = ServerProcess('aiohttp-tarantool-one', [], str(tmp_path / 'a.log'),

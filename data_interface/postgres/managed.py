@@ -20,19 +20,17 @@ import logging
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from processes import adopt_orphans, reap, reap_orphans, state
-from ..address import APP_USER, secret
-from ..tarantool.managed import answers
+from processes import (adopt_orphans, answers, free_port, reap, reap_orphans,
+                       state)
+from settings import DEFAULTS
+from ..address import secret
 
 log = logging.getLogger('postgres')
 
-OWNER, DATABASE = 'sticker_owner', 'stickers'
-DEFAULT_PORT = 5433   # not 5432: a system cluster there is left alone
 SUPERUSER = 'postgres'
 ELSEWHERE = '/var/lib/stickers-postgres'
 # Appended to postgresql.conf after initdb. Commits do not wait for the WAL
@@ -63,12 +61,6 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 """
 
 
-def free_port(host):
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def bindir():
     """Where pg_ctl is: on PATH, else Debian's newest /usr/lib/postgresql."""
     found = shutil.which('pg_ctl')
@@ -96,10 +88,13 @@ def in_thread(coroutine):
 
 class ManagedPostgres:
     name = 'PostgreSQL'
-    host = '127.0.0.1'
 
-    def __init__(self, directory, port=DEFAULT_PORT):
+    def __init__(self, directory, port=None, settings=DEFAULTS):
         self.directory = os.path.abspath(directory)
+        self.host = settings.db_host
+        self.app, self.owner = settings.app_user, settings.owner_user
+        self.database = settings.database
+        port = port or settings.postgres_port
         self.home = self._home()
         self.data = os.path.join(self.home, 'data')
         self.port = self._remembered_port() or port
@@ -137,17 +132,17 @@ class ManagedPostgres:
 
     def _dsn(self, role):
         return 'postgresql://%s:%s@%s:%d/%s' % (
-            role, self.password(role), self.host, self.port, DATABASE)
+            role, self.password(role), self.host, self.port, self.database)
 
     @property
     def dsn(self):
         """The site's: may only call its functions."""
-        return self._dsn(APP_USER)
+        return self._dsn(self.app)
 
     @property
     def owner_dsn(self):
         """The owner's: applies the schema, loads data."""
-        return self._dsn(OWNER)
+        return self._dsn(self.owner)
 
     @property
     def log_file(self):
@@ -257,11 +252,12 @@ class ManagedPostgres:
             env = dict(os.environ, PGPASSWORD=f.read().strip())
         self._run('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
                   '-h', self.host, '-p', str(self.port), '-U', SUPERUSER,
-                  '-d', 'postgres', '-v', 'owner=' + OWNER,
-                  '-v', 'owner_password=' + self.password(OWNER),
-                  '-v', 'app=' + APP_USER,
-                  '-v', 'app_password=' + self.password(APP_USER),
-                  '-v', 'db=' + DATABASE, '-f', '-', input=BOOTSTRAP, env=env)
+                  '-d', 'postgres', '-v', 'owner=' + self.owner,
+                  '-v', 'owner_password=' + self.password(self.owner),
+                  '-v', 'app=' + self.app,
+                  '-v', 'app_password=' + self.password(self.app),
+                  '-v', 'db=' + self.database, '-f', '-', input=BOOTSTRAP,
+                  env=env)
 
         async def apply_schema():
             owner = PostgresData(self.owner_dsn, min_size=1)

@@ -1,44 +1,25 @@
--- Tarantool instance for the sticker site: schema, users, stored procedures
--- and the expiry fiber. Run: tarantool app.lua (settings from the environment,
--- see README). Every page operation is one call of a function below.
+-- The sticker site's app module: schema, stored functions (globals, which
+-- box.schema.func names) and the expiry fiber. Loaded by instance.lua after
+-- box.cfg; start() sets the expiry limits and starts the fiber. Every page
+-- operation is one call of a function below.
 local fiber = require('fiber')
 local digest = require('digest')
 local log = require('log')
 
-local function env(name, default)
-    local value = os.getenv(name)
-    if value == nil or value == '' then return default end
-    return value
-end
+local M = {}
 
-local dir = env('TNT_DIR', '.')
--- listen is set at the end, once the accounts' passwords are.
-box.cfg{
-    memtx_dir = dir,
-    wal_dir = dir,
-    pid_file = env('TNT_PID_FILE', nil),
-    log = env('TNT_LOG', nil),
-    log_level = tonumber(env('TNT_LOG_LEVEL', '5')),
-    memtx_memory = tonumber(env('TNT_MEMTX_MEMORY', tostring(1024 * 1024 * 1024))),
-    checkpoint_interval = 600,
-    -- A snapshot after 64 MB of log too: recovery replays less at start.
-    checkpoint_wal_threshold = 64 * 1024 * 1024,
-}
-
-local SESSION_TTL = tonumber(env('TNT_SESSION_TTL', '900'))
-local SWEEP_EVERY = tonumber(env('TNT_SWEEP_EVERY', '5'))
+-- Set by start().
+local SESSION_TTL, SWEEP_EVERY, MAX_SESSIONS, MAX_BALLOTS
 
 -- Caps that fit memtx_memory. Measured on 2.6 with maximal strings, indexes
 -- and slab overhead included: a session takes about 520 bytes of the quota, a
 -- ballot about 195; with a margin, sessions get half the memory and ballots a
 -- quarter, so both full still leave a quarter for stickers and slack.
 local SESSION_BYTES, BALLOT_BYTES = 600, 224
-local function cap(name, share, bytes)
+local function cap(wanted, share, bytes)
     local fits = math.floor(box.cfg.memtx_memory * share / bytes)
-    return math.min(tonumber(env(name, tostring(fits))), fits)
+    return math.min(wanted or fits, fits)
 end
-local MAX_SESSIONS = cap('TNT_MAX_SESSIONS', 0.5, SESSION_BYTES)
-local MAX_BALLOTS = cap('TNT_MAX_BALLOTS', 0.25, BALLOT_BYTES)
 -- Above this share of the quota in use, the expiry fiber drops the oldest
 -- sessions and ballots without waiting for their time.
 local HIGH_WATER = 0.85
@@ -370,76 +351,36 @@ function load_stickers(pack_rows, sticker_rows)
     return inserted
 end
 
-local APP_FUNCTIONS = {'sticker_pair', 'cast_vote', 'top_stickers',
+M.APP_FUNCTIONS = {'sticker_pair', 'cast_vote', 'top_stickers',
     'bottom_stickers', 'site_stats', 'list_packs', 'pack_stickers',
     'get_sticker'}
 -- Not for the app: the expiry fiber sweeps (expire(0, 0, 0) would empty
 -- every session), limits() is for tests and operators.
-local ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits'}
+M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits'}
 
--- Users are (re)configured on every start so passwords follow the settings.
-box.once('stickers-users-v1', function()
-    box.schema.user.create('sticker_app', {password = 'x'})
-    box.schema.user.create('sticker_admin', {password = 'x'})
-    for _, name in ipairs(APP_FUNCTIONS) do
-        box.schema.func.create(name, {setuid = true})
-        box.schema.user.grant('sticker_app', 'execute', 'function', name)
-        box.schema.user.grant('sticker_admin', 'execute', 'function', name)
-    end
-    box.schema.func.create('load_stickers', {setuid = true})
-    box.schema.user.grant('sticker_admin', 'execute', 'function',
-                          'load_stickers')
-    box.schema.user.grant('sticker_app', 'read', 'space', 'stickers')
-    box.schema.user.grant('sticker_app', 'read', 'space', 'packs')
-end)
--- Grants follow the lists above on every start, instances made by older
--- versions of this script included.
-for _, name in ipairs(ADMIN_FUNCTIONS) do
-    box.schema.func.create(name, {setuid = true, if_not_exists = true})
-    box.schema.user.grant('sticker_admin', 'execute', 'function', name,
-                          {if_not_exists = true})
-    box.schema.user.revoke('sticker_app', 'execute', 'function', name,
-                           {if_exists = true})
-end
-local APP_PASSWORD = env('TNT_APP_PASSWORD', nil)
-local ADMIN_PASSWORD = env('TNT_ADMIN_PASSWORD', nil)
-box.schema.user.passwd('sticker_app', APP_PASSWORD or 'sticker_app')
-box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD or 'sticker_admin')
-
--- A Unix socket or a loopback host; a bare port means every interface.
-local function loopback(listen)
-    if listen:find('^/') or listen:find('^unix/') then return true end
-    local host = listen:match('^(.*):%d+$')
-    if host == nil then return false end
-    host = host:gsub('^%[(.*)%]$', '%1')
-    return host == 'localhost' or host == '::1' or host:find('^127%.') ~= nil
-end
-
-local LISTEN = env('TNT_LISTEN', '127.0.0.1:3301')
-if not loopback(LISTEN) and (APP_PASSWORD == nil or APP_PASSWORD == 'sticker_app'
-        or ADMIN_PASSWORD == nil or ADMIN_PASSWORD == 'sticker_admin') then
-    log.error('refusing to listen on %s with a default password: set '
-              .. 'TNT_APP_PASSWORD and TNT_ADMIN_PASSWORD, or listen on '
-              .. '127.0.0.1', LISTEN)
-    os.exit(1)
-end
-box.cfg{listen = LISTEN}
-
-log.info('limits: sessions idle %d s, at most %d sessions and %d ballots',
-         SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
-
-fiber.create(function()
-    fiber.name('expiry')
-    local next_sweep = fiber.clock() + SWEEP_EVERY
-    while true do
-        fiber.sleep(math.min(1, SWEEP_EVERY))
-        local ok, err = pcall(shed)
-        if ok and fiber.clock() >= next_sweep then
-            next_sweep = fiber.clock() + SWEEP_EVERY
-            ok, err = pcall(sweep_all, SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
+-- config: session_ttl and sweep_every (seconds), max_sessions and
+-- max_ballots (nil: what fits memtx_memory; never more).
+function M.start(config)
+    SESSION_TTL = config.session_ttl
+    SWEEP_EVERY = config.sweep_every
+    MAX_SESSIONS = cap(config.max_sessions, 0.5, SESSION_BYTES)
+    MAX_BALLOTS = cap(config.max_ballots, 0.25, BALLOT_BYTES)
+    log.info('limits: sessions idle %d s, at most %d sessions and %d ballots',
+             SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
+    fiber.create(function()
+        fiber.name('expiry')
+        local next_sweep = fiber.clock() + SWEEP_EVERY
+        while true do
+            fiber.sleep(math.min(1, SWEEP_EVERY))
+            local ok, err = pcall(shed)
+            if ok and fiber.clock() >= next_sweep then
+                next_sweep = fiber.clock() + SWEEP_EVERY
+                ok, err = pcall(sweep_all, SESSION_TTL, MAX_SESSIONS,
+                                MAX_BALLOTS)
+            end
+            if not ok then log.error('expiry failed: %s', err) end
         end
-        if not ok then log.error('expiry failed: %s', err) end
-    end
-end)
+    end)
+end
 
-log.info('sticker site instance ready')
+return M

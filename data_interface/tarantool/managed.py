@@ -1,29 +1,22 @@
-"""A local Tarantool running app.lua with its data under var/, for when no
-address is given and nothing answers at the default one. Its accounts get
-random passwords, kept in DIRECTORY/USER.password (mode 0600)."""
+"""A local Tarantool running instance.lua with its data under var/, for when
+no address is given and nothing answers at the default one. Its accounts get
+random passwords, kept in DIRECTORY/USER.password (mode 0600); its expiry
+limits come from the settings, as its TNT_* environment."""
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
 
-from processes import terminate
-from ..address import ADMIN_USER, APP_USER, TarantoolAddress, secret
+from processes import answers, terminate
+from settings import DEFAULTS
+from ..address import TarantoolAddress, secret
 
 log = logging.getLogger('tarantool')
 
-APP_LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'app.lua')
-
-
-def answers(host, port, timeout=0.5):
-    """True if something accepts TCP connections at host:port."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+INSTANCE_LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            'instance.lua')
 
 
 def exit_reason(returncode):
@@ -35,10 +28,14 @@ def exit_reason(returncode):
 class ManagedTarantool:
     name = 'Tarantool'
 
-    def __init__(self, directory, host='127.0.0.1', port=3301, env=None):
+    def __init__(self, directory, host=None, port=None, env=None,
+                 settings=DEFAULTS):
+        """env: TNT_* settings over those of `settings` (tests)."""
         self.directory = os.path.abspath(directory)
-        self.host, self.port = host, port
-        self.env = dict(env or {})
+        self.host = host or settings.db_host
+        self.port = port or settings.tarantool_port
+        self.users = settings.app_user, settings.admin_user
+        self.env = dict(settings.tarantool_env(), **(env or {}))
         self.process = None
         self._lock = threading.Lock()   # start() and stop() one at a time
         self._stopping = False
@@ -54,14 +51,15 @@ class ManagedTarantool:
 
     @property
     def address(self):
-        return TarantoolAddress(self.host, self.port, APP_USER,
-                                self._password(APP_USER, 'TNT_APP_PASSWORD'))
+        user = self.users[0]
+        return TarantoolAddress(self.host, self.port, user,
+                                self._password(user, 'TNT_APP_PASSWORD'))
 
     @property
     def admin_address(self):
         return self.address._replace(
-            user=ADMIN_USER,
-            password=self._password(ADMIN_USER, 'TNT_ADMIN_PASSWORD'))
+            user=self.users[1],
+            password=self._password(self.users[1], 'TNT_ADMIN_PASSWORD'))
 
     def start(self, timeout=30.0):
         """Start and wait until ready (blocking: run it off the event
@@ -97,7 +95,7 @@ class ManagedTarantool:
         log.info('starting Tarantool on %s:%d with data in %s',
                  self.host, self.port, self.directory)
         self.process = subprocess.Popen(
-            [binary, APP_LUA], env=env, cwd=self.directory,
+            [binary, INSTANCE_LUA], env=env, cwd=self.directory,
             stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while not self._ready():

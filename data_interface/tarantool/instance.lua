@@ -1,0 +1,88 @@
+-- Tarantool instance file of the sticker site: box.cfg, the app module
+-- (app.lua, beside this file), accounts and listen. Run:
+-- tarantool instance.lua (settings from the environment, see README).
+local log = require('log')
+
+local function env(name, default)
+    local value = os.getenv(name)
+    if value == nil or value == '' then return default end
+    return value
+end
+
+local dir = env('TNT_DIR', '.')
+-- listen is set at the end, once the accounts' passwords are.
+box.cfg{
+    memtx_dir = dir,
+    wal_dir = dir,
+    pid_file = env('TNT_PID_FILE', nil),
+    log = env('TNT_LOG', nil),
+    log_level = tonumber(env('TNT_LOG_LEVEL', '5')),
+    memtx_memory = tonumber(env('TNT_MEMTX_MEMORY', tostring(1024 * 1024 * 1024))),
+    checkpoint_interval = 600,
+    -- A snapshot after 64 MB of log too: recovery replays less at start.
+    checkpoint_wal_threshold = 64 * 1024 * 1024,
+}
+
+-- The app module sits beside this file, whatever the working directory.
+local here = debug.getinfo(1, 'S').source:match('^@(.*/)') or './'
+package.path = here .. '?.lua;' .. package.path
+local app = require('app')
+
+-- Defaults for an instance run by hand; server.py's managed instance gets
+-- the settings of settings.py.
+app.start{
+    session_ttl = tonumber(env('TNT_SESSION_TTL', '900')),
+    sweep_every = tonumber(env('TNT_SWEEP_EVERY', '5')),
+    max_sessions = tonumber(env('TNT_MAX_SESSIONS', nil)),
+    max_ballots = tonumber(env('TNT_MAX_BALLOTS', nil)),
+}
+
+-- Users are (re)configured on every start so passwords follow the settings.
+box.once('stickers-users-v1', function()
+    box.schema.user.create('sticker_app', {password = 'x'})
+    box.schema.user.create('sticker_admin', {password = 'x'})
+    for _, name in ipairs(app.APP_FUNCTIONS) do
+        box.schema.func.create(name, {setuid = true})
+        box.schema.user.grant('sticker_app', 'execute', 'function', name)
+        box.schema.user.grant('sticker_admin', 'execute', 'function', name)
+    end
+    box.schema.func.create('load_stickers', {setuid = true})
+    box.schema.user.grant('sticker_admin', 'execute', 'function',
+                          'load_stickers')
+    box.schema.user.grant('sticker_app', 'read', 'space', 'stickers')
+    box.schema.user.grant('sticker_app', 'read', 'space', 'packs')
+end)
+-- Grants follow the app's lists on every start, instances made by older
+-- versions of these scripts included.
+for _, name in ipairs(app.ADMIN_FUNCTIONS) do
+    box.schema.func.create(name, {setuid = true, if_not_exists = true})
+    box.schema.user.grant('sticker_admin', 'execute', 'function', name,
+                          {if_not_exists = true})
+    box.schema.user.revoke('sticker_app', 'execute', 'function', name,
+                           {if_exists = true})
+end
+local APP_PASSWORD = env('TNT_APP_PASSWORD', nil)
+local ADMIN_PASSWORD = env('TNT_ADMIN_PASSWORD', nil)
+box.schema.user.passwd('sticker_app', APP_PASSWORD or 'sticker_app')
+box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD or 'sticker_admin')
+
+-- A Unix socket or a loopback host; a bare port means every interface.
+local function loopback(listen)
+    if listen:find('^/') or listen:find('^unix/') then return true end
+    local host = listen:match('^(.*):%d+$')
+    if host == nil then return false end
+    host = host:gsub('^%[(.*)%]$', '%1')
+    return host == 'localhost' or host == '::1' or host:find('^127%.') ~= nil
+end
+
+local LISTEN = env('TNT_LISTEN', '127.0.0.1:3301')
+if not loopback(LISTEN) and (APP_PASSWORD == nil or APP_PASSWORD == 'sticker_app'
+        or ADMIN_PASSWORD == nil or ADMIN_PASSWORD == 'sticker_admin') then
+    log.error('refusing to listen on %s with a default password: set '
+              .. 'TNT_APP_PASSWORD and TNT_ADMIN_PASSWORD, or listen on '
+              .. '127.0.0.1', LISTEN)
+    os.exit(1)
+end
+box.cfg{listen = LISTEN}
+
+log.info('sticker site instance ready')

@@ -1,0 +1,110 @@
+"""Every default of the project, once: paths, addresses, accounts, limits.
+
+server.py builds one Settings from its options and the environment and
+hands it down (databases, pages, managed instances, edge); bench and tests
+start from DEFAULTS. A Settings is frozen: change it with replace().
+"""
+import os
+from dataclasses import dataclass, replace
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m'}
+LOOPBACK = ('127.', '::1', 'localhost')
+# Environment settings that move the local databases' ports (README).
+PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
+                    'postgres_port': 'STICKERS_POSTGRES_PORT'}
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: str = ROOT
+    # The site.
+    host: str = '127.0.0.1'
+    port: int = 1717
+    refresh_every: float = 5.0     # seconds between /about renders (sweeps)
+    ballot_ttl: int = 600          # seconds a pair of ballots stays valid
+    # The edge (edge.py): seconds, connections.
+    header_timeout: float = 10.0
+    body_timeout: float = 10.0
+    keepalive_timeout: float = 15.0
+    max_connections: int = 10000
+    # Per-IP limits (pages.limits rates, '0': off); None: REMOTE_LIMITS on
+    # a host beyond the loopback, off on it (the benchmark).
+    limit_sessions: str = None
+    limit_votes: str = None
+    # Databases: the ones given (--tarantool: a TarantoolAddress,
+    # --postgres: a URL), else local ones with these defaults.
+    tarantool: object = None
+    postgres: str = None
+    db_host: str = '127.0.0.1'
+    tarantool_port: int = 3301
+    postgres_port: int = 5433      # not 5432: a system cluster there is left alone
+    database: str = 'stickers'
+    app_user: str = 'sticker_app'
+    admin_user: str = 'sticker_admin'     # Tarantool's data loader
+    owner_user: str = 'sticker_owner'     # PostgreSQL's schema and loader
+    # The managed Tarantool's expiry (app.lua): seconds idle, caps (None:
+    # what fits its memory), seconds between sweeps.
+    session_ttl: float = 900
+    max_sessions: int = None
+    max_ballots: int = None
+    sweep_every: float = 5.0
+    # The data set loaded into an empty database: generated with this many
+    # packs, or a JSON dump (dataset/dump.py).
+    packs: int = 300
+    dump: str = None
+
+    # Paths, all under root: var/ holds what the project makes (images, the
+    # local databases).
+    var = property(lambda self: os.path.join(self.root, 'var'))
+    images = property(lambda self: os.path.join(self.var, 'img'))
+    static = property(lambda self: os.path.join(self.root, 'static'))
+    templates = property(lambda self: os.path.join(self.root, 'templates'))
+    tarantool_dir = property(lambda self: os.path.join(self.var, 'tarantool'))
+    postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
+
+    def password_file(self, database, user):
+        """Where the local `database` ('tarantool', 'postgres') keeps the
+        password of `user`."""
+        return os.path.join(self.var, database, user + '.password')
+
+    def limit(self, what):
+        """The per-IP rate of 'sessions' or 'votes' in force."""
+        text = getattr(self, 'limit_' + what)
+        if text is not None:
+            return text
+        return '0' if self.host.startswith(LOOPBACK) else REMOTE_LIMITS[what]
+
+    def tarantool_env(self):
+        """app.lua's expiry settings, as its TNT_* environment."""
+        env = {'TNT_SESSION_TTL': '%g' % self.session_ttl,
+               'TNT_SWEEP_EVERY': '%g' % self.sweep_every}
+        if self.max_sessions is not None:
+            env['TNT_MAX_SESSIONS'] = str(self.max_sessions)
+        if self.max_ballots is not None:
+            env['TNT_MAX_BALLOTS'] = str(self.max_ballots)
+        return env
+
+
+DEFAULTS = Settings()
+
+
+def port_setting(environ, name, default):
+    text = environ.get(name, '')
+    if not text:
+        return default
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError('%s must be a port number, not %r' % (name, text))
+    return int(text)
+
+
+def from_environment(settings=DEFAULTS, environ=None):
+    """settings with the ports the environment moves (for tests and a
+    second checkout); ValueError for a bad one."""
+    environ = os.environ if environ is None else environ
+    return replace(settings, **{
+        key: port_setting(environ, name, getattr(settings, key))
+        for key, name in PORT_ENVIRONMENT.items()})
+
+
+__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'from_environment', 'replace']

@@ -1,0 +1,63 @@
+"""One Settings object: defaults once, the environment's ports, what the
+managed Tarantool is given, and the databases' one data interface."""
+import subprocess
+import sys
+
+import pytest
+
+import engines
+import settings
+from conftest import ROOT, TEST_PACKS, tarantool_address
+from data_interface.tarantool.managed import ManagedTarantool
+from databases import open_databases
+from pages import Site
+
+
+def test_environment_moves_the_ports_and_refuses_bad_ones():
+    s = settings.from_environment(environ={'STICKERS_TARANTOOL_PORT': '4001'})
+    assert (s.tarantool_port, s.postgres_port) == (4001, 5433)
+    with pytest.raises(ValueError, match='STICKERS_POSTGRES_PORT'):
+        settings.from_environment(environ={'STICKERS_POSTGRES_PORT': '99999'})
+
+
+def test_server_says_what_is_wrong_with_a_port_setting():
+    done = subprocess.run(
+        [sys.executable, 'server.py', '-e', 'aiohttp-tarantool-one'], cwd=ROOT,
+        env={'STICKERS_TARANTOOL_PORT': '33O1', 'PATH': '/usr/bin:/bin'},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert 'STICKERS_TARANTOOL_PORT must be a port number' in done.stderr
+
+
+def test_limits_are_off_on_the_loopback_only():
+    d = settings.DEFAULTS
+    assert (d.limit('sessions'), d.limit('votes')) == ('0', '0')
+    remote = settings.replace(d, host='0.0.0.0')
+    assert remote.limit('sessions') == settings.REMOTE_LIMITS['sessions']
+    assert settings.replace(remote, limit_votes='5/s').limit('votes') == '5/s'
+
+
+def test_managed_tarantool_gets_the_expiry_settings(tmp_path):
+    s = settings.replace(settings.DEFAULTS, session_ttl=30, max_ballots=7,
+                         sweep_every=0.5)
+    server = ManagedTarantool(str(tmp_path), settings=s,
+                              env={'TNT_MAX_BALLOTS': '9'})
+    assert server.env == {'TNT_SESSION_TTL': '30', 'TNT_SWEEP_EVERY': '0.5',
+                          'TNT_MAX_BALLOTS': '9'}
+    assert server.port == s.tarantool_port
+    assert server.address.user == s.app_user
+
+
+async def test_one_data_interface_serves_after_the_site_stops(tarantool):
+    """open_databases yields a started interface; the site neither starts
+    nor closes it."""
+    s = settings.replace(settings.DEFAULTS, packs=TEST_PACKS,
+                         tarantool=tarantool_address(tarantool))
+    async with open_databases(engines.BY_NAME['aiohttp-tarantool-one'],
+                              s) as data:
+        stickers = (await data.stats()).stickers
+        assert stickers > 0
+        site = Site(data, s)
+        await site.start()
+        await site.stop()
+        assert (await data.stats()).stickers == stickers
