@@ -23,8 +23,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import engines  # noqa: E402
-from bench.soak import Database, site_counters  # noqa: E402
-from processes import free_port, terminate  # noqa: E402
+from bench.soak import Database, start_site  # noqa: E402
+from processes import terminate  # noqa: E402
 from settings import ROOT  # noqa: E402
 
 
@@ -113,18 +113,13 @@ def main(argv=None):
     log = open(os.path.join(directory, 'server.log'), 'wb')
     db = Database(engines.database(engine), os.path.join(directory, 'db'),
                   900, 1000000, args.packs)
-    port = free_port()
-    url = 'http://127.0.0.1:%d' % port
-    server = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine.name,
-         '-p', str(port), '--packs', str(args.packs), '-l', 'WARNING']
-        + db.args(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
-        deadline = time.monotonic() + 120
-        while not site_counters(url):
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit('the server did not start; see %s' % log.name)
-            time.sleep(0.5)
+        server, url = start_site(engine, db, args.packs, log)
+    except SystemExit:
+        db.stop()
+        raise
+    port = int(url.rsplit(':', 1)[1])
+    try:
         rows = [('alone', wrk(url, '/good', 4, args.seconds), '')]
         measured, opened, closed = scenario_slow(url, port, args.slow,
                                                  args.seconds, args.linger)

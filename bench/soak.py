@@ -140,6 +140,23 @@ class Database:
         self.server.stop()
 
 
+def start_site(engine, db, packs, log):
+    """(process, url) of server.py serving the engine on db, once /about
+    answers; SystemExit if it does not start."""
+    url = 'http://127.0.0.1:%d' % free_port()
+    server = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine.name,
+         '-p', url.rsplit(':', 1)[1], '--packs', str(packs), '-l', 'WARNING']
+        + db.args(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while not site_counters(url):
+        if server.poll() is not None or time.monotonic() > deadline:
+            terminate(server, 20)
+            raise SystemExit('the server did not start; see %s' % log.name)
+        time.sleep(0.5)
+    return server, url
+
+
 def growth(samples, key, warmup):
     """(first half max, second half max) of a key after the warm-up."""
     steady = [s[key] for s in samples if s['t'] >= warmup]
@@ -202,17 +219,7 @@ def main(argv=None):
     try:
         db = Database(engines.database(engine), os.path.join(directory, 'db'),
                       args.session_ttl, args.cap, args.packs)
-        port = free_port()
-        url = 'http://127.0.0.1:%d' % port
-        server = subprocess.Popen(
-            [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine.name,
-             '-p', str(port), '--packs', str(args.packs), '-l', 'WARNING']
-            + db.args(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        deadline = time.monotonic() + 120
-        while not site_counters(url):
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit('the server did not start; see %s' % log.name)
-            time.sleep(0.5)
+        server, url = start_site(engine, db, args.packs, log)
         print('soak of %s for %g min: samples every %.0f s, growth counted '
               'after %.0f s; log in %s' % (engine.name, args.minutes, args.every,
                                            warmup, log.name), flush=True)

@@ -286,12 +286,17 @@ def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
 def quick_run(tarantool, tmp_path_factory):
     if shutil.which('wrk') is None or shutil.which('nginx') is None:
         pytest.skip('needs wrk and nginx (./run.sh setup)')
+    return quick_bench(tarantool, tmp_path_factory, '--engines',
+                       ','.join(QUICK_ENGINES), '--pages', ','.join(QUICK_PAGES))
+
+
+def quick_bench(tarantool, tmp_path_factory, *options):
+    """(finished bench.py --quick process, its output directory)."""
     out = tmp_path_factory.mktemp('bench') / 'out'
     a = tarantool_address(tarantool)
-    argv = [sys.executable, 'bench.py', '--quick', '--engines',
-            ','.join(QUICK_ENGINES), '--pages', ','.join(QUICK_PAGES),
-            '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
-            '--port', str(free_port()), '--out', str(out)]
+    argv = [sys.executable, 'bench.py', '--quick'] + list(options) + [
+        '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
+        '--port', str(free_port()), '--out', str(out)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
                           timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -390,16 +395,9 @@ def profile_run(tarantool, tmp_path_factory):
         pytest.skip('needs wrk and nginx (./run.sh setup)')
     if profile.py_spy() is None:
         pytest.skip('needs py-spy (pip install -r requirements.txt)')
-    out = tmp_path_factory.mktemp('bench') / 'out'
-    a = tarantool_address(tarantool)
-    argv = [sys.executable, 'bench.py', '--quick', '--profile', '--plain',
-            '--warmup', '0', '--engines', PROFILE_ENGINE, '--pages', 'ugly,good',
-            '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
-            '--port', str(free_port()), '--out', str(out)]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
-                          timeout=240)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done, out
+    return quick_bench(tarantool, tmp_path_factory, '--profile', '--plain',
+                       '--warmup', '0', '--engines', PROFILE_ENGINE,
+                       '--pages', 'ugly,good')
 
 
 def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
