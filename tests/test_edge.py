@@ -267,7 +267,7 @@ class PostgresOutage:
 
     async def load(self):
         from data_interface.postgres.asyncpg_data import PostgresData
-        await load_small(PostgresData(self.db.dsn))
+        await load_small(PostgresData(self.db.owner_dsn))
         return ['--postgres', self.db.dsn]
 
     def down(self):
