@@ -82,10 +82,15 @@ async def sticker(site, sticker_id):
             return s
 
 
+def new_site(data, limits=(None, None)):
+    """The one way these tests make a Site. No background refresh during a
+    test: it would sweep and re-render."""
+    return Site(data, refresh_every=3600, limits=limits)
+
+
 @pytest.fixture
 async def site(new_data):
-    # No background refresh during a test: it would sweep and re-render.
-    s = Site(new_data(), refresh_every=3600)
+    s = new_site(new_data())
     await s.start()
     yield s
     await s.stop()
@@ -364,7 +369,7 @@ async def test_hostile_visitor_text_is_harmless(site):
 
 
 async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
-    site = Site(new_data(), refresh_every=3600, limits=((2, 60), (1, 60)))
+    site = new_site(new_data(), limits=((2, 60), (1, 60)))
     await site.start()
     try:
         statuses = [(await get(site, '/good')).status for _ in range(3)]
@@ -459,7 +464,7 @@ async def until(site, path, status):
 async def test_outage_answers_503_then_serves_again(backend):
     relay = Relay(database_port(backend))
     await relay.open()
-    site = Site(backend.via(relay.port), refresh_every=3600)
+    site = new_site(backend.via(relay.port))
     await site.start()
     try:
         assert (await get(site, '/good')).status == 200
@@ -494,7 +499,7 @@ async def test_outage_answers_503_then_serves_again(backend):
 @pytest.fixture
 def static_site():
     # Static files and the 404 page need no database.
-    return Site(None)
+    return new_site(None)
 
 
 @pytest.mark.parametrize('path, content_type, start', [
