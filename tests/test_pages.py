@@ -12,11 +12,13 @@ from bench.pagecheck import ballots, cards, client, session_cookie
 
 import dataset
 
-# Every framework, on each database; the pipelining and hostile-bytes
-# tests use the same processes.
+# Every framework, on each database, and the older aiohttp and sanic of the
+# legacy environment; the pipelining and hostile-bytes tests use the same
+# processes.
 ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'sanic-tarantool-one-uvloop', 'sanic-postgres-pool-uvloop',
-           'japronto-tarantool-one', 'japronto-postgres-pool']
+           'japronto-tarantool-one', 'japronto-postgres-pool',
+           'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one']
 
 
 @pytest.fixture(scope='module', params=ENGINES)
