@@ -185,12 +185,27 @@ def start_server(tmp_path_factory):
         server.stop()
 
 
+@pytest.fixture(scope='session')
+def shared_server(request, start_server):
+    """shared_server(engine) -> a running ServerProcess on the test databases
+    with no other option, started once and shared by every module that only
+    talks to it (pages, hostile bytes, pipelining)."""
+    servers = {}
+
+    def get(engine):
+        if engine not in servers:
+            servers[engine] = start_server(engine, *engine_args(request, engine))
+        return servers[engine]
+    return get
+
+
 class Backend:
     """How the contract suite makes DataInterface objects for one backend:
-    new() for the app's account, admin() for the loader's."""
+    new() for the app's account, admin() for the loader's, via(port) for the
+    app's account reaching the database through 127.0.0.1:port (a relay)."""
 
-    def __init__(self, new, admin):
-        self.new, self.admin = new, admin
+    def __init__(self, new, admin, via):
+        self.new, self.admin, self.via = new, admin, via
 
 
 def _tarantool_backend(request, mode, driver='asynctnt'):
@@ -200,14 +215,17 @@ def _tarantool_backend(request, mode, driver='asynctnt'):
     else:
         from data_interface.tarantool.asynctnt_data import AsynctntData as Data
     address = tarantool_address(request.getfixturevalue('tarantool'))
-    return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)))
+    return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)),
+                   lambda port: Data(address._replace(port=port), mode))
 
 
 def _postgres_backend(request):
     from data_interface.postgres.asyncpg_data import PostgresData
-    dsn = request.getfixturevalue('postgres').dsn
-    owner = request.getfixturevalue('postgres').owner_dsn
-    return Backend(lambda: PostgresData(dsn), lambda: PostgresData(owner))
+    server = request.getfixturevalue('postgres')
+    dsn, owner = server.dsn, server.owner_dsn
+    return Backend(lambda: PostgresData(dsn), lambda: PostgresData(owner),
+                   lambda port: PostgresData(dsn.replace(
+                       ':%d/' % server.port, ':%d/' % port), timeout=2))
 
 
 # Contract-suite backends: name -> (pytest request -> Backend)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import ARTIFACTS, tarantool_address
+from conftest import ARTIFACTS
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic',
@@ -25,10 +25,8 @@ async def browser():
         await b.close()
 
 
-async def test_click_a_sticker_and_see_the_vote(browser, tarantool, start_server):
-    a = tarantool_address(tarantool)
-    site = start_server('aiohttp-tarantool-one-uvloop',
-                        '--tarantool', '%s:%d' % (a.host, a.port)).url
+async def test_click_a_sticker_and_see_the_vote(browser, shared_server):
+    site = shared_server('aiohttp-tarantool-one').url
     os.makedirs(ARTIFACTS, exist_ok=True)
     page = await browser.new_page(viewport={'width': 1200, 'height': 900})
 

@@ -7,7 +7,7 @@ import asyncpg
 import pytest
 
 import dataset
-from conftest import TEST_PACKS, engine_args
+from conftest import TEST_PACKS
 from pages.http import clean_text
 
 SQL = b"'; DROP TABLE stickers; --"
@@ -36,8 +36,9 @@ REQUESTS = [
     (b'GET', b'/%00%27', [], b''),
 ]
 
+# The processes test_pages.py and test_pipelining.py use too.
 ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
-           'aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one']
+           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body):
@@ -113,9 +114,9 @@ async def stats_match_dataset(data):
 
 
 @pytest.mark.parametrize('engine', ENGINES)
-async def test_hostile_bytes_break_nothing(request, start_server, tmp_path,
+async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
                                            engine):
-    site = start_server(engine, *engine_args(request, engine))
+    site = shared_server(engine)
     port = site.port
     answers = [await raw_request(port, *r) for r in REQUESTS]
     statuses = [status for status, _ in answers]

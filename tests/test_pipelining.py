@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from conftest import tarantool_address
 
 JAPRONTO = ['japronto-tarantool-one', 'japronto-tarantool-one-uvloop',
             'japronto-tarantool-multi', 'japronto-tarantool-multi-uvloop',
@@ -23,9 +22,8 @@ STATUS = re.compile(br'HTTP/1\.1 (\d{3}) ')
 
 
 @pytest.fixture(scope='module', params=ENGINES)
-def server(request, start_server):
-    a = tarantool_address(request.getfixturevalue('tarantool'))
-    return start_server(request.param, '--tarantool', '%s:%d' % (a.host, a.port))
+def server(request, shared_server):
+    return shared_server(request.param)
 
 
 def get(path):

@@ -1,0 +1,534 @@
+"""Every page's content and rules, pages.Site called in-process over each
+backend's DataInterface on the real test databases: no server, no HTTP."""
+import asyncio
+import json
+import re
+import uuid
+
+import pytest
+
+import dataset
+import pages.site
+from data_interface import VoteOutcome
+from bench.pagecheck import ballots, cards, ranked, stat
+from conftest import TEST_PACKS
+from pages import ROUTES, Request, Site
+from pages.http import FRAMING, HTML, JSON, TEXT
+from pages.static import unrouted
+
+EXPECTED = dataset.generate(packs=TEST_PACKS)
+FORM = 'win=%s&lose=%s'
+
+
+def route(site, method, path):
+    """(handler, path parameters) the way adapters route a request."""
+    for route_method, pattern, name in ROUTES:
+        regex = '^%s$' % re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', pattern)
+        found = re.match(regex, path)
+        if route_method == method and found:
+            return getattr(site, name), found.groupdict()
+    return unrouted(site), {}
+
+
+async def call(site, method, path, cookie=None, body=b'', ip='127.0.0.1',
+               user_agent='pytest'):
+    """The one way these tests ask a page: a neutral Request for a decoded
+    path, as an adapter builds it; returns the page's Response."""
+    page, params = route(site, method, path)
+    return await page(Request(method, path, cookie, ip, user_agent, body),
+                      **params)
+
+
+async def get(site, path, cookie=None, **kwargs):
+    return await call(site, 'GET', path, cookie, **kwargs)
+
+
+async def vote(site, cookie, win, lose, **kwargs):
+    body = (FORM % (win, lose)).encode()
+    return await call(site, 'POST', '/', cookie, body, **kwargs)
+
+
+def text(response):
+    return response.body.decode('utf-8')
+
+
+def headers(response):
+    return dict(response.headers)
+
+
+def new_sid(response):
+    """The session a response's Set-Cookie starts, or None."""
+    m = re.match(r'sid=([^;]*);', headers(response).get('Set-Cookie', ''))
+    return m and m.group(1)
+
+
+async def new_ballots(site):
+    r = await get(site, '/')
+    assert r.status == 200
+    return new_sid(r), ballots(text(r))
+
+
+async def all_stickers(site):
+    """Every sticker, through the JSON API pages."""
+    result = []
+    for p in json.loads((await get(site, '/stickers')).body):
+        result.extend(json.loads((await get(site, p['url'])).body)['stickers'])
+    return result
+
+
+async def sticker(site, sticker_id):
+    for s in await all_stickers(site):
+        if s['id'] == sticker_id:
+            return s
+
+
+def new_site(data, limits=(None, None)):
+    """The one way these tests make a Site. No background refresh during a
+    test: it would sweep and re-render."""
+    return Site(data, refresh_every=3600, limits=limits)
+
+
+@pytest.fixture
+async def site(new_data):
+    s = new_site(new_data())
+    await s.start()
+    yield s
+    await s.stop()
+
+
+async def test_ugly(site):
+    r = await get(site, '/ugly')
+    assert (r.status, r.content_type, r.body) == (200, TEXT, b'UGLY')
+    assert 'Set-Cookie' not in headers(r)
+
+
+async def test_index_offers_two_stickers_and_a_session(site):
+    r = await get(site, '/')
+    assert (r.status, r.content_type) == (200, HTML)
+    for header in FRAMING:
+        assert header in r.headers
+    cookie = headers(r)['Set-Cookie']
+    assert 'Path=/' in cookie and 'HttpOnly' in cookie
+    assert 'SameSite=Lax' in cookie and 'Max-Age=31536000' in cookie
+    uuid.UUID(new_sid(r))
+    html = text(r)
+    (a, win_a, lose_a), (b, win_b, lose_b) = ballots(html)
+    assert a != b
+    assert (win_a, lose_a) == (lose_b, win_b)
+    assert 'action="/"' in html and '<nav' in html
+    assert 'Vote counted' not in html
+
+
+@pytest.mark.parametrize('cookie', [
+    'not-a-uuid', '', "'; DROP TABLE sessions; --", 'a\x00b', '\udcff\udcfe',
+    str(uuid.uuid4()).upper(), str(uuid.uuid4()) + ' ', 'x' * 10000])
+async def test_malformed_cookie_starts_a_new_session(site, cookie):
+    r = await get(site, '/good', cookie)
+    assert r.status == 200
+    assert new_sid(r) not in (None, cookie)
+
+
+async def test_returning_visitor_keeps_session(site):
+    cookie = str(uuid.uuid4())
+    for path in ('/', '/good', '/bad'):
+        r = await get(site, path, cookie)
+        assert r.status == 200 and new_sid(r) is None
+
+
+async def test_vote_moves_ratings(site):
+    cookie, ((a, win, lose), (b, _, _)) = await new_ballots(site)
+    before_a, before_b = await sticker(site, a), await sticker(site, b)
+    r = await vote(site, cookie, win, lose)
+    assert (r.status, r.content_type) == (200, HTML)
+    assert 'Vote counted.' in text(r)
+    assert len(ballots(text(r))) == 2
+    assert new_sid(r) is None
+    after_a, after_b = await sticker(site, a), await sticker(site, b)
+    assert after_a['rating'] == before_a['rating'] + 1
+    assert after_a['votes_plus'] == before_a['votes_plus'] + 1
+    assert after_a['votes_minus'] == before_a['votes_minus']
+    assert after_b['rating'] == before_b['rating'] - 1
+    assert after_b['votes_minus'] == before_b['votes_minus'] + 1
+    # The same ballots again: refused, nothing moves.
+    r = await vote(site, cookie, win, lose)
+    assert r.status == 409 and 'unknown or was already used' in text(r)
+    assert await sticker(site, a) == after_a
+
+
+async def test_the_ballots_of_a_vote_page_vote_again(site):
+    cookie, ((_, win, lose), _) = await new_ballots(site)
+    r = await vote(site, cookie, win, lose)
+    (_, win, lose), _ = ballots(text(r))
+    assert (await vote(site, cookie, win, lose)).status == 200
+
+
+@pytest.mark.parametrize('body, status, message', [
+    (b'', 400, 'two different ballots'),
+    (b'win=x', 400, 'two different ballots'),
+    (b'win=%s&lose=%s' % (b'a' * 22, b'a' * 22), 400, 'two different'),
+    (b'win=%s&lose=%s' % (b'a' * 22, b'b' * 22), 409, 'already used'),
+    (b"win=%27%3B+DROP+TABLE+x%3B+--&lose=%00", 400, 'two different'),
+    (b'win=\xff\xfe' + b'a' * 20 + b'&lose=' + b'b' * 22, 400, 'two'),
+    (b'win=%FF' + b'a' * 19 + b'&lose=' + b'b' * 22, 400, 'two different'),
+    (b'&' * 50 + b'win=' + b'a' * 22, 400, 'two different'),
+])
+async def test_bad_ballots(site, body, status, message):
+    r = await call(site, 'POST', '/', str(uuid.uuid4()), body)
+    assert (r.status, r.content_type) == (status, HTML)
+    assert message in text(r)
+
+
+async def test_foreign_and_unpaired_ballots(site):
+    cookie, ((a, win, lose), _) = await new_ballots(site)
+    _, ((_, win2, lose2), _) = await new_ballots(site)
+    before = await sticker(site, a)
+    r = await vote(site, str(uuid.uuid4()), win, lose)
+    assert r.status == 409 and 'another visitor' in text(r)
+    r = await vote(site, None, win, lose)
+    assert r.status == 409 and 'another visitor' in text(r)
+    r = await vote(site, cookie, win, lose2)
+    assert r.status == 400 and 'not issued together' in text(r)
+    assert await sticker(site, a) == before
+    assert (await vote(site, cookie, win, lose)).status == 200
+
+
+async def test_body_over_8_kib_is_refused(site):
+    cookie, ((_, win, lose), _) = await new_ballots(site)
+    body = (FORM % (win, lose)).encode() + b'&pad=' + b'x' * 9000
+    r = await call(site, 'POST', '/', cookie, body)
+    assert r.status == 413 and 'too large' in text(r)
+    assert (await vote(site, cookie, win, lose)).status == 200
+
+
+async def test_concurrent_double_post_counts_once(site):
+    cookie, ((a, win, lose), _) = await new_ballots(site)
+    before = await sticker(site, a)
+    results = await asyncio.gather(*[
+        vote(site, cookie, win, lose) for _ in range(6)])
+    assert sorted(r.status for r in results) == [200, 409, 409, 409, 409, 409]
+    assert (await sticker(site, a))['rating'] == before['rating'] + 1
+
+
+async def test_expired_ballot_is_refused(site, monkeypatch):
+    monkeypatch.setattr(pages.site, 'BALLOT_TTL', 0.2)
+    cookie, ((a, win, lose), _) = await new_ballots(site)
+    before = await sticker(site, a)
+    await asyncio.sleep(0.5)
+    r = await vote(site, cookie, win, lose)
+    assert r.status == 409 and 'expired' in text(r)
+    assert await sticker(site, a) == before
+
+
+@pytest.mark.parametrize('page, best', [('/good', True), ('/bad', False)])
+async def test_ranked_pages(site, page, best):
+    expected = ranked(await all_stickers(site), best)
+    r = await get(site, page)
+    assert (r.status, r.content_type) == (200, HTML)
+    html = text(r)
+    assert cards(html) == expected
+    assert new_sid(r)
+    assert ('The best 9' if best else 'The worst 9') in html
+    assert 'aria-current="page"' in html
+
+
+CARD = re.compile(
+    r'data-sticker-id="(\d+)".*?title="rating">[+]?(-?\d+)</p>.*?'
+    r'▲ (\d+)</span> <span class="down" title="votes against">▼ (\d+)<',
+    re.DOTALL)
+
+
+def shown(html):
+    """{sticker id: (rating, votes for, votes against)} of a ranked page."""
+    return {int(i): tuple(int(x) for x in rest)
+            for i, *rest in CARD.findall(html)}
+
+
+async def test_a_vote_changes_the_next_good_page(site):
+    cookie = str(uuid.uuid4())
+    top = shown(text(await get(site, '/good', cookie)))
+    assert len(top) == 9
+    # Ask for pairs until one holds a sticker of the best nine.
+    for _ in range(5000):
+        pair = ballots(text(await get(site, '/', cookie)))
+        chosen = [b for b in pair if b[0] in top]
+        if chosen:
+            break
+    winner, win, lose = chosen[0]
+    assert (await vote(site, cookie, win, lose)).status == 200
+    html = text(await get(site, '/good', cookie))
+    rating, plus, minus = top[winner]
+    assert shown(html)[winner] == (rating + 1, plus + 1, minus)
+    assert cards(html) == ranked(await all_stickers(site), True)
+
+
+async def stats(site):
+    return await site.data.stats()
+
+
+async def test_good_without_a_cookie_moves_counters_each_time(site):
+    sessions = set()
+    for _ in range(3):
+        before = await stats(site)
+        r = await get(site, '/good')
+        after = await stats(site)
+        assert after.users == before.users + 1
+        assert after.views == before.views + 1
+        assert after.sessions == before.sessions + 1
+        sessions.add(new_sid(r))
+    assert len(sessions) == 3 and None not in sessions
+    # A returning visitor is a view, not a new user.
+    before = await stats(site)
+    await get(site, '/bad', sessions.pop())
+    after = await stats(site)
+    assert (after.users, after.views, after.sessions) == (
+        before.users, before.views + 1, before.sessions)
+
+
+async def test_ballots_of_the_index_are_in_the_database(site):
+    before = await stats(site)
+    cookie, ((a, win, lose), (b, _, _)) = await new_ballots(site)
+    after = await stats(site)
+    assert after.ballots == before.ballots + 2
+    assert (after.views, after.users) == (before.views + 1, before.users + 1)
+    # They are this visitor's pair, as issued: the database takes them.
+    assert await site.data.cast_vote(cookie, win, lose) == VoteOutcome.OK
+    assert (await stats(site)).votes == after.votes + 1
+
+
+async def test_about_shows_counts_of_the_last_refresh(site):
+    r = await get(site, '/about')
+    assert (r.status, r.content_type) == (200, HTML)
+    html = text(r)
+    assert stat(html, 'packs') == len(EXPECTED.packs)
+    assert stat(html, 'stickers') == len(EXPECTED.stickers)
+    assert 'aria-current="page"' in html and new_sid(r) is None
+    users, views = stat(html, 'users'), stat(html, 'views')
+    await get(site, '/good')
+    assert text(await get(site, '/about')) == html   # until the next refresh
+    await site.refresh()
+    html = text(await get(site, '/about'))
+    assert stat(html, 'users') >= users + 1
+    assert stat(html, 'views') >= views + 1
+
+
+async def test_json_api(site):
+    r = await get(site, '/stickers')
+    assert (r.status, r.content_type) == (200, JSON)
+    packs = json.loads(r.body)
+    assert [p['name'] for p in packs] == sorted(p.name for p in EXPECTED.packs)
+    for p in packs:
+        ids = [s.id for s in EXPECTED.stickers if s.pack == p['name']]
+        assert p['stickers'] == len(ids)
+        assert p['url'] == '/stickers/' + p['name']
+    first = EXPECTED.stickers[0]
+    r = await get(site, '/stickers/' + first.pack)
+    pack = json.loads(r.body)
+    assert (r.status, r.content_type) == (200, JSON)
+    assert pack['name'] == first.pack and pack['title']
+    assert pack['stickers'][0]['image'] == first.image
+    r = await get(site, '/stickers/%s/%d' % (first.pack, first.id))
+    assert (r.status, r.content_type) == (200, JSON)
+    assert set(json.loads(r.body)) == {'id', 'pack', 'pack_title', 'image',
+                                       'rating', 'votes_plus', 'votes_minus'}
+    assert json.loads(r.body)['id'] == first.id
+
+
+PACK = EXPECTED.packs[0].name
+
+
+@pytest.mark.parametrize('path, error', [
+    ('/stickers/no_such_pack', 'no such pack'),
+    ('/stickers/no_such_pack/1', 'no such sticker'),
+    ('/stickers/%s/999999' % PACK, 'no such sticker'),
+    ('/stickers/%s/abc' % PACK, 'no such sticker'),
+    ('/stickers/%s/\u00b2' % PACK, 'no such sticker'),
+    ('/stickers/%s/-1' % PACK, 'no such sticker'),
+    ('/stickers/%s/1\x00' % PACK, 'no such sticker'),
+    ('/stickers/%s/%s' % (PACK, '9' * 40), 'no such sticker'),
+    ("/stickers/'; DROP TABLE stickers; --", 'no such pack'),
+    ('/stickers/a\x00b', 'no such pack'),
+    ('/stickers/\udcff\udcfe', 'no such pack'),
+    ('/stickers/' + 'a' * 65, 'no such pack'),
+    ('/stickers/%s/1/more' % PACK, 'not found'),
+])
+async def test_json_api_misses_are_404_json(site, path, error):
+    r = await get(site, path)
+    assert (r.status, r.content_type) == (404, JSON)
+    assert json.loads(r.body) == {'error': error}
+
+
+async def test_hostile_visitor_text_is_harmless(site):
+    for user_agent, ip in [("'; DROP TABLE sessions; -- \u2603", '::1'),
+                           ('\udcff\x00' * 3000, '\udcfe' * 100),
+                           ('x' * 100000, '1' * 1000)]:
+        for path in ('/', '/good', '/bad'):
+            r = await get(site, path, user_agent=user_agent, ip=ip)
+            assert r.status == 200, (path, text(r))
+    s = await stats(site)
+    assert (s.packs, s.stickers) == (len(EXPECTED.packs), len(EXPECTED.stickers))
+
+
+async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
+    site = new_site(new_data(), limits=((2, 60), (1, 60)))
+    await site.start()
+    try:
+        statuses = [(await get(site, '/good')).status for _ in range(3)]
+        assert statuses == [200, 200, 429]
+        r = await get(site, '/')
+        assert r.status == 429 and 'Too many requests' in text(r)
+        assert int(headers(r)['Retry-After']) >= 1
+        cookie = str(uuid.uuid4())
+        assert (await get(site, '/', cookie)).status == 200   # not a new one
+        r = await get(site, '/', ip='10.0.0.2')                # another address
+        cookie, ((_, win, lose), _) = new_sid(r), ballots(text(r))
+        assert (await vote(site, cookie, win, lose, ip='10.0.0.2')).status == 200
+        r = await vote(site, cookie, 'a' * 22, 'b' * 22, ip='10.0.0.2')
+        assert r.status == 429 and 'Retry-After' in headers(r)
+    finally:
+        await site.stop()
+
+
+class Relay:
+    """A TCP relay to a database, which a test cuts (open connections
+    reset, new ones refused) and mends: an outage as the site sees it."""
+
+    def __init__(self, port):
+        self.target, self.port = port, 0
+        self.server, self.writers, self.tasks = None, set(), set()
+
+    async def open(self):
+        self.server = await asyncio.start_server(
+            self._relay, '127.0.0.1', self.port, reuse_address=True)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def cut(self):
+        self.server.close()
+        await self.server.wait_closed()
+        for w in list(self.writers):
+            w.transport.abort()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def _relay(self, reader, writer):
+        task = asyncio.current_task()
+        self.tasks.add(task)
+        try:
+            await self._connect(reader, writer)
+        finally:
+            self.tasks.discard(task)
+
+    async def _connect(self, reader, writer):
+        try:
+            up_reader, up_writer = await asyncio.open_connection(
+                '127.0.0.1', self.target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.writers |= {writer, up_writer}
+        await asyncio.gather(self._pipe(reader, up_writer),
+                             self._pipe(up_reader, writer))
+        self.writers -= {writer, up_writer}
+
+    @staticmethod
+    async def _pipe(reader, writer):
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.transport.abort()
+
+
+def database_port(backend):
+    data = backend.new()
+    address = getattr(data, 'address', None)
+    if address is not None:
+        return address.port
+    return int(re.search(r':(\d+)/', data.dsn).group(1))
+
+
+async def until(site, path, status):
+    r = None
+    for _ in range(100):
+        r = await get(site, path)
+        if r.status == status:
+            return r
+        await asyncio.sleep(0.1)
+    assert r.status == status, text(r)
+
+
+async def test_outage_answers_503_then_serves_again(backend):
+    relay = Relay(database_port(backend))
+    await relay.open()
+    site = new_site(backend.via(relay.port))
+    await site.start()
+    try:
+        assert (await get(site, '/good')).status == 200
+        cookie, ((_, win, lose), _) = await new_ballots(site)
+        await relay.cut()
+        for path in ('/', '/good', '/bad'):
+            r = await until(site, path, 503)
+            assert r.content_type == HTML
+            assert 'The database is unavailable' in text(r)
+        r = await vote(site, cookie, win, lose)
+        assert r.status == 503 and 'unavailable' in text(r)
+        for path in ('/stickers/%s' % PACK, '/stickers/%s/1' % PACK):
+            r = await get(site, path)
+            assert (r.status, r.content_type) == (503, JSON)
+            assert json.loads(r.body) == {'error': 'database unavailable'}
+        assert site.outage.since is not None
+        # What needs no database answers as before.
+        assert (await get(site, '/ugly')).status == 200
+        assert (await get(site, '/about')).status == 200
+        assert (await get(site, '/stickers')).status == 200
+        assert (await get(site, '/static/style.css')).status == 200
+        # The failed vote counted nothing: its ballots still vote.
+        await relay.open()
+        await until(site, '/good', 200)
+        assert site.outage.since is None
+        assert (await vote(site, cookie, win, lose)).status == 200
+    finally:
+        await site.stop()
+        await relay.cut()
+
+
+@pytest.fixture
+def static_site():
+    # Static files and the 404 page need no database.
+    return new_site(None)
+
+
+@pytest.mark.parametrize('path, content_type, start', [
+    ('/static/style.css', 'text/css', b''),
+    ('/favicon.ico', None, b'\0\0\1\0'),
+    (EXPECTED.stickers[0].image, 'image/svg+xml', b'<svg'),
+])
+async def test_static_files(static_site, path, content_type, start):
+    r = await get(static_site, path)
+    assert r.status == 200 and r.body.startswith(start) and r.body
+    if content_type:
+        assert r.content_type == content_type
+    assert (await call(static_site, 'HEAD', path)).body == r.body
+
+
+@pytest.mark.parametrize('path', [
+    '/static/../server.py', '/static/../../etc/passwd', '/img/../../server.py',
+    '/static/./../server.py', '/static//etc/passwd', '/static/\x00style.css',
+    '/static/style.css\x00.png', '/static/', '/img/', '/static/\udcff',
+    '/static/' + 'x' * 5000,
+])
+async def test_paths_outside_static_are_404(static_site, path):
+    r = await get(static_site, path)
+    assert r.status == 404
+    assert b'import' not in r.body and b'root:' not in r.body
+
+
+@pytest.mark.parametrize('path', ['/nope', '/good/', '/index.html', '/img'])
+async def test_unknown_page_is_404(static_site, path):
+    r = await get(static_site, path)
+    assert (r.status, r.content_type) == (404, HTML)
+    assert 'There is no page here' in text(r)
