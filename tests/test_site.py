@@ -4,17 +4,18 @@ import asyncio
 import json
 import re
 import uuid
+from dataclasses import replace
 
 import pytest
 
 import dataset
-import pages.site
 from data_interface import VoteOutcome
 from bench.pagecheck import ballots, cards, ranked, stat
 from conftest import TEST_PACKS
-from pages import ROUTES, Request, Site
+from pages import Request, Site
 from pages.http import FRAMING, HTML, JSON, TEXT
 from pages.static import unrouted
+from settings import DEFAULTS
 
 EXPECTED = dataset.generate(packs=TEST_PACKS)
 FORM = 'win=%s&lose=%s'
@@ -22,11 +23,11 @@ FORM = 'win=%s&lose=%s'
 
 def route(site, method, path):
     """(handler, path parameters) the way adapters route a request."""
-    for route_method, pattern, name in ROUTES:
-        regex = '^%s$' % re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', pattern)
+    for r in site.routes():
+        regex = '^%s$' % re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', r.path)
         found = re.match(regex, path)
-        if route_method == method and found:
-            return getattr(site, name), found.groupdict()
+        if r.method == method and found:
+            return r.handler, found.groupdict()
     return unrouted(site), {}
 
 
@@ -35,7 +36,8 @@ async def call(site, method, path, cookie=None, body=b'', ip='127.0.0.1',
     """The one way these tests ask a page: a neutral Request for a decoded
     path, as an adapter builds it; returns the page's Response."""
     page, params = route(site, method, path)
-    return await page(Request(method, path, cookie, ip, user_agent, body),
+    cookies = {} if cookie is None else {'sid': cookie}
+    return await page(Request(method, path, cookies, ip, user_agent, body),
                       **params)
 
 
@@ -82,18 +84,32 @@ async def sticker(site, sticker_id):
             return s
 
 
-def new_site(data, limits=(None, None)):
+def new_site(data, limits=('0', '0')):
     """The one way these tests make a Site. No background refresh during a
-    test: it would sweep and re-render."""
-    return Site(data, refresh_every=3600, limits=limits)
+    test: it would sweep and re-render. limits: per-IP rates (sessions,
+    votes) as --limit-sessions and --limit-votes take them."""
+    return Site(data, replace(DEFAULTS, refresh_every=3600,
+                              limit_sessions=limits[0], limit_votes=limits[1]))
+
+
+async def started(data, **kwargs):
+    """A started Site over a started data interface, as server.py has it."""
+    await data.start()
+    site = new_site(data, **kwargs)
+    await site.start()
+    return site
+
+
+async def stopped(site):
+    await site.stop()
+    await site.data.close()
 
 
 @pytest.fixture
 async def site(new_data):
-    s = new_site(new_data())
-    await s.start()
+    s = await started(new_data())
     yield s
-    await s.stop()
+    await stopped(s)
 
 
 async def test_ugly(site):
@@ -210,7 +226,7 @@ async def test_concurrent_double_post_counts_once(site):
 
 
 async def test_expired_ballot_is_refused(site, monkeypatch):
-    monkeypatch.setattr(pages.site, 'BALLOT_TTL', 0.2)
+    monkeypatch.setattr(site, 'ballot_ttl', 0.2)
     cookie, ((a, win, lose), _) = await new_ballots(site)
     before = await sticker(site, a)
     await asyncio.sleep(0.5)
@@ -369,8 +385,7 @@ async def test_hostile_visitor_text_is_harmless(site):
 
 
 async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
-    site = new_site(new_data(), limits=((2, 60), (1, 60)))
-    await site.start()
+    site = await started(new_data(), limits=('2/m', '1/m'))
     try:
         statuses = [(await get(site, '/good')).status for _ in range(3)]
         assert statuses == [200, 200, 429]
@@ -385,7 +400,7 @@ async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
         r = await vote(site, cookie, 'a' * 22, 'b' * 22, ip='10.0.0.2')
         assert r.status == 429 and 'Retry-After' in headers(r)
     finally:
-        await site.stop()
+        await stopped(site)
 
 
 class Relay:
@@ -464,8 +479,7 @@ async def until(site, path, status):
 async def test_outage_answers_503_then_serves_again(backend):
     relay = Relay(database_port(backend))
     await relay.open()
-    site = new_site(backend.via(relay.port))
-    await site.start()
+    site = await started(backend.via(relay.port))
     try:
         assert (await get(site, '/good')).status == 200
         cookie, ((_, win, lose), _) = await new_ballots(site)
@@ -492,7 +506,7 @@ async def test_outage_answers_503_then_serves_again(backend):
         assert site.outage.since is None
         assert (await vote(site, cookie, win, lose)).status == 200
     finally:
-        await site.stop()
+        await stopped(site)
         await relay.cut()
 
 
