@@ -178,14 +178,18 @@ class Site:
             return self.refusals[limit]
         return None
 
-    async def _pair_page(self, request, notice=None):
+    def _visit(self, request):
+        """(Visit, Set-Cookie header or None, 429 page or None): a visitor
+        without a session starts one, within the per-IP limit."""
         session, cookie = session_of(request)
-        if cookie:
-            refused = self._refused(self.session_limit, request)
-            if refused:
-                return refused
-        visit = Visit(session, clean_text(request.ip, 64),
-                      clean_text(request.user_agent, 256))
+        refused = cookie and self._refused(self.session_limit, request)
+        return (Visit(session, clean_text(request.ip, 64),
+                      clean_text(request.user_agent, 256)), cookie, refused)
+
+    async def _pair_page(self, request, notice=None):
+        visit, cookie, refused = self._visit(request)
+        if refused:
+            return refused
         tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
         a, b = await self.data.sticker_pair(visit, tokens,
                                               self.ballot_ttl)
@@ -216,13 +220,9 @@ class Site:
         return await self._pair_page(request, notice='Vote counted.')
 
     async def _ranked(self, request, nav, heading, fetch):
-        session, cookie = session_of(request)
-        if cookie:
-            refused = self._refused(self.session_limit, request)
-            if refused:
-                return refused
-        visit = Visit(session, clean_text(request.ip, 64),
-                      clean_text(request.user_agent, 256))
+        visit, cookie, refused = self._visit(request)
+        if refused:
+            return refused
         stickers = await fetch(visit, TOP_COUNT)
         return html(200, 'top.html', [cookie] if cookie else (), nav=nav,
                     heading=heading, stickers=list(enumerate(stickers, 1)))
