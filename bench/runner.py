@@ -142,18 +142,14 @@ class Matrix:
 
     def engine(self, name):
         t = self.target(name, 'engine')
-        log = os.path.join(self.s.out, 'logs', name + '.log')
-        t['log'] = os.path.relpath(log, self.s.out)
+        log = self.log(t)
         server = EngineServer(name, self.s.port, self.s.server_args, log,
                               self.s.pin['server'])
         t['command'] = server.argv
         left = target_guess(self.s, 'engine')
         try:
-            self.progress.show('%s · starting' % name)
-            try:
-                server.start()
-            except RuntimeError as e:
-                return self.fail(t, 'did not start: %s' % e, left)
+            if not self.started(t, server, left):
+                return
             self.progress.advance(START_GUESS)
             left -= START_GUESS
             self.progress.show('%s · verifying' % name)
@@ -183,20 +179,33 @@ class Matrix:
         finally:
             server.stop()
 
+    def log(self, t):
+        """The log file of a target's server, noted in its record."""
+        log = os.path.join(self.s.out, 'logs', t['name'] + '.log')
+        t['log'] = os.path.relpath(log, self.s.out)
+        return log
+
+    def started(self, t, server, left, **options):
+        """Start a target's server; False, with the target failed, if it
+        does not start."""
+        self.progress.show('%s · starting' % t['name'])
+        try:
+            server.start(**options)
+        except RuntimeError as e:
+            self.fail(t, 'did not start: %s' % e, left)
+            return False
+        return True
+
     def hello(self, name, framework, loop):
         t = self.target(name, 'hello')
-        log = os.path.join(self.s.out, 'logs', name + '.log')
-        t['log'] = os.path.relpath(log, self.s.out)
+        log = self.log(t)
         server = hello.HelloServer(framework, loop, free_port(), log,
                                    self.s.pin['server'])
         t['command'] = server.argv
         left = target_guess(self.s, 'hello')
         try:
-            self.progress.show('%s · starting' % name)
-            try:
-                server.start(timeout=60)
-            except RuntimeError as e:
-                return self.fail(t, 'did not start: %s' % e, left)
+            if not self.started(t, server, left, timeout=60):
+                return
             t['verification'] = verify.hello(server.url)
             self.progress.advance(START_GUESS + VERIFY_GUESS)
             left -= START_GUESS + VERIFY_GUESS
