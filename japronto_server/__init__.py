@@ -14,7 +14,7 @@ from japronto.router import RouteNotFoundException
 
 from pages import MAX_BODY, Request
 from pages.http import EVERY
-from pages.static import static_page
+from pages.static import unrouted
 from .pipeline import Connection, Refused, drain, feed_later
 
 # Pages that never wait (Route.waits false) get plain functions as
@@ -123,12 +123,12 @@ def make_app(site):
             app.router.add_route(route.path, wrap(route.handler, True),
                                  method='HEAD')
 
-    def unrouted(request, exception):
-        method = request.method
-        r = static_page(request.path) if method in ('GET', 'HEAD') else None
-        return _response(request, r or _now(site.not_found(_request(request))),
-                         method == 'HEAD')
-    app.add_error_handler(RouteNotFoundException, unrouted)
+    page = unrouted(site)     # a static file, else the 404 page
+
+    def not_routed(request, exception):
+        return _response(request, _now(page(_request(request))),
+                         request.method == 'HEAD')
+    app.add_error_handler(RouteNotFoundException, not_routed)
     # japronto's own prints every unparsable request to stdout.
     app.protocol_error_handler = lambda error: Refused(400).response()
     return app
