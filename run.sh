@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-SERVE_PACKAGES="tarantool postgresql python3-venv"
+SERVE_PACKAGES="tarantool postgresql python3-venv libuv1"
 TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core"
 VENV=.venv
 LEGACY_VENV=.venv37
