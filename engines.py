@@ -12,18 +12,25 @@ from collections import namedtuple
 
 Engine = namedtuple('Engine', 'name framework driver mode loop')
 
-FRAMEWORKS = ('aiohttp', 'sanic', 'japronto')
+FRAMEWORKS = ('aiohttp', 'sanic', 'japronto', 'uvicorn', 'granian', 'fastapi',
+              'socketify')
 # driver name -> (database, connection modes)
 DRIVERS = (
     ('tarantool', 'tarantool', ('one', 'multi')),
     ('aiotarantool', 'tarantool', ('one', 'multi')),
     ('postgres', 'postgres', ('pool',)),
 )
+# aiotarantool installs only on CPython <= 3.8, the current stacks only on
+# newer ones: they never meet in one interpreter.
+LEGACY_DRIVERS = ('aiotarantool',)
+CURRENT_ONLY = ('uvicorn', 'granian', 'fastapi', 'socketify')
 LOOPS = ('asyncio', 'uvloop')
 
 # What each dimension needs importable in this interpreter.
 MODULES = {
     'aiohttp': 'aiohttp', 'sanic': 'sanic', 'japronto': 'japronto',
+    'uvicorn': 'uvicorn', 'granian': 'granian', 'fastapi': 'fastapi',
+    'socketify': 'socketify',
     'uvloop': 'uvloop', 'tarantool': 'asynctnt', 'aiotarantool': 'aiotarantool',
     'postgres': 'asyncpg',
 }
@@ -39,6 +46,8 @@ def _build():
     engines = []
     for framework in FRAMEWORKS:
         for driver, _, modes in DRIVERS:
+            if framework in CURRENT_ONLY and driver in LEGACY_DRIVERS:
+                continue
             for mode in modes:
                 for loop in LOOPS:
                     name = '-'.join([framework, driver, mode]
