@@ -45,7 +45,7 @@ VOTE_ERRORS = {
 def html(http_status, template, headers=(), **context):
     body = TEMPLATES.get_template(template).render(**context)
     return Response(http_status, HTML, body.encode('utf-8'),
-                    FRAMING + tuple(headers))
+                    FRAMING + tuple(headers) if headers else FRAMING)
 
 
 def error_page(status, message, headers=()):
