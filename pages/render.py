@@ -49,8 +49,8 @@ def contender_values(s, win, lose):
 
 class Part:
     """A template rendered for one sticker with markers for `fields`, kept
-    as a format string by the sticker's fixed values (a sticker changed by a
-    new data set gets a new one): format(*values) gives what the template
+    as a %-format by the sticker's fixed values (a sticker changed by a new
+    data set gets a new one): format % values gives what the template
     renders."""
 
     def __init__(self, template, fields):
@@ -67,7 +67,7 @@ class Part:
             fmt = self._compile(s, key)
             if fmt is None:      # a marker in its text: render as it is
                 return self.direct(s, values)
-        return fmt.format(*[values[f] for f in self.fields])
+        return fmt % values
 
     def direct(self, s, values):
         """What Jinja renders, no parts kept."""
@@ -83,9 +83,9 @@ class Part:
                             votes_minus=marks.get('votes_minus',
                                                   s.votes_minus))
         text = self.template.render(s=marked, **marks)
-        fmt = text.replace('{', '{{').replace('}', '}}')
-        for i in range(len(self.fields)):
-            fmt = fmt.replace(MARK % i, '{%d}' % i)
+        fmt = text.replace('%', '%%')
+        for i, field in enumerate(self.fields):
+            fmt = fmt.replace(MARK % i, '%%(%s)s' % field)
         if len(self.kept) >= MAX_KEPT:
             self.kept.clear()
         self.kept[key] = fmt
