@@ -235,7 +235,11 @@ def main(argv=None):
             max(logging.ERROR, logging.getLevelName(args.level)))
     if args.worker is not None:
         import workers
-        job = serve(engine, args.settings, workers.read_config())
+        try:
+            job = serve(engine, args.settings, workers.read_config())
+        except (RuntimeError, ValueError, KeyError, TypeError) as e:
+            log.error('bad settings from the parent: %s', e)
+            return 1
     elif args.workers > 1:
         job = serve_workers(engine, args.settings, argv)
     else:

@@ -219,6 +219,8 @@ async def parent(engine, s, argv, stopped):
                     sweep_forever(data, s.refresh_every))
             workers = Workers(s.workers, argv, config)
             try:
+                if stopped.is_set():    # a signal while the databases started
+                    return
                 await workers.start()
                 log.info('serving %s on http://%s:%d/ from %d workers, pids '
                          '%s (Python %s)', engine.name, s.host, s.port,

@@ -166,6 +166,8 @@ def settings(argv):
     if args.packs:
         server_args += ['--packs', str(args.packs)]
     if args.workers > 1:
+        if args.profile:
+            fail('--profile samples one process: leave out --workers')
         if not server_accepts('--workers'):
             fail('--workers: this server.py has no such option')
         server_args += ['--workers', str(args.workers)]

@@ -225,6 +225,8 @@ def test_engine_labels_fit_on_three_lines():
     (['--duration', '0'], 'must be 1 or more'),
     (['--tarantool', 'nohost'], '--tarantool'),
     (['--pipelined', '--pages', 'vote'], 'nothing to time'),
+    (['--workers', '0'], 'must be 1 or more'),
+    (['--workers', '2', '--profile'], 'leave out --workers'),
 ])
 def test_bad_arguments_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
