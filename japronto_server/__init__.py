@@ -188,7 +188,8 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     server = await loop.create_server(
         lambda: protocol(gate, lambda: Connection(Protocol(app), prefixes,
                                                   MAX_BODY, connections)),
-        host, port, backlog=1024, reuse_address=True)
+        host, port, backlog=1024, reuse_address=True,
+        reuse_port=settings.reuse_port or None)
     try:
         await stopped.wait()
     finally:
