@@ -7,14 +7,13 @@ to their framework.
 import asyncio
 import logging
 import os
-import secrets
 import time
 import types
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
 from settings import DEFAULTS
 from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
-                   ballot_form, clean_text, json_response, session_of,
+                   ballot_form, ballot_tokens, clean_text, json_response, session_of,
                    text_response)
 from .limits import RateLimit, parse_rate
 from .outage import Outage
@@ -191,7 +190,7 @@ class Site:
         visit, cookie, refused = self._visit(request)
         if refused:
             return refused
-        tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
+        tokens = ballot_tokens()
         a, b = await self.data.sticker_pair(visit, tokens,
                                               self.ballot_ttl)
         return Response(200, HTML, INDEX[notice].body(duel(a, b, tokens)),
