@@ -1,0 +1,105 @@
+"""FastAPI adapter: the pages as FastAPI routes with Starlette responses,
+served by uvicorn (fastapi_server/serving.py)."""
+import inspect
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
+
+import edge
+from pages import MAX_BODY
+from pages import Request as PageRequest
+from pages.http import text_response
+from pages.static import unrouted
+
+from .serving import serve_app
+
+TOO_LARGE = text_response(413, 'Request body is larger than %d bytes' % MAX_BODY)
+GONE = text_response(400, 'The request body did not arrive')
+
+
+async def read_body(request):
+    """The body, read in chunks up to MAX_BODY; a pages Response instead
+    when it is too large or never arrives."""
+    length = request.headers.get('content-length', '')
+    if length.isdigit() and int(length) > MAX_BODY:
+        return TOO_LARGE
+    chunks = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                return TOO_LARGE
+            chunks.append(chunk)
+    except ClientDisconnect:
+        return GONE
+    return b''.join(chunks)
+
+
+def user_agent(request):
+    # Starlette decodes headers as latin-1; the pages take UTF-8 text with
+    # undecodable bytes escaped, as the other frameworks give it.
+    return request.headers.get('user-agent', '').encode('latin-1').decode(
+        'utf-8', 'surrogateescape')
+
+
+def _answer(r):
+    headers = dict(r.headers) if r.headers else None
+    if r.status == 413:     # the rest of the body is not worth reading
+        headers = dict(headers or (), Connection='close')
+    return Response(content=r.body, status_code=r.status,
+                    media_type=r.content_type, headers=headers)
+
+
+def _endpoint(page, path, waits, with_body):
+    async def endpoint(request: Request, **params):
+        scope = request.scope
+        body = b''
+        if with_body:
+            body = await read_body(request)
+            if not isinstance(body, bytes):
+                return _answer(body)
+        # While a page waits, edge must not time its connection out.
+        conn = scope['state'].get('edge', edge.GONE) if waits else edge.GONE
+        conn.enter()
+        try:
+            client = scope.get('client')
+            r = await page(PageRequest(
+                scope['method'], scope['path'], request.cookies,
+                client[0] if client else '',
+                user_agent(request), body), **params)
+        finally:
+            conn.leave()
+        return _answer(r)
+    # The path parameters, declared to FastAPI as plain strings.
+    names = [part[1:-1].split(':')[0] for part in path.split('/')
+             if part.startswith('{')]
+    endpoint.__signature__ = inspect.Signature(
+        [inspect.Parameter('request', inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                           annotation=Request)]
+        + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                             annotation=str) for name in names
+           if name != 'tail'])
+    return endpoint
+
+
+def make_app(site):
+    router = APIRouter()
+    for route in site.routes():
+        methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
+        router.add_api_route(
+            route.path, _endpoint(route.handler, route.path, route.waits,
+                                  route.method != 'GET'),
+            methods=methods, include_in_schema=False)
+    router.add_api_route(
+        '/{tail:path}', _endpoint(unrouted(site), '/{tail:path}', False, False),
+        methods=['GET', 'HEAD'], include_in_schema=False)
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app.include_router(router)
+    return app
+
+
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve until the `stopped` event is set, then finish pending requests."""
+    await serve_app(make_app(site), host, port, stopped, settings)

@@ -1,0 +1,71 @@
+"""An ASGI application on uvicorn (httptools), each connection behind
+edge.Edge, in the running loop, until an asyncio.Event is set."""
+import asyncio
+import contextlib
+import socket
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+import edge
+from pages.http import EVERY
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self):
+        # server.py owns SIGINT and SIGTERM.
+        yield
+
+
+def listen(host, port, reuse_port=False, backlog=1024):
+    """A listening socket (bound here, so that a busy port is an OSError
+    and SO_REUSEPORT can be set)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def edge_protocol(gate):
+    """uvicorn's httptools protocol behind an Edge; the request scope's
+    state holds the Edge under 'edge' (for enter() and leave())."""
+    def protocol(config, server_state, app_state, _loop=None):
+        outer = edge.Edge(gate, None)
+        outer.make_inner = lambda: HttpToolsProtocol(
+            config, server_state, dict(app_state, edge=outer), _loop)
+        return outer
+    return protocol
+
+
+async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve `app` until `stopped` is set, then finish pending requests."""
+    sock = listen(host, port, getattr(settings, 'reuse_port', False))
+    config = uvicorn.Config(
+        app, http=edge_protocol(edge.Gate(settings)), ws='none',
+        lifespan='off', interface='asgi3', access_log=False, log_config=None,
+        proxy_headers=False, server_header=False, headers=list(EVERY),
+        # edge.Edge enforces the keep-alive limit; uvicorn's is a backstop.
+        timeout_keep_alive=settings.keepalive + 1,
+        timeout_graceful_shutdown=10, backlog=1024)
+    server = _Server(config)
+
+    async def stop():
+        await stopped.wait()
+        server.should_exit = True
+    stopper = asyncio.ensure_future(stop())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        stopper.cancel()
+        sock.close()
