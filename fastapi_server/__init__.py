@@ -2,7 +2,7 @@
 served by uvicorn (fastapi_server/serving.py)."""
 import inspect
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 
@@ -85,7 +85,10 @@ def _endpoint(page, path, waits, with_body):
 
 
 def make_app(site):
-    router = APIRouter()
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    # The app's own APIRouter: an included one would be matched as a second
+    # level on every request.
+    router = app.router
     for route in site.routes():
         methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
         router.add_api_route(
@@ -95,8 +98,6 @@ def make_app(site):
     router.add_api_route(
         '/{tail:path}', _endpoint(unrouted(site), '/{tail:path}', False, False),
         methods=['GET', 'HEAD'], include_in_schema=False)
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.include_router(router)
     return app
 
 
