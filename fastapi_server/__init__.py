@@ -14,27 +14,7 @@ from pages.static import unrouted
 
 from .serving import serve_app
 
-TOO_LARGE = text_response(413, 'Request body is larger than %d bytes' % MAX_BODY)
 GONE = text_response(400, 'The request body did not arrive')
-
-
-async def read_body(request):
-    """The body, read in chunks up to MAX_BODY; a pages Response instead
-    when it is too large or never arrives."""
-    length = request.headers.get('content-length', '')
-    if length.isdigit() and int(length) > MAX_BODY:
-        return TOO_LARGE
-    chunks = []
-    size = 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY:
-                return TOO_LARGE
-            chunks.append(chunk)
-    except ClientDisconnect:
-        return GONE
-    return b''.join(chunks)
 
 
 def user_agent(request):
@@ -45,11 +25,9 @@ def user_agent(request):
 
 
 def _answer(r):
-    headers = dict(r.headers) if r.headers else None
-    if r.status == 413:     # the rest of the body is not worth reading
-        headers = dict(headers or (), Connection='close')
     return Response(content=r.body, status_code=r.status,
-                    media_type=r.content_type, headers=headers)
+                    media_type=r.content_type,
+                    headers=dict(r.headers) if r.headers else None)
 
 
 def _endpoint(page, path, waits, with_body):
@@ -57,9 +35,11 @@ def _endpoint(page, path, waits, with_body):
         scope = request.scope
         body = b''
         if with_body:
-            body = await read_body(request)
-            if not isinstance(body, bytes):
-                return _answer(body)
+            # Above the route's max_body_size FastAPI answers 413 itself.
+            try:
+                body = await request.body()
+            except ClientDisconnect:
+                return _answer(GONE)
         # While a page waits, edge must not time its connection out.
         conn = scope['state'].get('edge', edge.GONE) if waits else edge.GONE
         conn.enter()
@@ -91,10 +71,12 @@ def make_app(site):
     router = app.router
     for route in site.routes():
         methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
+        with_body = route.method != 'GET'
         router.add_api_route(
             route.path, _endpoint(route.handler, route.path, route.waits,
-                                  route.method != 'GET'),
-            methods=methods, include_in_schema=False)
+                                  with_body),
+            methods=methods, include_in_schema=False,
+            max_body_size=MAX_BODY if with_body else None)
     router.add_api_route(
         '/{tail:path}', _endpoint(unrouted(site), '/{tail:path}', False, False),
         methods=['GET', 'HEAD'], include_in_schema=False)
