@@ -37,11 +37,35 @@ def listen(host, port, reuse_port=False, backlog=1024):
     return sock
 
 
+TOO_LARGE = 'Request head larger than %d bytes' % edge.MAX_HEAD
+REFUSED = ('HTTP/1.1 431 Request Header Fields Too Large\r\n%s'
+           'Content-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n'
+           'Connection: close\r\n\r\n%s') % (
+    ''.join('%s: %s\r\n' % pair for pair in EVERY),
+    len(TOO_LARGE), TOO_LARGE)
+
+
+def _ignore(data):
+    pass
+
+
+class _Edge(edge.Edge):
+    __slots__ = ()
+
+    def head_too_large(self):
+        # httptools takes heads of any size: refuse it here, and feed the
+        # parser nothing more.
+        self.inner.data_received = _ignore
+        if not self.transport.is_closing():
+            self.transport.write(REFUSED.encode('ascii'))
+            self.transport.close()
+
+
 def edge_protocol(gate):
     """uvicorn's httptools protocol behind an Edge; the request scope's
     state holds the Edge under 'edge' (for enter() and leave())."""
     def protocol(config, server_state, app_state, _loop=None):
-        outer = edge.Edge(gate, None)
+        outer = _Edge(gate, None)
         outer.make_inner = lambda: HttpToolsProtocol(
             config, server_state, dict(app_state, edge=outer), _loop)
         return outer

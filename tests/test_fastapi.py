@@ -132,7 +132,7 @@ async def exchange(port, data):
     return answer
 
 
-async def test_served_answers_name_no_version_and_trust_no_forwarding():
+async def test_served_answers_name_no_version_trust_no_forwarding_and_limit_heads():
     site = Site()
     port = free_port()
     stopped = asyncio.Event()
@@ -144,12 +144,18 @@ async def test_served_answers_name_no_version_and_trust_no_forwarding():
                               b'X-Forwarded-For: 1.2.3.4\r\n'
                               b'Connection: close\r\n\r\n')
         bad = await exchange(port, b'GET /\xff HTTP/1.1\r\nHost: t\r\n\r\n')
+        # httptools has no limit of its own: the adapter's edge refuses.
+        big = await exchange(port, b'GET /good HTTP/1.1\r\nX-Big: '
+                             + b'a' * edge.MAX_HEAD + b'\r\n\r\n')
     finally:
         stopped.set()
         await asyncio.wait_for(server, 10)
     assert good.startswith(b'HTTP/1.1 200 ') and good.endswith(b'ok')
     assert site.seen[0][0].ip == '127.0.0.1'
     assert bad.startswith(b'HTTP/1.1 400 ')
-    for answer in (good, bad):
-        assert b'\r\nserver: stickers\r\n' in answer
-        assert b'\r\nx-content-type-options: nosniff\r\n' in answer
+    assert big.startswith(b'HTTP/1.1 431 ') and big.endswith(b'bytes')
+    assert len(site.seen) == 1
+    for answer in (good, bad, big):
+        head = answer.split(b'\r\n\r\n')[0].lower()
+        assert b'\r\nserver: stickers\r\n' in head + b'\r\n'
+        assert b'\r\nx-content-type-options: nosniff\r\n' in head + b'\r\n'
