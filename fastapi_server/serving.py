@@ -2,6 +2,7 @@
 edge.Edge, in the running loop, until an asyncio.Event is set."""
 import asyncio
 import contextlib
+import logging
 import socket
 
 import uvicorn
@@ -74,6 +75,11 @@ def edge_protocol(gate):
 
 async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
     """Serve `app` until `stopped` is set, then finish pending requests."""
+    # uvicorn warns once for each malformed or upgrade request: hostile
+    # clients would flood the log. Its errors (a page that fails) still show.
+    quiet = logging.getLogger('uvicorn.error')
+    if not quiet.isEnabledFor(logging.DEBUG):
+        quiet.setLevel(logging.ERROR)
     sock = listen(host, port, getattr(settings, 'reuse_port', False))
     config = uvicorn.Config(
         app, http=edge_protocol(edge.Gate(settings)), ws='none',

@@ -132,7 +132,8 @@ async def exchange(port, data):
     return answer
 
 
-async def test_served_answers_name_no_version_trust_no_forwarding_and_limit_heads():
+async def test_served_answers_name_no_version_trust_no_forwarding_and_limit_heads(
+        caplog):
     site = Site()
     port = free_port()
     stopped = asyncio.Event()
@@ -155,6 +156,8 @@ async def test_served_answers_name_no_version_trust_no_forwarding_and_limit_head
     assert bad.startswith(b'HTTP/1.1 400 ')
     assert big.startswith(b'HTTP/1.1 431 ') and big.endswith(b'bytes')
     assert len(site.seen) == 1
+    # No log line per malformed request.
+    assert not [r for r in caplog.records if r.name.startswith('uvicorn')]
     for answer in (good, bad, big):
         head = answer.split(b'\r\n\r\n')[0].lower()
         assert b'\r\nserver: stickers\r\n' in head + b'\r\n'
