@@ -30,7 +30,8 @@ def _answer(r):
                     headers=dict(r.headers) if r.headers else None)
 
 
-def _endpoint(page, path, waits, with_body):
+def _endpoint(page, names, waits, with_body):
+    """A route function for the page; `names` its path parameters."""
     async def endpoint(request: Request, **params):
         scope = request.scope
         body = b''
@@ -53,15 +54,16 @@ def _endpoint(page, path, waits, with_body):
             conn.leave()
         return _answer(r)
     # The path parameters, declared to FastAPI as plain strings.
-    names = [part[1:-1].split(':')[0] for part in path.split('/')
-             if part.startswith('{')]
     endpoint.__signature__ = inspect.Signature(
         [inspect.Parameter('request', inspect.Parameter.POSITIONAL_OR_KEYWORD,
                            annotation=Request)]
         + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                             annotation=str) for name in names
-           if name != 'tail'])
+                             annotation=str) for name in names])
     return endpoint
+
+
+def path_parameters(path):
+    return [part[1:-1] for part in path.split('/') if part.startswith('{')]
 
 
 def make_app(site):
@@ -73,12 +75,13 @@ def make_app(site):
         methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
         with_body = route.method != 'GET'
         router.add_api_route(
-            route.path, _endpoint(route.handler, route.path, route.waits,
-                                  with_body),
+            route.path, _endpoint(route.handler, path_parameters(route.path),
+                                  route.waits, with_body),
             methods=methods, include_in_schema=False,
             max_body_size=MAX_BODY if with_body else None)
+    # Static files and the 404 page: the unrouted page reads the path itself.
     router.add_api_route(
-        '/{tail:path}', _endpoint(unrouted(site), '/{tail:path}', False, False),
+        '/{tail:path}', _endpoint(unrouted(site), (), False, False),
         methods=['GET', 'HEAD'], include_in_schema=False)
     return app
 
