@@ -61,7 +61,7 @@ async def test_a_page_gets_the_request_as_sent():
     status, headers, body = await call(app, 'POST', '/', [
         (b'cookie', b'sid=abc; other=1'),
         (b'user-agent', b'\xe2\x98\x83 \xff'),
-        (b'content-length', b'9')], [b'win=', b'a&lose=b'])
+        (b'content-length', b'12')], [b'win=', b'a&lose=b'])
     assert (status, body) == (200, b'ok')
     assert headers[b'content-type'] == b'text/plain; charset=utf-8'
     [(request, params)] = site.seen
