@@ -27,7 +27,8 @@ async def browser():
 
 @pytest.mark.parametrize('engine', ['aiohttp-tarantool-one',
                                     'fastapi-tarantool-one-uvloop'])
-async def test_click_a_sticker_and_see_the_vote(browser, shared_server, engine):
+async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
+                                                engine):
     site = shared_server(engine).url
     # The first engine's pictures at the top, the others' beside them.
     artifacts = (ARTIFACTS if engine == 'aiohttp-tarantool-one'
