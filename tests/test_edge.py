@@ -12,7 +12,7 @@ from conftest import (ServerProcess, engine_args, load_small, remove_postgres,
                       start_postgres, start_tarantool, tarantool_address)
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
-           'japronto-tarantool-one-uvloop']
+           'japronto-tarantool-one-uvloop', 'fastapi-tarantool-one']
 # Short head and body limits, so that a test sees them act; the keep-alive
 # limit longer than a test waits, so that it does not act in their place.
 SHORT = ['--header-timeout', '1', '--body-timeout', '1',

@@ -38,7 +38,8 @@ REQUESTS = [
 
 # The processes test_pages.py and test_pipelining.py use too.
 ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
-           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
+           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
+           'fastapi-postgres-pool', 'fastapi-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body):

@@ -23,7 +23,7 @@ from test_supervision import checkout, lines, wait_gone  # noqa: F401
 
 NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
-         'japronto-tarantool-one']
+         'japronto-tarantool-one', 'fastapi-tarantool-one-uvloop']
 
 
 def params(*others):

@@ -1,0 +1,91 @@
+"""FastAPI adapter: the pages as FastAPI routes with Starlette responses,
+served by uvicorn (fastapi_server/serving.py)."""
+import inspect
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
+
+import edge
+from pages import MAX_BODY
+from pages import Request as PageRequest
+from pages.http import text_response
+from pages.static import unrouted
+
+from .serving import serve_app
+
+GONE = text_response(400, 'The request body did not arrive')
+
+
+def user_agent(request):
+    # Starlette decodes headers as latin-1; the pages take UTF-8 text with
+    # undecodable bytes escaped, as the other frameworks give it.
+    return request.headers.get('user-agent', '').encode('latin-1').decode(
+        'utf-8', 'surrogateescape')
+
+
+def _answer(r):
+    return Response(content=r.body, status_code=r.status,
+                    media_type=r.content_type,
+                    headers=dict(r.headers) if r.headers else None)
+
+
+def _endpoint(page, names, waits, with_body):
+    """A route function for the page; `names` its path parameters."""
+    async def endpoint(request: Request, **params):
+        scope = request.scope
+        body = b''
+        if with_body:
+            # Above the route's max_body_size FastAPI answers 413 itself.
+            try:
+                body = await request.body()
+            except ClientDisconnect:
+                return _answer(GONE)
+        # While a page waits, edge must not time its connection out.
+        conn = scope['state'].get('edge', edge.GONE) if waits else edge.GONE
+        conn.enter()
+        try:
+            client = scope.get('client')
+            r = await page(PageRequest(
+                scope['method'], scope['path'], request.cookies,
+                client[0] if client else '',
+                user_agent(request), body), **params)
+        finally:
+            conn.leave()
+        return _answer(r)
+    # The path parameters, declared to FastAPI as plain strings.
+    endpoint.__signature__ = inspect.Signature(
+        [inspect.Parameter('request', inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                           annotation=Request)]
+        + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                             annotation=str) for name in names])
+    return endpoint
+
+
+def path_parameters(path):
+    return [part[1:-1] for part in path.split('/') if part.startswith('{')]
+
+
+def make_app(site):
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    # The app's own APIRouter: an included one would be matched as a second
+    # level on every request.
+    router = app.router
+    for route in site.routes():
+        methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
+        with_body = route.method != 'GET'
+        router.add_api_route(
+            route.path, _endpoint(route.handler, path_parameters(route.path),
+                                  route.waits, with_body),
+            methods=methods, include_in_schema=False,
+            max_body_size=MAX_BODY if with_body else None)
+    # Static files and the 404 page: the unrouted page reads the path itself.
+    router.add_api_route(
+        '/{tail:path}', _endpoint(unrouted(site), (), False, False),
+        methods=['GET', 'HEAD'], include_in_schema=False)
+    return app
+
+
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve until the `stopped` event is set, then finish pending requests."""
+    await serve_app(make_app(site), host, port, stopped, settings)
