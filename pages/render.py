@@ -5,9 +5,12 @@ page, and card.html / contender.html once per sticker, with markers where
 the values of a request go (its place, rating, votes, ballots). Each
 request then only formats those values into the stored parts: the parts that
 never change (a sticker's image URL, its pack's name and title) are escaped
-once, and no template runs per request. tests/test_render.py holds the
+once, and no template runs per request. Parts are UTF-8 bytes formats: a
+page is never built as text and encoded. tests/test_render.py holds the
 parts to what Jinja renders with the values themselves.
 """
+import re
+
 import jinja2
 from markupsafe import Markup
 
@@ -17,75 +20,80 @@ TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(DEFAULTS.templates),
     autoescape=True)
 MARK = '\x00%s\x00'
-EMPTY_LIST = '  <li class="empty">No stickers have been rated yet.</li>'
-VERSUS = '\n  <div class="vs" aria-hidden="true">vs</div>\n'
+MARKS = re.compile(b'\x00([a-z_]+)\x00')
+EMPTY_LIST = b'  <li class="empty">No stickers have been rated yet.</li>'
+VERSUS = b'\n  <div class="vs" aria-hidden="true">vs</div>\n'
 # Beyond this many stickers' parts kept, they are rendered anew.
 MAX_KEPT = 100000
-
-
-def tone(rating):
-    return 'pos' if rating > 0 else 'neg' if rating < 0 else 'zero'
-
-
-def signed(rating):
-    """As a card shows a rating: +3, -2, 0."""
-    return '+%d' % rating if rating > 0 else str(rating)
-
-
-def shown(rating):
-    """As a contender shows a rating: +3, −2 (a minus sign), 0."""
-    return ('+%d' if rating > 0 else '\u2212%d' if rating < 0 else '%d') % abs(
-        rating)
+# A card's rating: (class, as shown) by its sign.
+TONES = {1: (b'pos', b'+%d'), -1: (b'neg', b'%d'), 0: (b'zero', b'%d')}
 
 
 def card_values(place, s):
-    return {'place': place, 'tone': tone(s.rating), 'signed': signed(s.rating),
-            'votes_plus': s.votes_plus, 'votes_minus': s.votes_minus}
+    """The values of card.html's markers, in the order they come."""
+    r = s.rating
+    tone, shown = TONES[(r > 0) - (r < 0)]
+    return place, place, tone, shown % r, s.votes_plus, s.votes_minus
 
 
 def contender_values(s, win, lose):
-    return {'win': win, 'lose': lose, 'shown': shown(s.rating)}
+    """The values of contender.html's markers, in the order they come."""
+    r = s.rating
+    shown = b'+%d' % r if r > 0 else b'\xe2\x88\x92%d' % -r if r < 0 else b'0'
+    return win.encode(), lose.encode(), shown
 
 
 class Part:
-    """A template rendered for one sticker with markers for `fields`, kept
-    as a %-format by the sticker's fixed values (a sticker changed by a new
-    data set gets a new one): format % values gives what the template
-    renders."""
+    """A template rendered for one sticker with markers in place of
+    `fields` (named in the order they come, a repeated one again each
+    time), kept as a bytes %-format by the sticker's fixed values (a sticker
+    that changes gets a new one): format % values is what the template
+    renders, in UTF-8. `numbers`: the fields given as integers."""
 
-    def __init__(self, template, fields):
+    def __init__(self, template, fields, numbers=()):
         self.template = TEMPLATES.get_template(template)
         self.fields = fields
+        self.numbers = numbers
         self.kept = {}
 
     def render(self, s, values):
-        """The template for sticker `s` (a data_interface.Sticker) with these
-        values (a dict of `fields`)."""
+        """The template for sticker `s` (a data_interface.Sticker) with
+        these values (as card_values or contender_values give them)."""
         key = (s.id, s.pack, s.image, s.pack_title)
         fmt = self.kept.get(key)
         if fmt is None:
             fmt = self._compile(s, key)
             if fmt is None:      # a marker in its text: render as it is
-                return self.direct(s, values)
+                return self.direct(s, values).encode()
         return fmt % values
 
     def direct(self, s, values):
-        """What Jinja renders, no parts kept."""
-        marked = {f: v for f, v in values.items()
-                  if f not in ('votes_plus', 'votes_minus')}
-        return self.template.render(s=s, **marked)
+        """What Jinja renders, as text, no parts kept."""
+        named = {}
+        for field, value in zip(self.fields, values):
+            named[field] = value.decode() if isinstance(value, bytes) else value
+        plain = {f: v for f, v in named.items()
+                 if f not in ('votes_plus', 'votes_minus')}
+        shown = s._replace(votes_plus=named.get('votes_plus', s.votes_plus),
+                           votes_minus=named.get('votes_minus', s.votes_minus))
+        return self.template.render(s=shown, **plain)
 
     def _compile(self, s, key):
         if any('\x00' in str(v) for v in s):
             return None
-        marks = {f: MARK % i for i, f in enumerate(self.fields)}
+        marks = {f: MARK % f for f in self.fields}
         marked = s._replace(votes_plus=marks.get('votes_plus', s.votes_plus),
                             votes_minus=marks.get('votes_minus',
                                                   s.votes_minus))
-        text = self.template.render(s=marked, **marks)
-        fmt = text.replace('%', '%%')
-        for i, field in enumerate(self.fields):
-            fmt = fmt.replace(MARK % i, '%%(%s)s' % field)
+        plain = {f: m for f, m in marks.items()
+                 if f not in ('votes_plus', 'votes_minus')}
+        text = self.template.render(s=marked, **plain).encode()
+        found = tuple(m.decode() for m in MARKS.findall(text))
+        if found != tuple(self.fields):
+            raise ValueError('%s has its values in the order %r, not %r'
+                             % (self.template.name, found, self.fields))
+        fmt = MARKS.sub(lambda m: b'%d' if m.group(1).decode() in self.numbers
+                        else b'%s', text.replace(b'%', b'%%'))
         if len(self.kept) >= MAX_KEPT:
             self.kept.clear()
         self.kept[key] = fmt
@@ -94,33 +102,35 @@ class Part:
 
 class Frame:
     """A page template rendered once with a marker for its list; the body of
-    a request is the part before, the list, and the part after, in UTF-8."""
+    a request is the part before, the list, and the part after."""
 
     def __init__(self, template, hole, **context):
         text = TEMPLATES.get_template(template).render(
             **dict(context, **{hole: Markup(MARK % hole)}))
-        before, after = text.split(MARK % hole)
-        self.before, self.after = before.encode(), after.encode()
+        before, after = text.encode().split((MARK % hole).encode())
+        self.before, self.after = before, after
 
     def body(self, middle):
-        return b''.join((self.before, middle.encode(), self.after))
+        return b''.join((self.before, middle, self.after))
 
 
-CARD = Part('card.html', ('place', 'tone', 'signed', 'votes_plus',
-                          'votes_minus'))
+CARD = Part('card.html', ('place', 'place', 'tone', 'signed', 'votes_plus',
+                          'votes_minus'),
+            numbers=('place', 'votes_plus', 'votes_minus'))
 CONTENDER = Part('contender.html', ('win', 'lose', 'shown'))
 
 
 def cards(stickers):
-    """The <li> cards of a ranked list, numbered from 1."""
+    """The <li> cards of a ranked list, numbered from 1, in UTF-8."""
     if not stickers:
         return EMPTY_LIST
-    return '\n'.join([CARD.render(s, card_values(place, s))
-                      for place, s in enumerate(stickers, 1)])
+    render = CARD.render
+    return b'\n'.join([render(s, card_values(place, s))
+                       for place, s in enumerate(stickers, 1)])
 
 
 def duel(a, b, tokens):
-    """The two contender forms: each wins with its own ballot."""
+    """The two contender forms, in UTF-8: each wins with its own ballot."""
     return VERSUS.join((
         CONTENDER.render(a, contender_values(a, tokens[0], tokens[1])),
         CONTENDER.render(b, contender_values(b, tokens[1], tokens[0]))))

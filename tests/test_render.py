@@ -20,8 +20,9 @@ def test_card_is_what_jinja_renders(s):
         values = render.card_values(place, s)
         # Twice: the first renders and keeps the part, the second uses it.
         for _ in range(2):
-            assert render.CARD.render(s, values) == render.CARD.direct(s, values)
-    assert 'data-place="9"' in render.CARD.render(s, render.card_values(9, s))
+            assert (render.CARD.render(s, values)
+                    == render.CARD.direct(s, values).encode())
+    assert b'data-place="9"' in render.CARD.render(s, render.card_values(9, s))
 
 
 @pytest.mark.parametrize('s', STICKERS, ids=lambda s: str(s.id))
@@ -29,40 +30,53 @@ def test_contender_is_what_jinja_renders(s):
     values = render.contender_values(s, 'W' * 22, 'L' * 22)
     for _ in range(2):
         assert (render.CONTENDER.render(s, values)
-                == render.CONTENDER.direct(s, values))
+                == render.CONTENDER.direct(s, values).encode())
 
 
 def test_values_of_a_request_are_current():
     s = STICKERS[0]
-    first = render.cards([s])
-    moved = render.cards([s._replace(rating=-1, votes_plus=7, votes_minus=8)])
+    first = render.cards([s]).decode()
+    moved = render.cards([s._replace(rating=-1, votes_plus=7,
+                                     votes_minus=8)]).decode()
     assert 'title="rating">+5<' in first and '▲ 7' in first and '▼ 2' in first
     assert 'class="rating neg" title="rating">-1<' in moved and '▼ 8' in moved
 
 
 def test_texts_are_escaped():
-    text = render.cards(STICKERS[:2])
+    text = render.cards(STICKERS[:2]).decode()
     assert 'Cats &amp; &lt;Dogs&gt;' in text and '<Dogs>' not in text
     assert 'It&#39;s {0}' in text and '&#34;b&#34;&amp;c={d}' in text
 
 
 def test_ratings_as_shown():
-    assert [render.signed(r) for r in (3, 0, -2)] == ['+3', '0', '-2']
-    assert [render.shown(r) for r in (3, 0, -2)] == ['+3', '0', '\u22122']
+    s = STICKERS[0]
+    cards = [render.card_values(1, s._replace(rating=r))[2:4]
+             for r in (3, 0, -2)]
+    assert cards == [(b'pos', b'+3'), (b'zero', b'0'), (b'neg', b'-2')]
+    duel = [render.contender_values(s._replace(rating=r), 'w', 'l')[2]
+            for r in (3, 0, -2)]
+    assert [d.decode() for d in duel] == ['+3', '0', '\u22122']
+
+
+def test_a_template_with_its_values_in_another_order_is_refused():
+    part = render.Part('card.html', ('place', 'tone', 'place', 'signed',
+                                     'votes_plus', 'votes_minus'))
+    with pytest.raises(ValueError, match='order'):
+        part.render(STICKERS[0], render.card_values(1, STICKERS[0]))
 
 
 def test_frame_is_the_page_jinja_renders():
     frame = render.Frame('top.html', 'cards', nav='good', heading='The best 9')
     middle = render.cards(STICKERS)
     page = render.TEMPLATES.get_template('top.html').render(
-        nav='good', heading='The best 9', cards=Markup(middle))
+        nav='good', heading='The best 9', cards=Markup(middle.decode()))
     assert frame.body(middle) == page.encode()
-    assert render.cards([]) in frame.body(render.cards([])).decode()
+    assert render.cards([]) in frame.body(render.cards([]))
 
 
 def test_duel_votes_each_against_the_other():
     a, b = STICKERS[0], STICKERS[2]
-    text = render.duel(a, b, ('A' * 22, 'B' * 22))
+    text = render.duel(a, b, ('A' * 22, 'B' * 22)).decode()
     forms = text.split('class="vs"')
     assert len(forms) == 2
     assert 'name="win" value="%s"' % ('A' * 22) in forms[0]
