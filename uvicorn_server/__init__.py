@@ -1,0 +1,103 @@
+"""uvicorn adapter: the bare ASGI application (asgi_server) on uvicorn with
+httptools, in server.py's running loop, behind edge.Edge."""
+import asyncio
+import socket
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+import edge
+from asgi_server import make_app
+from pages.http import EVERY
+
+
+def _marked(conn, app):
+    """app, with `conn` marked busy while it works on a request whose body
+    has arrived: edge then leaves the connection open, however long a page
+    waits, but still times out a slow body."""
+    async def run(scope, receive, send):
+        if conn.phase == edge.IDLE:     # any body is all here
+            conn.enter()
+            try:
+                return await app(scope, receive, send)
+            finally:
+                conn.leave()
+        entered = []
+
+        async def receive_marked():
+            message = await receive()
+            if not entered and not message.get('more_body'):
+                entered.append(True)
+                conn.enter()
+            return message
+        try:
+            return await app(scope, receive_marked, send)
+        finally:
+            if entered:
+                conn.leave()
+    return run
+
+
+def listen(host, port, reuse_port=False):
+    """A bound listening TCP socket for host:port."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve the ASGI 3 `app` until `stopped` is set, then finish pending
+    requests. server.py owns the loop and the signals, edge the limits;
+    uvicorn adds Server and nosniff to every answer, its own 400s too."""
+    gate = edge.Gate(settings)
+
+    def protocol(**kwargs):
+        conn = edge.Edge(gate, None)
+
+        def inner():
+            http = HttpToolsProtocol(**kwargs)
+            http.app = _marked(conn, http.app)
+            return http
+        conn.make_inner = inner
+        return conn
+
+    config = uvicorn.Config(
+        app, http=protocol, interface='asgi3', lifespan='off', ws='none',
+        access_log=False, log_config=None, proxy_headers=False,
+        server_header=False, headers=list(EVERY), backlog=1024,
+        timeout_graceful_shutdown=10, log_level='warning',
+        # edge enforces it; uvicorn's own is only a backstop.
+        timeout_keep_alive=int(settings.keepalive) + 1)
+    config.load()
+    server = uvicorn.Server(config)
+    server.lifespan = config.lifespan_class(config)
+    sock = listen(host, port, getattr(settings, 'reuse_port', False))
+    try:
+        await server.startup(sockets=[sock])
+    except BaseException:
+        sock.close()
+        raise
+    ticks = asyncio.ensure_future(server.main_loop())   # the Date header
+    try:
+        await stopped.wait()
+    finally:
+        server.should_exit = True
+        await ticks
+        await server.shutdown(sockets=[sock])
+
+
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve the site until `stopped` is set, then finish pending requests."""
+    await serve_app(make_app(site, settings, every=False), host, port,
+                    stopped, settings)
