@@ -3,6 +3,7 @@ embedded server, whose Rust core hands requests to server.py's running loop
 (asyncio or uvloop). Its core is not Python: edge.py cannot wrap it, so
 granian's own limits stand in (see README)."""
 import asyncio
+import resource
 
 from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
@@ -16,6 +17,14 @@ from pages import MAX_BODY
 BUFFER = MAX_BODY + 64 * 1024
 
 
+def connection_cap(settings):
+    """--max-connections, lowered to the open-files limit as edge does."""
+    fds = edge.raise_fd_limit()
+    if fds == resource.RLIM_INFINITY:
+        return settings.connections
+    return min(settings.connections, max(16, fds - edge.SPARE_FDS))
+
+
 def server_of(app, host, port, settings=edge.DEFAULTS):
     """A granian embedded Server for the ASGI 3 `app`."""
     return Server(
@@ -23,7 +32,7 @@ def server_of(app, host, port, settings=edge.DEFAULTS):
         http=HTTPModes.http1, websockets=False, backlog=1024,
         runtime_threads=1, log_enabled=False,
         # Connections at once: above it, new ones wait to be accepted.
-        backpressure=settings.connections,
+        backpressure=connection_cap(settings),
         # One timer for a request head, from the previous answer (or the
         # connection's start) on: idle connections close at it too.
         # pipeline_flush stays off: with it on, granian 2.8 drops its own
