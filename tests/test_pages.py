@@ -18,7 +18,9 @@ import dataset
 ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'sanic-tarantool-one-uvloop', 'sanic-postgres-pool-uvloop',
            'japronto-tarantool-one', 'japronto-postgres-pool',
-           'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one']
+           'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one',
+           'uvicorn-tarantool-one-uvloop', 'uvicorn-postgres-pool',
+           'granian-tarantool-one', 'granian-postgres-pool-uvloop']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

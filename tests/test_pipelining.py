@@ -11,7 +11,8 @@ import pytest
 JAPRONTO = ['japronto-tarantool-one', 'japronto-tarantool-one-uvloop',
             'japronto-tarantool-multi', 'japronto-tarantool-multi-uvloop',
             'japronto-aiotarantool-one-uvloop', 'japronto-aiotarantool-multi']
-ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
+ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
+                      'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one']
 
 # What only the right answer to each path contains.
 MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',
@@ -207,7 +208,8 @@ def fuzz_pipeline(rng):
 
 # One engine per framework and loop is enough for the random pipelines.
 FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
-          'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop')
+          'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
+          'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one')
 
 
 async def test_random_pipelines_never_break_the_server(server):

@@ -114,6 +114,10 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
     ('japronto-tarantool-multi', signal.SIGTERM),
     ('japronto-aiotarantool-one', signal.SIGINT),
     ('aiohttp-aiotarantool-multi-uvloop', signal.SIGTERM),
+    ('uvicorn-tarantool-multi', signal.SIGTERM),
+    ('uvicorn-postgres-pool-uvloop', signal.SIGINT),
+    ('granian-tarantool-multi-uvloop', signal.SIGTERM),
+    ('granian-postgres-pool', signal.SIGINT),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),
