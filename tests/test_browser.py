@@ -60,8 +60,10 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
     for name in ('good', 'bad', 'about', 'ugly'):
         response = await page.goto('%s/%s' % (site, name))
         assert response.status == 200
-        await page.screenshot(path=os.path.join(ARTIFACTS, prefix + name + '.png'),
+        await page.screenshot(path=os.path.join(ARTIFACTS,
+                                                prefix + name + '.png'),
                               full_page=True)
     await page.set_viewport_size({'width': 390, 'height': 800})
     await page.goto(site + '/')
-    await page.screenshot(path=os.path.join(ARTIFACTS, prefix + 'index-phone.png'))
+    await page.screenshot(path=os.path.join(ARTIFACTS,
+                                            prefix + 'index-phone.png'))
