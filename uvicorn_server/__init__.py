@@ -11,6 +11,28 @@ from asgi_server import make_app
 from pages.http import EVERY
 
 
+class _Http(HttpToolsProtocol):
+    """uvicorn's protocol with a bound on a request head, which httptools
+    does not have: beyond edge.MAX_HEAD, a 400 and the connection closes
+    (edge's head timeout alone would let a fast client send gigabytes)."""
+
+    def on_message_begin(self):
+        self.head_size = 0
+        super().on_message_begin()
+
+    def on_url(self, url):
+        self.head_size += len(url)
+        if self.head_size > edge.MAX_HEAD:
+            raise ValueError('request head too large')
+        self.url += url
+
+    def on_header(self, name, value):
+        self.head_size += len(name) + len(value) + 4
+        if self.head_size > edge.MAX_HEAD:
+            raise ValueError('request head too large')
+        super().on_header(name, value)
+
+
 def _marked(conn, app):
     """app, with `conn` marked busy while it works on a request whose body
     has arrived: edge then leaves the connection open, however long a page
@@ -66,7 +88,7 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
         conn = edge.Edge(gate, None)
 
         def inner():
-            http = HttpToolsProtocol(**kwargs)
+            http = _Http(**kwargs)
             http.app = _marked(conn, http.app)
             return http
         conn.make_inner = inner
@@ -76,7 +98,8 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
         app, http=protocol, interface='asgi3', lifespan='off', ws='none',
         access_log=False, log_config=None, proxy_headers=False,
         server_header=False, headers=list(EVERY), backlog=1024,
-        timeout_graceful_shutdown=10, log_level='warning',
+        # Its warnings are a line per malformed request.
+        timeout_graceful_shutdown=10, log_level='error',
         # edge enforces it; uvicorn's own is only a backstop.
         timeout_keep_alive=int(settings.keepalive) + 1)
     config.load()
