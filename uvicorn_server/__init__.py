@@ -33,31 +33,22 @@ class _Http(HttpToolsProtocol):
         super().on_header(name, value)
 
 
-def _marked(conn, app):
-    """app, with `conn` marked busy while it works on a request whose body
-    has arrived: edge then leaves the connection open, however long a page
-    waits, but still times out a slow body."""
-    async def run(scope, receive, send):
-        if conn.phase == edge.IDLE:     # any body is all here
-            conn.enter()
-            try:
-                return await app(scope, receive, send)
-            finally:
-                conn.leave()
-        entered = []
+class _Edge(edge.Edge):
+    """edge.Edge that asks uvicorn whether a page works for the connection
+    (when its timer fires, or the cap needs room) instead of being told on
+    every request: busy while uvicorn's last request is unanswered and its
+    body is all here (a slow body still times out)."""
+    __slots__ = ()
 
-        async def receive_marked():
-            message = await receive()
-            if not entered and not message.get('more_body'):
-                entered.append(True)
-                conn.enter()
-            return message
-        try:
-            return await app(scope, receive_marked, send)
-        finally:
-            if entered:
-                conn.leave()
-    return run
+    @property
+    def busy(self):
+        cycle = getattr(self.inner, 'cycle', None)
+        return (cycle is not None and not cycle.response_complete
+                and self.phase == edge.IDLE)
+
+    @busy.setter
+    def busy(self, value):
+        pass
 
 
 def listen(host, port, reuse_port=False):
@@ -85,14 +76,7 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
     gate = edge.Gate(settings)
 
     def protocol(**kwargs):
-        conn = edge.Edge(gate, None)
-
-        def inner():
-            http = _Http(**kwargs)
-            http.app = _marked(conn, http.app)
-            return http
-        conn.make_inner = inner
-        return conn
+        return _Edge(gate, lambda: _Http(**kwargs))
 
     config = uvicorn.Config(
         app, http=protocol, interface='asgi3', lifespan='off', ws='none',
