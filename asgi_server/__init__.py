@@ -16,6 +16,7 @@ BAD_LENGTH = text_response(400, 'Bad Content-Length.')
 SLOW = text_response(408, 'The request body came too slowly.')
 CLOSE = (b'connection', b'close')
 NO_COOKIES = {}     # shared: pages only read cookies
+EMPTY = {'type': 'http.response.body', 'body': b''}
 PARAM = re.compile(r'\{(\w+)\}')
 
 
@@ -95,13 +96,13 @@ def make_app(site, settings=None, every=True):
     always = EVERY if every else []
     missing = unrouted(site)
     types = {}      # Content-Type -> bytes
-    # id(Response) -> (Response, start message, body message): the pages
-    # answer many requests with one Response (/ugly, /about, /stickers,
-    # static files seldom), whose messages are then built once. Bounded:
+    # id(Response) -> (Response, start message, body message, empty body
+    # message): the pages answer many requests with one Response (/ugly,
+    # /about, /stickers), whose messages are then built once. Bounded:
     # emptied when full.
     made = {}
 
-    def messages(r, head, close):
+    def messages(r, close=False):
         content_type = types.get(r.content_type)
         if content_type is None:
             content_type = types[r.content_type] = r.content_type.encode()
@@ -114,17 +115,7 @@ def make_app(site, settings=None, every=True):
             headers.append(CLOSE)
         return (r, {'type': 'http.response.start', 'status': r.status,
                     'headers': headers},
-                {'type': 'http.response.body', 'body': b'' if head else r.body})
-
-    def answer(r, head, close=False):
-        """(start message, body message) of a Response."""
-        key = (id(r), head, close)
-        found = made.get(key)
-        if found is None or found[0] is not r:
-            if len(made) >= 64:
-                made.clear()
-            found = made[key] = messages(r, head, close)
-        return found[1], found[2]
+                {'type': 'http.response.body', 'body': r.body}, EMPTY)
 
     async def app(scope, receive, send):
         if scope['type'] != 'http':
@@ -150,9 +141,9 @@ def make_app(site, settings=None, every=True):
             if body is None:    # the client left
                 return
             if not isinstance(body, bytes):     # refused
-                start, rest = answer(body, head, close=True)
+                _, start, rest, empty = messages(body, close=True)
                 await send(start)
-                await send(rest)
+                await send(empty if head else rest)
                 return
         client = scope['client']
         request = Request(method, path,
@@ -167,9 +158,13 @@ def make_app(site, settings=None, every=True):
         else:
             handler, params = _match(patterns, method, path)
             r = await (handler or missing)(request, **params)
-        start, rest = answer(r, head)
-        await send(start)
-        await send(rest)
+        found = made.get(id(r))
+        if found is None or found[0] is not r:
+            if len(made) >= 64:
+                made.clear()
+            found = made[id(r)] = messages(r)
+        await send(found[1])
+        await send(found[3] if head else found[2])
     return app
 
 
