@@ -56,7 +56,13 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
         waiting.cancel()
         if not serving.done():
             server.stop()
-        await serving
+        try:
+            await serving
+        except RuntimeError as e:
+            # granian's own errors (binding) come with a Rust backtrace.
+            if '\nStack backtrace' not in str(e):
+                raise
+            raise RuntimeError(str(e).split('\n')[0]) from None
 
 
 async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
