@@ -38,8 +38,8 @@ def server_of(app, host, port, settings=edge.DEFAULTS):
         # pipeline_flush stays off: with it on, granian 2.8 drops its own
         # 400 answers (a non-UTF-8 path) and just closes.
         http1_settings=HTTP1Settings(
-            header_read_timeout=int(min(settings.head, settings.keepalive)
-                                    * 1000),
+            header_read_timeout=max(1, int(
+                min(settings.head, settings.keepalive) * 1000)),
             keep_alive=True, max_buffer_size=BUFFER))
 
 
