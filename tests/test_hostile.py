@@ -39,8 +39,7 @@ REQUESTS = [
 # The processes test_pages.py and test_pipelining.py use too.
 ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
-           'uvicorn-tarantool-one-uvloop', 'uvicorn-postgres-pool',
-           'granian-tarantool-one', 'granian-postgres-pool-uvloop']
+           'uvicorn-postgres-pool', 'granian-tarantool-one']
 
 
 async def raw_request(port, method, target, headers, body):
