@@ -77,6 +77,15 @@ def tarantool_driver(driver):
     return AsynctntData
 
 
+def data_for(engine, tarantool=None, postgres=None):
+    """An unstarted DataInterface of the engine's driver and mode at the
+    Tarantool address or PostgreSQL DSN given."""
+    if engines.database(engine) == 'postgres':
+        from data_interface.postgres.asyncpg_data import PostgresData
+        return PostgresData(postgres)
+    return tarantool_driver(engine.driver)(tarantool, engine.mode)
+
+
 @asynccontextmanager
 async def open_databases(engine, settings):
     """The engine's data interface, started, with data loaded; the local
@@ -159,14 +168,13 @@ class Databases:
         """A started DataInterface for the engine, with data loaded: close()
         it before self.close()."""
         if engines.database(engine) == 'postgres':
-            from data_interface.postgres.asyncpg_data import PostgresData
-            dsn = await self.postgres()
-            data = PostgresData(dsn)
-            admin = PostgresData(self.postgres_owner_dsn, min_size=1)
+            data = data_for(engine, postgres=await self.postgres())
+            admin = data_for(engine, postgres=self.postgres_owner_dsn)
+            admin.min_size = 1
         else:
-            Data = tarantool_driver(engine.driver)
-            address = await self.tarantool()
-            data, admin = Data(address, engine.mode), Data(self.tarantool_admin)
+            data = data_for(engine, tarantool=await self.tarantool())
+            admin = data_for(engine._replace(mode='one'),
+                             tarantool=self.tarantool_admin)
         await data.start()
         try:
             await load_if_empty(data, admin, self.settings)

@@ -17,17 +17,39 @@ costs a few attribute writes and a scan of its head in C:
 import asyncio
 import re
 import resource
+import socket
 from collections import namedtuple
 
 import settings
 
-Settings = namedtuple('Settings', 'head body keepalive connections')
+# reuse_port: bind with SO_REUSEPORT, so that several processes serve one
+# port (server.py --workers); adapters honour it.
+Settings = namedtuple('Settings', 'head body keepalive connections reuse_port',
+                      defaults=(False,))
 
 
 def settings_of(s):
     """The edge's part of a settings.Settings."""
     return Settings(head=s.header_timeout, body=s.body_timeout,
-                    keepalive=s.keepalive_timeout, connections=s.max_connections)
+                    keepalive=s.keepalive_timeout, connections=s.max_connections,
+                    reuse_port=s.reuse_port)
+
+
+def reuse_port_socket(host, port):
+    """A TCP socket bound to host:port with SO_REUSEPORT, for a framework
+    that takes a socket but no such option."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
 
 
 DEFAULTS = settings_of(settings.DEFAULTS)

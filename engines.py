@@ -25,6 +25,9 @@ DRIVERS = (
 LEGACY_DRIVERS = ('aiotarantool',)
 CURRENT_ONLY = ('uvicorn', 'granian', 'fastapi', 'socketify')
 LOOPS = ('asyncio', 'uvloop')
+# Frameworks whose adapter binds with edge.Settings.reuse_port, so that
+# server.py --workers N can serve one port from N processes.
+WORKERS = ('aiohttp', 'sanic', 'japronto')
 
 # What each dimension needs importable in this interpreter.
 MODULES = {
@@ -106,6 +109,10 @@ def runs_here(engine):
     return 'no: ' + why
 
 
+def takes_workers(engine):
+    return engine.framework in WORKERS
+
+
 def closest(name):
     """The engine name most like `name`, or None."""
     found = difflib.get_close_matches(name, BY_NAME, n=1, cutoff=0.0)
@@ -114,9 +121,11 @@ def closest(name):
 
 def listing():
     """Human-readable table of all engines and whether they can run here."""
-    rows = [('ENGINE', 'FRAMEWORK', 'LOOP', 'DRIVER', 'CONNECTIONS', 'RUNS HERE')]
+    rows = [('ENGINE', 'FRAMEWORK', 'LOOP', 'DRIVER', 'CONNECTIONS',
+             '--WORKERS', 'RUNS HERE')]
     for e in ENGINES:
-        rows.append((e.name, e.framework, e.loop, e.driver, e.mode, runs_here(e)))
+        rows.append((e.name, e.framework, e.loop, e.driver, e.mode,
+                     'N' if takes_workers(e) else '1 only', runs_here(e)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return '\n'.join('  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1]
                      for r in rows)

@@ -1,6 +1,7 @@
 """Serve the sticker site with one engine.
 
-    python server.py -e ENGINE [-p PORT] [-l LEVEL] [--tarantool HOST:PORT]
+    python server.py -e ENGINE [-p PORT] [-l LEVEL] [--workers N]
+                     [--tarantool HOST:PORT]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
                      [--header-timeout S] [--body-timeout S]
                      [--keepalive-timeout S] [--max-connections N]
@@ -8,7 +9,8 @@
     python server.py --list
 
 Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
-any other interpreter the command runs itself again in .venv37.
+any other interpreter the command runs itself again in .venv37. With
+--workers N, N processes serve the port (see workers.py).
 """
 import argparse
 import asyncio
@@ -37,6 +39,11 @@ def parse_args(argv):
     p.add_argument('--host', default=d.host)
     p.add_argument('--list', action='store_true',
                    help='list every engine and whether it runs here')
+    p.add_argument('--workers', type=int, default=d.workers, metavar='N',
+                   help='processes serving the port (default %d; see --list '
+                        'for the engines that take more)' % d.workers)
+    # Given by the parent to the workers it starts (workers.py).
+    p.add_argument('--worker', type=int, help=argparse.SUPPRESS)
 
     def tarantool(text):
         try:
@@ -69,6 +76,13 @@ def parse_args(argv):
         p.error('an engine is required: -e ENGINE (see --list)')
     if not 0 < args.port < 65536:
         p.error('port must be 1..65535')
+    if not 1 <= args.workers <= 256:
+        p.error('--workers must be 1..256')
+    engine = engines.BY_NAME.get(args.engine)
+    if args.workers > 1 and engine and not engines.takes_workers(engine):
+        p.error('--workers: %s serves from one process only (its framework '
+                'does not bind with SO_REUSEPORT here); the engines of %s '
+                'take more' % (engine.name, ', '.join(engines.WORKERS)))
     if not 2 <= args.packs <= 5000:
         p.error('--packs must be 2..5000')
     if args.data:
@@ -103,7 +117,7 @@ def add_edge_args(p, d):
 
 OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
-           'limit_sessions', 'limit_votes')
+           'limit_sessions', 'limit_votes', 'workers')
 
 
 def build_settings(p, args):
@@ -120,7 +134,7 @@ def build_settings(p, args):
         s = settings.from_environment()
     except ValueError as e:
         p.error(str(e))
-    s = settings.replace(s, dump=args.data, **{
+    s = settings.replace(s, dump=args.data, reuse_port=args.workers > 1, **{
         name: getattr(args, name) for name in OPTIONS})
     for what in ('sessions', 'votes'):
         try:
@@ -151,26 +165,50 @@ def find_engine(name, argv):
     return engine
 
 
-async def serve(engine, s):
+def stop_event():
+    """An event set by SIGINT or SIGTERM."""
+    stopped = asyncio.Event()
+    loop = asyncio.get_event_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopped.set)
+    return stopped
+
+
+async def serve(engine, s, worker=None):
+    """Serve from this process; a worker (workers.py) uses the databases
+    its parent runs, as told in `worker` (the parent's settings)."""
     import edge
+    import workers
     from databases import open_databases
     from pages import Site
     adapter = importlib.import_module(engine.framework + '_server')
-    async with open_databases(engine, s) as data:
+    opened = (workers.given_databases(engine, worker) if worker
+              else open_databases(engine, s))
+    async with opened as data:
         site = Site(data, s)
         await site.start()
-        stopped = asyncio.Event()
-        loop = asyncio.get_event_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stopped.set)
-        log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
-                 s.host, s.port, sys.version.split()[0])
+        stopped = stop_event()
+        if worker:
+            workers.watch_parent(stopped)
+            ready = asyncio.ensure_future(
+                workers.report_ready(worker['ready'], s.port))
+        else:
+            log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
+                     s.host, s.port, sys.version.split()[0])
         try:
             await adapter.serve(site, s.host, s.port, stopped,
                                 edge.settings_of(s))
         finally:
+            if worker:
+                ready.cancel()
             await site.stop()
         log.info('stopped')
+
+
+async def serve_workers(engine, s, argv):
+    import workers
+    await workers.parent(engine, s, argv, stop_event())
+    log.info('stopped')
 
 
 def new_loop(engine):
@@ -187,17 +225,29 @@ def main(argv=None):
         print(engines.listing())
         return 0
     engine = find_engine(args.engine, argv)
-    logging.basicConfig(level=args.level,
-                        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    who = '' if args.worker is None else 'worker %d ' % args.worker
+    logging.basicConfig(level=args.level, format='%(asctime)s %(levelname)s '
+                        + who + '%(name)s: %(message)s')
     # Their per-connection and per-retry lines would flood the log ('multi'
     # engines, outages); pages.outage reports an outage in a few lines.
     for driver in ('asynctnt', 'asyncpg'):
         logging.getLogger(driver).setLevel(
             max(logging.ERROR, logging.getLevelName(args.level)))
+    if args.worker is not None:
+        import workers
+        try:
+            job = serve(engine, args.settings, workers.read_config())
+        except (RuntimeError, ValueError, KeyError, TypeError) as e:
+            log.error('bad settings from the parent: %s', e)
+            return 1
+    elif args.workers > 1:
+        job = serve_workers(engine, args.settings, argv)
+    else:
+        job = serve(engine, args.settings)
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(serve(engine, args.settings))
+        loop.run_until_complete(job)
     except (RuntimeError, OSError, DataUnavailable) as e:
         log.error('%s', e)
         return 1

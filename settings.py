@@ -28,6 +28,10 @@ class Settings:
     body_timeout: float = 10.0
     keepalive_timeout: float = 15.0
     max_connections: int = 10000
+    # Processes serving the port (server.py --workers); each binds it with
+    # SO_REUSEPORT (reuse_port) when there are several.
+    workers: int = 1
+    reuse_port: bool = False
     # Per-IP limits (pages.limits rates, '0': off); None: REMOTE_LIMITS on
     # a host beyond the loopback, off on it (the benchmark).
     limit_sessions: str = None

@@ -60,7 +60,8 @@ class _Site(web.TCPSite):
         loop = asyncio.get_event_loop()
         self._server = await loop.create_server(
             self._gate.protocol(self._runner.server), self._host, self._port,
-            backlog=self._backlog, reuse_address=self._reuse_address)
+            backlog=self._backlog, reuse_address=self._reuse_address,
+            reuse_port=self._gate.settings.reuse_port or None)
         self._bound_port = self._server.sockets[0].getsockname()[1]
 
 

@@ -83,10 +83,13 @@ def parser():
     p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
     p.add_argument('--packs', type=positive, metavar='N',
                    help='passed to server.py: packs in the generated data set')
+    p.add_argument('--workers', type=positive, default=1, metavar='N',
+                   help='passed to server.py: processes per engine (default '
+                        '1); nginx gets as many, the hello references one')
     return p
 
 
-def select_engines(patterns, fail):
+def select_engines(patterns, fail, workers=1):
     """(runnable engines, [(name, why not)]) in registry order."""
     import engines
     chosen = set()
@@ -101,6 +104,8 @@ def select_engines(patterns, fail):
     for e in engines.ENGINES:
         if e.name in chosen:
             status = engines.runs_here(e)
+            if workers > 1 and not engines.takes_workers(e):
+                status = 'no: serves from one process only (--workers)'
             if status.startswith('no: '):
                 skipped.append((e.name, status[len('no: '):]))
             else:
@@ -114,13 +119,16 @@ def server_accepts(option):
     return option in done.stdout
 
 
-def pinning(no_pin):
-    """Server on the last usable core, wrk on the first, when there are two."""
+def pinning(no_pin, workers=1):
+    """Server on the last `workers` usable cores, wrk on the first (on all
+    the others with several workers), when there are more cores than
+    workers."""
     cores = sorted(os.sched_getaffinity(0))
-    if no_pin or len(cores) < 2 or shutil.which('taskset') is None:
+    if no_pin or len(cores) <= workers or shutil.which('taskset') is None:
         return {'server': [], 'wrk': []}
-    return {'server': ['taskset', '-c', str(cores[-1])],
-            'wrk': ['taskset', '-c', str(cores[0])]}
+    client = cores[:1] if workers == 1 else cores[:-workers]
+    return {'server': ['taskset', '-c', ','.join(map(str, cores[-workers:]))],
+            'wrk': ['taskset', '-c', ','.join(map(str, client))]}
 
 
 def settings(argv):
@@ -133,7 +141,7 @@ def settings(argv):
         sys.exit(2)
 
     sys.path.insert(0, ROOT)
-    runnable, skipped = select_engines(args.engines, fail)
+    runnable, skipped = select_engines(args.engines, fail, args.workers)
     unknown = [page for page in args.pages if page not in PAGES]
     if unknown or not args.pages:
         fail('unknown pages %s; choose from %s' % (','.join(unknown), ','.join(PAGES)))
@@ -157,6 +165,12 @@ def settings(argv):
         server_args += ['--postgres', args.postgres]
     if args.packs:
         server_args += ['--packs', str(args.packs)]
+    if args.workers > 1:
+        if args.profile:
+            fail('--profile samples one process: leave out --workers')
+        if not server_accepts('--workers'):
+            fail('--workers: this server.py has no such option')
+        server_args += ['--workers', str(args.workers)]
     modes = args.modes or ['plain', 'pipelined']
     if modes == ['pipelined'] and set(args.pages) <= set(PLAIN_ONLY):
         fail('nothing to time: %s runs plain only' % ','.join(PLAIN_ONLY))
@@ -171,7 +185,8 @@ def settings(argv):
         connections=args.connections, duration=args.duration,
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
-        server_args=server_args, pin=pinning(args.no_pin), profile=args.profile)
+        server_args=server_args, pin=pinning(args.no_pin, args.workers),
+        profile=args.profile, workers=args.workers)
 
 
 def interrupt(signum, frame):

@@ -12,9 +12,11 @@ from processes import answers, terminate
 from .engine import tail
 from .pagecheck import HTML_TYPE, UGLY_TYPE
 
+# Without a master process nginx runs one worker whatever worker_processes
+# says: it has one from 2 workers on.
 CONFIG = '''daemon off;
-master_process off;
-worker_processes 1;
+master_process {master};
+worker_processes {workers};
 error_log {dir}/error.log warn;
 pid {dir}/nginx.pid;
 events {{ worker_connections 4096; }}
@@ -61,8 +63,9 @@ def temp_paths(directory):
 
 
 class Nginx:
-    def __init__(self, directory, port, about, pin=()):
+    def __init__(self, directory, port, about, pin=(), workers=1):
         self.directory = os.path.abspath(directory)
+        self.workers = workers
         self.port, self.about = port, about
         self.url = 'http://127.0.0.1:%d' % port
         self.pin = list(pin)
@@ -76,6 +79,8 @@ class Nginx:
         path = os.path.join(self.directory, 'nginx.conf')
         with open(path, 'w') as f:
             f.write(CONFIG.format(dir=self.directory, port=self.port,
+                                  workers=self.workers,
+                                  master='on' if self.workers > 1 else 'off',
                                   temp_paths=temp_paths(self.directory),
                                   ugly_type=UGLY_TYPE, html_type=HTML_TYPE))
         return path

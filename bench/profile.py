@@ -16,7 +16,7 @@ HZ = os.sysconf('SC_CLK_TCK')
 # standard library, asyncio included) count for their caller, and a stack
 # with no listed frame at all is the event loop itself: 'framework'.
 LAYERS = (
-    ('pages/', 'pages'),
+    ('pages/render.py', 'templates'), ('pages/', 'pages'),
     ('templates/', 'templates'), ('jinja2/', 'templates'),
     ('markupsafe/', 'templates'),
     ('data_interface/', 'driver'), ('asynctnt/', 'driver'),

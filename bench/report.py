@@ -176,6 +176,8 @@ def header(results):
         'requests in flight per connection; wrk timeout %d s' % (
             s['wrk_threads'], s['connections'], s['runs'], s['duration'],
             s['warmup'], s['pipeline'], s['wrk_timeout']),
+        '- Processes: %d per engine (server.py --workers) and for nginx; '
+        'the hello references run one' % s.get('workers', 1),
         '- Pinning: %s' % ('server on `%s` (%s), wrk on `%s`' % (
             pin['server'], pin['server_covers'], pin['wrk'])
             if pin['server'] else 'none (fewer than two usable cores)'),

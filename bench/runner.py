@@ -37,6 +37,7 @@ class Settings:
     server_args: list = field(default_factory=list)
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False
+    workers: int = 1                    # server.py --workers; nginx's too
 
 
 class TargetDied(RuntimeError):
@@ -88,6 +89,8 @@ class Matrix:
                 'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
                 'server_args': settings.server_args,
                 'profile': settings.profile,
+                # Processes per engine and for nginx; hello references: 1.
+                'workers': settings.workers,
             },
             'pinning': {'server': ' '.join(settings.pin['server']) or None,
                         'wrk': ' '.join(settings.pin['wrk']) or None,
@@ -279,7 +282,7 @@ class Matrix:
         if 'about' in self.s.pages and about is None:
             t['note'] = 'no engine verified, so there is no /about to copy'
         server = Nginx(os.path.join(self.s.out, 'nginx'), free_port(), about,
-                       self.s.pin['server'])
+                       self.s.pin['server'], self.s.workers)
         left = target_guess(self.s, 'nginx')
         try:
             self.progress.show('nginx · starting')

@@ -13,7 +13,7 @@ from japronto.protocol.cprotocol import Protocol
 from japronto.router import RouteNotFoundException
 
 from pages import MAX_BODY, Request
-from pages.http import EVERY
+from pages.http import EVERY, FRAMING
 from pages.static import unrouted
 from .pipeline import Connection, Refused, drain, feed_later
 
@@ -26,8 +26,8 @@ AT_ONCE_PREFIXES = (b'GET /static/', b'GET /img/', b'GET /favicon.ico ')
 # 429 (per-IP limits, when on) is written by _written().
 MAX_4XX = 417
 REASONS = {429: 'Too Many Requests'}
-# Shared by responses without headers of their own (japronto only reads it).
-EVERY_DICT = dict(EVERY)
+# The headers of most responses, made once (japronto only reads them).
+HEADERS = {(): dict(EVERY), FRAMING: dict(EVERY + FRAMING)}
 MIME = {}   # Content-Type -> without its charset
 
 
@@ -35,6 +35,23 @@ def _request(request):
     return Request(request.method, request.path, request.cookies,
                    request.remote_addr, request.headers.get('User-Agent', ''),
                    request.body or b'')
+
+
+class _Lazy:
+    """A pages.http.Request whose fields japronto makes only when a page
+    reads them: /ugly and /about read none. Only for pages answered at once,
+    while japronto still holds the request."""
+    __slots__ = ('r',)
+
+    def __init__(self, request):
+        self.r = request
+
+    method = property(lambda self: self.r.method)
+    path = property(lambda self: self.r.path)
+    cookies = property(lambda self: self.r.cookies)
+    ip = property(lambda self: self.r.remote_addr)
+    user_agent = property(lambda self: self.r.headers.get('User-Agent', ''))
+    body = property(lambda self: self.r.body or b'')
 
 
 def _response(request, r, head=False):
@@ -45,9 +62,11 @@ def _response(request, r, head=False):
     mime = MIME.get(r.content_type)
     if mime is None:
         mime = MIME[r.content_type] = r.content_type.split(';')[0]
+    headers = HEADERS.get(r.headers)
+    if headers is None:
+        headers = dict(EVERY + r.headers)
     return request.Response(code=r.status, body=b'' if head else r.body,
-                            mime_type=mime, headers=dict(EVERY + r.headers)
-                            if r.headers else EVERY_DICT)
+                            mime_type=mime, headers=headers)
 
 
 def _written(request, r, head):
@@ -109,7 +128,7 @@ def _handler(page, head=False):
 
 def _at_once(page, head=False):
     def handle(request):
-        return _response(request, _now(page(_request(request))), head)
+        return _response(request, _now(page(_Lazy(request))), head)
     return handle
 
 
@@ -126,7 +145,7 @@ def make_app(site):
     page = unrouted(site)     # a static file, else the 404 page
 
     def not_routed(request, exception):
-        return _response(request, _now(page(_request(request))),
+        return _response(request, _now(page(_Lazy(request))),
                          request.method == 'HEAD')
     app.add_error_handler(RouteNotFoundException, not_routed)
     # japronto's own prints every unparsable request to stdout.
@@ -169,7 +188,8 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     server = await loop.create_server(
         lambda: protocol(gate, lambda: Connection(Protocol(app), prefixes,
                                                   MAX_BODY, connections)),
-        host, port, backlog=1024, reuse_address=True)
+        host, port, backlog=1024, reuse_address=True,
+        reuse_port=settings.reuse_port or None)
     try:
         await stopped.wait()
     finally:

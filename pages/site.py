@@ -7,25 +7,19 @@ to their framework.
 import asyncio
 import logging
 import os
-import secrets
 import time
 import types
-
-import jinja2
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
 from settings import DEFAULTS
 from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
-                   ballot_form, clean_text, json_response, session_of,
+                   ballot_form, ballot_tokens, clean_text, json_response, session_of,
                    text_response)
 from .limits import RateLimit, parse_rate
 from .outage import Outage
+from .render import TEMPLATES, Frame, cards, duel
 
 log = logging.getLogger('pages')
-
-TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(DEFAULTS.templates),
-    autoescape=True)
 
 MAX_BODY = 8192
 TOP_COUNT = 9
@@ -50,7 +44,7 @@ VOTE_ERRORS = {
 def html(http_status, template, headers=(), **context):
     body = TEMPLATES.get_template(template).render(**context)
     return Response(http_status, HTML, body.encode('utf-8'),
-                    FRAMING + tuple(headers))
+                    FRAMING + tuple(headers) if headers else FRAMING)
 
 
 def error_page(status, message, headers=()):
@@ -62,6 +56,12 @@ def sticker_json(s):
             'image': s.image, 'rating': s.rating,
             'votes_plus': s.votes_plus, 'votes_minus': s.votes_minus}
 
+
+# The frames of the pages that list stickers (pages.render).
+GOOD = Frame('top.html', 'cards', nav='good', heading='The best %d' % TOP_COUNT)
+BAD = Frame('top.html', 'cards', nav='bad', heading='The worst %d' % TOP_COUNT)
+INDEX = {notice: Frame('index.html', 'duel', notice=notice)
+         for notice in (None, 'Vote counted.')}
 
 # By the kind of page (pages.http.Route).
 UNAVAILABLE = {
@@ -190,13 +190,11 @@ class Site:
         visit, cookie, refused = self._visit(request)
         if refused:
             return refused
-        tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
+        tokens = ballot_tokens()
         a, b = await self.data.sticker_pair(visit, tokens,
                                               self.ballot_ttl)
-        pair = [{'sticker': a, 'win': tokens[0], 'lose': tokens[1]},
-                {'sticker': b, 'win': tokens[1], 'lose': tokens[0]}]
-        return html(200, 'index.html', [cookie] if cookie else (),
-                    nav='index', pair=pair, notice=notice)
+        return Response(200, HTML, INDEX[notice].body(duel(a, b, tokens)),
+                        (FRAMING + (cookie,)) if cookie else FRAMING)
 
     @page('GET', '/')
     async def index(self, request):
@@ -219,23 +217,21 @@ class Site:
             return error_page(*VOTE_ERRORS[outcome])
         return await self._pair_page(request, notice='Vote counted.')
 
-    async def _ranked(self, request, nav, heading, fetch):
+    async def _ranked(self, request, frame, fetch):
         visit, cookie, refused = self._visit(request)
         if refused:
             return refused
         stickers = await fetch(visit, TOP_COUNT)
-        return html(200, 'top.html', [cookie] if cookie else (), nav=nav,
-                    heading=heading, stickers=list(enumerate(stickers, 1)))
+        return Response(200, HTML, frame.body(cards(stickers)),
+                        (FRAMING + (cookie,)) if cookie else FRAMING)
 
     @page('GET', '/good')
     async def good(self, request):
-        return await self._ranked(request, 'good', 'The best %d' % TOP_COUNT,
-                                  self.data.top_stickers)
+        return await self._ranked(request, GOOD, self.data.top_stickers)
 
     @page('GET', '/bad')
     async def bad(self, request):
-        return await self._ranked(request, 'bad', 'The worst %d' % TOP_COUNT,
-                                  self.data.bottom_stickers)
+        return await self._ranked(request, BAD, self.data.bottom_stickers)
 
     @page('GET', '/ugly', waits=False, guarded=False)
     async def ugly(self, request):

@@ -56,7 +56,11 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
 
     def protocol(**kwargs):
         return gate.protocol(lambda: HttpProtocol(**kwargs))()
-    server = await app.create_server(host=host, port=port, access_log=False,
+    # sanic sets reuse_port only for workers of its own: bind here instead.
+    where = {'host': host, 'port': port}
+    if settings.reuse_port:
+        where = {'sock': edge.reuse_port_socket(host, port)}
+    server = await app.create_server(**where, access_log=False,
                                      return_asyncio_server=True, backlog=1024,
                                      protocol=protocol)
     await server.startup()

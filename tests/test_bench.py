@@ -225,6 +225,8 @@ def test_engine_labels_fit_on_three_lines():
     (['--duration', '0'], 'must be 1 or more'),
     (['--tarantool', 'nohost'], '--tarantool'),
     (['--pipelined', '--pages', 'vote'], 'nothing to time'),
+    (['--workers', '0'], 'must be 1 or more'),
+    (['--workers', '2', '--profile'], 'leave out --workers'),
 ])
 def test_bad_arguments_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
@@ -253,13 +255,11 @@ def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     monkeypatch.setattr(engines, 'runs_here', lambda e: (
         'no: sanic is not installed' if e.framework == 'sanic' else
         'via .venv37 (Python 3.7)' if e.framework == 'japronto' else 'yes'))
-    runnable, skipped = cli.select_engines(['*-tarantool-one'],
-                                           lambda m: pytest.fail(m))
-    # The three frameworks the lambda above names; every other one runs.
-    assert [e.name for e in runnable if e.framework in (
-        'aiohttp', 'sanic', 'japronto')] == ['aiohttp-tarantool-one',
-                                             'japronto-tarantool-one']
-    assert 'uvicorn-tarantool-one' in [e.name for e in runnable]
+    runnable, skipped = cli.select_engines(
+        ['aiohttp-tarantool-one', 'sanic-tarantool-one',
+         'japronto-tarantool-one'], lambda m: pytest.fail(m))
+    assert [e.name for e in runnable] == ['aiohttp-tarantool-one',
+                                          'japronto-tarantool-one']
     assert skipped == [('sanic-tarantool-one', 'sanic is not installed')]
 
 
@@ -446,3 +446,53 @@ def test_profile_table_and_charts(profile_run):
         data = (out / ('chart-profile-%s.png' % page)).read_bytes()
         assert data[:8] == b'\x89PNG\r\n\x1a\n'
     assert '| ugly ÷ bare hello |' in md and '| hello-aiohttp |' in md
+
+
+# --- --workers ----------------------------------------------------------------
+
+def test_workers_go_to_server_py_and_single_process_engines_are_skipped(
+        monkeypatch):
+    import engines
+    monkeypatch.setattr(engines, 'WORKERS', ('aiohttp',))
+    s = cli.settings(['--workers', '3', '--engines', '*-tarantool-one',
+                      '--out', '/nonexistent'])
+    assert s.server_args[-2:] == ['--workers', '3'] and s.workers == 3
+    assert [e.name for e in s.engines] == ['aiohttp-tarantool-one']
+    assert ('sanic-tarantool-one',
+            'serves from one process only (--workers)') in s.skipped
+    assert '--workers' not in cli.settings(['--out', '/x']).server_args
+
+
+def test_workers_get_the_last_cores_and_wrk_the_others(monkeypatch):
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(8)))
+    monkeypatch.setattr(shutil, 'which', lambda name: '/usr/bin/' + name)
+    assert cli.pinning(False, 4) == {'server': ['taskset', '-c', '4,5,6,7'],
+                                     'wrk': ['taskset', '-c', '0,1,2,3']}
+    assert cli.pinning(False, 1) == {'server': ['taskset', '-c', '7'],
+                                     'wrk': ['taskset', '-c', '0']}
+    assert cli.pinning(False, 8) == {'server': [], 'wrk': []}
+
+
+def test_nginx_gets_as_many_worker_processes(tmp_path):
+    from bench.nginx import Nginx
+    config = open(Nginx(str(tmp_path), 1, None, workers=3).write_config()).read()
+    assert 'master_process on;' in config and 'worker_processes 3;' in config
+    config = open(Nginx(str(tmp_path), 1, None).write_config()).read()
+    assert 'master_process off;' in config and 'worker_processes 1;' in config
+
+
+def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
+    if shutil.which('wrk') is None or shutil.which('nginx') is None:
+        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    _, out = quick_bench(tarantool, tmp_path_factory, '--workers', '2',
+                         '--engines', 'aiohttp-tarantool-one', '--pages',
+                         'ugly', '--plain')
+    results = json.loads((out / 'results.json').read_text())
+    assert results['settings']['workers'] == 2
+    engine, hello_, nginx = results['targets']
+    assert [t['status'] for t in results['targets']] == ['ok'] * 3
+    assert engine['command'][-2:] == ['--workers', '2']
+    assert 'worker_processes 2;' in (out / 'nginx' / 'nginx.conf').read_text()
+    log = (out / engine['log']).read_text()
+    assert 'from 2 workers' in log, log
+    assert '- Processes: 2 per engine' in (out / 'results.md').read_text()

@@ -427,7 +427,9 @@ def test_limits_are_on_by_default_beyond_loopback():
                    '--limit-sessions', '2/s']) == ((2, 1), None)
     assert edge.settings_of(server.parse_args(
         ['-e', 'x', '--max-connections', '50', '--header-timeout', '2.5']
-    ).settings) == (2.5, 10.0, 15.0, 50)
+    ).settings) == (2.5, 10.0, 15.0, 50, False)
+    assert edge.settings_of(server.parse_args(
+        ['-e', 'x', '--workers', '2']).settings).reuse_port is True
     for bad in (['--limit-votes', '3/d'], ['--header-timeout', '0'],
                 ['--keepalive-timeout', 'nan'], ['--max-connections', '0']):
         with pytest.raises(SystemExit) as e:

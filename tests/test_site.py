@@ -144,6 +144,23 @@ async def test_malformed_cookie_starts_a_new_session(site, cookie):
     assert new_sid(r) not in (None, cookie)
 
 
+def test_new_sessions_are_random_version_4_uuids():
+    from pages.http import _UUID, new_session
+    made = {new_session() for _ in range(1000)}
+    assert len(made) == 1000
+    for text in made:
+        assert _UUID.match(text)
+        u = uuid.UUID(text)
+        assert (u.version, u.variant, str(u)) == (4, uuid.RFC_4122, text)
+
+
+def test_ballot_tokens_are_random_and_well_formed():
+    from pages.http import _TOKEN, ballot_tokens
+    made = [t for _ in range(1000) for t in ballot_tokens()]
+    assert len(set(made)) == 2000
+    assert all(_TOKEN.match(t) for t in made)
+
+
 async def test_returning_visitor_keeps_session(site):
     cookie = str(uuid.uuid4())
     for path in ('/', '/good', '/bad'):

@@ -70,9 +70,19 @@ do
     math.randomseed(((b1 * 256 + b2) * 256 + b3) * 256 + b4)
 end
 
+-- Pack titles by pack name, looked up once: packs change only when a data
+-- set loads, and any change to the space empties the table.
+local titles = {}
+packs:on_replace(function() titles = {} end)
+
 local function card(t)
-    local pack = packs:get(t[2])
-    return {t[1], t[2], t[3], t[4], t[5], t[6], pack and pack[2] or t[2]}
+    local title = titles[t[2]]
+    if title == nil then
+        local pack = packs:get(t[2])
+        title = pack and pack[2] or t[2]
+        titles[t[2]] = title
+    end
+    return {t[1], t[2], t[3], t[4], t[5], t[6], title}
 end
 
 -- Argument checks: a failed one raises 'bad argument: ...', which the
@@ -210,11 +220,9 @@ local function ranked(uuid, ip, user_agent, count, iterator)
     box.begin()
     touch(uuid, ip, user_agent)
     box.commit()
-    local result = {}
-    for _, t in stickers.index.rating:pairs(nil, {iterator = iterator}) do
-        if #result >= count then break end
-        result[#result + 1] = card(t)
-    end
+    local result = stickers.index.rating:select(nil, {iterator = iterator,
+                                                     limit = count})
+    for i, t in ipairs(result) do result[i] = card(t) end
     return result
 end
 
@@ -348,6 +356,7 @@ function load_stickers(pack_rows, sticker_rows)
         end
     end
     box.commit()
+    titles = {}     -- a rolled back change may have filled it
     return inserted
 end
 

@@ -1,0 +1,71 @@
+"""pages.render: the parts kept per sticker give what Jinja renders with the
+request's values, for any rating and any text the data set may hold."""
+import pytest
+from markupsafe import Markup
+
+from data_interface import Sticker
+from pages import render
+
+STICKERS = [
+    Sticker(1, 'cats', '/img/cats/1.png', 5, 7, 2, 'Cats & <Dogs>'),
+    Sticker(2, 'cats', '/img/cats/2.png?a="b"&c={d}', -3, 0, 3, "It's {0}"),
+    Sticker(3, 'zero', '/img/zero/3.png', 0, 4, 4, 'Ünïcödé — ✓'),
+    Sticker(4, 'nul', '/img/nul/4.png', 12, 12, 0, 'a\x000\x00b'),
+]
+
+
+@pytest.mark.parametrize('s', STICKERS, ids=lambda s: str(s.id))
+def test_card_is_what_jinja_renders(s):
+    for place in (1, 9):
+        values = render.card_values(place, s)
+        # Twice: the first renders and keeps the part, the second uses it.
+        for _ in range(2):
+            assert render.CARD.render(s, values) == render.CARD.direct(s, values)
+    assert 'data-place="9"' in render.CARD.render(s, render.card_values(9, s))
+
+
+@pytest.mark.parametrize('s', STICKERS, ids=lambda s: str(s.id))
+def test_contender_is_what_jinja_renders(s):
+    values = render.contender_values(s, 'W' * 22, 'L' * 22)
+    for _ in range(2):
+        assert (render.CONTENDER.render(s, values)
+                == render.CONTENDER.direct(s, values))
+
+
+def test_values_of_a_request_are_current():
+    s = STICKERS[0]
+    first = render.cards([s])
+    moved = render.cards([s._replace(rating=-1, votes_plus=7, votes_minus=8)])
+    assert 'title="rating">+5<' in first and '▲ 7' in first and '▼ 2' in first
+    assert 'class="rating neg" title="rating">-1<' in moved and '▼ 8' in moved
+
+
+def test_texts_are_escaped():
+    text = render.cards(STICKERS[:2])
+    assert 'Cats &amp; &lt;Dogs&gt;' in text and '<Dogs>' not in text
+    assert 'It&#39;s {0}' in text and '&#34;b&#34;&amp;c={d}' in text
+
+
+def test_ratings_as_shown():
+    assert [render.signed(r) for r in (3, 0, -2)] == ['+3', '0', '-2']
+    assert [render.shown(r) for r in (3, 0, -2)] == ['+3', '0', '\u22122']
+
+
+def test_frame_is_the_page_jinja_renders():
+    frame = render.Frame('top.html', 'cards', nav='good', heading='The best 9')
+    middle = render.cards(STICKERS)
+    page = render.TEMPLATES.get_template('top.html').render(
+        nav='good', heading='The best 9', cards=Markup(middle))
+    assert frame.body(middle) == page.encode()
+    assert render.cards([]) in frame.body(render.cards([])).decode()
+
+
+def test_duel_votes_each_against_the_other():
+    a, b = STICKERS[0], STICKERS[2]
+    text = render.duel(a, b, ('A' * 22, 'B' * 22))
+    forms = text.split('class="vs"')
+    assert len(forms) == 2
+    assert 'name="win" value="%s"' % ('A' * 22) in forms[0]
+    assert 'name="lose" value="%s"' % ('B' * 22) in forms[0]
+    assert 'name="win" value="%s"' % ('B' * 22) in forms[1]
+    assert 'data-sticker-id="1"' in forms[0] and 'data-sticker-id="3"' in forms[1]

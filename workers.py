@@ -1,0 +1,292 @@
+"""server.py --workers N: N processes serve one port, one parent keeps them.
+
+The parent starts the local databases and loads the data set once, keeps
+them running (databases.py), runs what must happen once, and keeps N
+workers running: `python server.py ARGS --worker I`, same interpreter. A
+worker is told it is one by --worker; it reads the database addresses the
+parent resolved from its stdin (one JSON line: passwords stay off command
+lines, which `ps` shows) and binds the port with SO_REUSEPORT. It stops, as
+on SIGTERM, when its stdin ends: the parent is gone, even killed.
+
+Periodic work, once or per worker:
+- the sweep of expired ballots and idle sessions where the site does it
+  (PostgreSQL; DataInterface.sweeps_itself): once, in the parent. From N
+  workers at a time, each sweep would remove the excess beyond the caps
+  once per worker, so N times too many.
+- the statistics of /about (Site.refresh): per worker, a read; each
+  worker's page is at most refresh_every old, as with one process.
+- the outage reporter: per worker, since each counts its own 503s; an
+  outage is a few lines per worker.
+- Tarantool sweeps itself (app.lua): once, in the database.
+"""
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+
+from data_interface import DataUnavailable
+from data_interface.address import TarantoolAddress
+from databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP,
+                       WATCH_EVERY, Databases, data_for)
+from pages.outage import Outage
+from processes import LISTEN, tcp_sockets
+
+log = logging.getLogger('workers')
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server.py')
+STOP_TIMEOUT = 30.0     # seconds for a worker to finish its requests
+READY_TIMEOUT = 120.0   # seconds for a worker to connect and listen
+
+
+def ended(returncode):
+    if returncode < 0:
+        return 'died with signal %d' % -returncode
+    return 'exited with status %d' % returncode
+
+
+class Worker:
+    """One worker process and its restart backoff."""
+
+    def __init__(self, index):
+        self.index = index
+        self.process = None
+        self.ready = None       # read end of the pipe it reports ready on
+        self.since = 0.0        # when it started
+        self.due = 0.0          # when to start it again
+        self.delay = RESTART_DELAY
+
+    def start(self, argv, config):
+        read, write = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, SERVER] + list(argv)
+                + ['--worker', str(self.index)],
+                stdin=subprocess.PIPE, pass_fds=(write,),
+                # Out of the terminal's process group: Ctrl-C reaches the
+                # parent, which stops the workers itself.
+                start_new_session=True)
+        finally:
+            os.close(write)
+        os.set_blocking(read, False)
+        self.ready = read
+        self.since = time.monotonic()
+        self.process.stdin.write(json.dumps(dict(config, ready=write))
+                                 .encode() + b'\n')
+        self.process.stdin.flush()   # and keep it open: EOF means stop
+
+    def is_ready(self):
+        """True once it listens, False while it starts; raises
+        RuntimeError if it ended first."""
+        try:
+            said = os.read(self.ready, 1)
+        except BlockingIOError:
+            return False
+        if said:
+            return True
+        self.process.wait()
+        raise RuntimeError('worker %d (pid %d) %s before serving' % (
+            self.index, self.process.pid, ended(self.process.returncode)))
+
+    def reaped(self):
+        """The exit code if it ended (then forgotten), else None."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        code = self.process.returncode
+        self.forget()
+        return code
+
+    def forget(self):
+        if self.ready is not None:
+            os.close(self.ready)
+            self.ready = None
+        if self.process is not None:
+            self.process.stdin.close()
+            self.process = None
+
+
+class Workers:
+    """N workers, started again (with backoff) when one ends."""
+
+    def __init__(self, count, argv, config):
+        self.argv, self.config = argv, config
+        self.workers = [Worker(i) for i in range(1, count + 1)]
+        self._watcher = None
+
+    async def start(self):
+        """Start them all and wait until each listens; RuntimeError (all
+        stopped) if one ends first."""
+        try:
+            for w in self.workers:
+                w.start(self.argv, self.config)
+            deadline = time.monotonic() + READY_TIMEOUT
+            waiting = list(self.workers)
+            while waiting:
+                waiting = [w for w in waiting if not w.is_ready()]
+                if time.monotonic() > deadline:
+                    raise RuntimeError('workers did not listen within %g s'
+                                       % READY_TIMEOUT)
+                await asyncio.sleep(0.05)
+        except BaseException:
+            await self.stop()
+            raise
+        self._watcher = asyncio.ensure_future(self._watch())
+
+    def pids(self):
+        return [w.process.pid for w in self.workers if w.process]
+
+    async def _watch(self):
+        while True:
+            await asyncio.sleep(WATCH_EVERY)
+            now = time.monotonic()
+            for w in self.workers:
+                pid = w.process.pid if w.process else None
+                code = w.reaped()
+                if code is not None:
+                    if now - w.since > STAYED_UP:
+                        w.delay = RESTART_DELAY
+                    w.due = now + w.delay
+                    log.warning('worker %d (pid %d) %s; starting another in '
+                                '%.1f s', w.index, pid, ended(code), w.delay)
+                    w.delay = min(w.delay * 2, MAX_RESTART_DELAY)
+                elif w.process is None and now >= w.due:
+                    try:
+                        w.start(self.argv, self.config)
+                    except OSError as e:
+                        w.due = now + w.delay
+                        log.warning('worker %d did not start (%s)', w.index, e)
+
+    async def stop(self):
+        """SIGTERM to each (they finish pending requests), SIGKILL to those
+        still running after STOP_TIMEOUT."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            try:
+                await self._watcher
+            except asyncio.CancelledError:
+                pass
+            self._watcher = None
+        running = [w for w in self.workers if w.process is not None]
+        for w in running:
+            w.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while any(w.process.poll() is None for w in running):
+            if time.monotonic() > deadline:
+                for w in running:
+                    if w.process.poll() is None:
+                        log.warning('worker %d (pid %d) is killed',
+                                    w.index, w.process.pid)
+                        w.process.kill()
+                        w.process.wait()
+                break
+            await asyncio.sleep(0.05)
+        for w in running:
+            w.forget()
+
+
+async def sweep_forever(data, every):
+    """Where the database does not sweep itself: the one sweep of every
+    worker's sessions and ballots."""
+    outage = Outage(log)
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await data.expire()
+        except DataUnavailable as e:
+            outage.down(e, refused=0)
+        except Exception:
+            log.exception('sweep failed')
+        else:
+            outage.up()
+
+
+async def parent(engine, s, argv, stopped):
+    """Databases, then s.workers workers until `stopped` is set."""
+    databases = Databases(s)
+    try:
+        data = await databases.open(engine)
+        try:
+            databases.watch()
+            address = databases.tarantool_address
+            config = {'tarantool': list(address) if address else None,
+                      'postgres': databases.postgres_dsn}
+            sweeper = None
+            if not data.sweeps_itself:
+                sweeper = asyncio.ensure_future(
+                    sweep_forever(data, s.refresh_every))
+            workers = Workers(s.workers, argv, config)
+            try:
+                if stopped.is_set():    # a signal while the databases started
+                    return
+                await workers.start()
+                log.info('serving %s on http://%s:%d/ from %d workers, pids '
+                         '%s (Python %s)', engine.name, s.host, s.port,
+                         s.workers, ' '.join(map(str, workers.pids())),
+                         sys.version.split()[0])
+                await stopped.wait()
+            finally:
+                await workers.stop()
+                if sweeper is not None:
+                    sweeper.cancel()
+        finally:
+            await data.close()
+    finally:
+        await databases.close()
+
+
+def read_config():
+    """The parent's JSON line on stdin."""
+    line = b''
+    while not line.endswith(b'\n'):
+        part = os.read(0, 4096)
+        if not part:
+            raise RuntimeError('no settings from the parent on stdin')
+        line += part
+    config = json.loads(line.decode())
+    if config['tarantool']:
+        config['tarantool'] = TarantoolAddress(*config['tarantool'])
+    return config
+
+
+@asynccontextmanager
+async def given_databases(engine, config):
+    """The worker's data interface to the databases the parent runs."""
+    data = data_for(engine, config['tarantool'], config['postgres'])
+    # The parent sweeps (see above): the site must not, once per worker.
+    data.sweeps_itself = True
+    await data.start()
+    try:
+        yield data
+    finally:
+        await data.close()
+
+
+def watch_parent(stopped):
+    """Set `stopped` when stdin ends: the parent has gone."""
+    loop = asyncio.get_event_loop()
+
+    def readable():
+        try:
+            if os.read(0, 4096):
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        loop.remove_reader(0)
+        if not stopped.is_set():
+            log.warning('the parent has gone: stopping')
+            stopped.set()
+    os.set_blocking(0, False)
+    loop.add_reader(0, readable)
+
+
+async def report_ready(fd, port):
+    """Write to fd once this process listens on port."""
+    while not tcp_sockets(os.getpid(), port, LISTEN):
+        await asyncio.sleep(0.05)
+    os.write(fd, b'.')
+    os.close(fd)
