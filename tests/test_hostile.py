@@ -39,7 +39,8 @@ REQUESTS = [
 # The processes test_pages.py and test_pipelining.py use too.
 ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
-           'fastapi-postgres-pool', 'fastapi-tarantool-one-uvloop']
+           'fastapi-postgres-pool', 'fastapi-tarantool-one-uvloop',
+           'uvicorn-postgres-pool', 'granian-tarantool-one']
 
 
 async def raw_request(port, method, target, headers, body):
@@ -140,3 +141,33 @@ async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
     assert stored == clean_text(USER_AGENT.decode('utf-8', 'surrogateescape'),
                                 256)
     assert stored == "'; DROP TABLE stickers; -- \" \\ \u2603 ??? end"
+
+
+
+async def refused_or_reset(port, header):
+    """The status of the answer to a GET with `header`, or None when the
+    server closed (or reset) the connection before one came whole."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    try:
+        writer.write(b'GET /ugly HTTP/1.1\r\nHost: t\r\n' + header
+                     + b'\r\nConnection: close\r\n\r\n')
+        head = await asyncio.wait_for(reader.read(), 30)
+    except ConnectionError:
+        return None
+    finally:
+        writer.close()
+    return int(head.split()[1]) if head else None
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('header', [
+    b'X-Pad: ' + b'x' * 200000, b'\r\n'.join([b'X-Pad: y'] * 20000)],
+    ids=['long', 'many'])
+async def test_huge_heads_are_refused(shared_server, engine, header):
+    """A head beyond 64 KiB: a 4xx (or the connection closed), never 200
+    nor 5xx, and the server serves on."""
+    site = shared_server(engine)
+    status = await refused_or_reset(site.port, header)
+    assert status is None or 400 <= status < 500, status
+    status, _ = await raw_request(site.port, b'GET', b'/ugly', [], b'')
+    assert status == 200

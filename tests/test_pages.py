@@ -1,6 +1,7 @@
 """Each framework's adapter through real HTTP: status, headers, cookies and
 bodies reach the visitor as the pages made them. What the pages say is
 checked in-process, on every backend, by test_site.py."""
+import asyncio
 import os
 import uuid
 
@@ -8,7 +9,8 @@ import pytest
 import yarl
 
 from conftest import TEST_PACKS
-from bench.pagecheck import ballots, cards, client, session_cookie
+from bench.pagecheck import (all_stickers, ballots, cards, client,
+                             session_cookie, vote_total)
 
 import dataset
 
@@ -19,7 +21,9 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'sanic-tarantool-one-uvloop', 'sanic-postgres-pool-uvloop',
            'japronto-tarantool-one', 'japronto-postgres-pool',
            'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one',
-           'fastapi-tarantool-one-uvloop', 'fastapi-postgres-pool']
+           'fastapi-tarantool-one-uvloop', 'fastapi-postgres-pool',
+           'uvicorn-tarantool-one-uvloop', 'uvicorn-postgres-pool',
+           'granian-tarantool-one', 'granian-postgres-pool-uvloop']
 
 
 @pytest.fixture(scope='module', params=ENGINES)
@@ -132,3 +136,25 @@ def test_engine_list_is_complete():
     assert os.path.exists(os.path.join(os.path.dirname(__file__), '..', 'server.py'))
     import engines
     assert set(ENGINES) <= set(engines.BY_NAME)
+
+
+async def test_votes_count_once_and_forgeries_not_at_all(site):
+    """Through each adapter: a forged or foreign ballot changes nothing, and
+    one ballot posted many times at once counts exactly once."""
+    async with client() as s:
+        before = vote_total(await all_stickers(s, site))
+    status, headers, body = await fetch(site + '/')
+    cookie = session_cookie(headers)
+    (_, win, lose), _ = ballots(body.decode())
+    forged = 'A' * 22
+    assert (await fetch(site + '/', cookie, {'win': forged, 'lose': lose}))[0] \
+        == 409
+    other = str(uuid.uuid4())      # another visitor's session
+    assert (await fetch(site + '/', other, {'win': win, 'lose': lose}))[0] \
+        == 409
+    statuses = await asyncio.gather(*[
+        fetch(site + '/', cookie, {'win': win, 'lose': lose})
+        for _ in range(8)])
+    assert sorted(s for s, _, _ in statuses) == [200] + [409] * 7
+    async with client() as s:
+        assert vote_total(await all_stickers(s, site)) == before + 1

@@ -12,6 +12,7 @@ JAPRONTO = ['japronto-tarantool-one', 'japronto-tarantool-one-uvloop',
             'japronto-tarantool-multi', 'japronto-tarantool-multi-uvloop',
             'japronto-aiotarantool-one-uvloop', 'japronto-aiotarantool-multi']
 ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
+                      'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
                       'fastapi-tarantool-one-uvloop']
 
 # What only the right answer to each path contains.
@@ -209,6 +210,7 @@ def fuzz_pipeline(rng):
 # One engine per framework and loop is enough for the random pipelines.
 FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
+          'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
           'fastapi-tarantool-one-uvloop')
 
 

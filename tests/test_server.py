@@ -116,6 +116,10 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
     ('aiohttp-aiotarantool-multi-uvloop', signal.SIGTERM),
     ('fastapi-tarantool-multi', signal.SIGINT),
     ('fastapi-postgres-pool-uvloop', signal.SIGTERM),
+    ('uvicorn-tarantool-multi', signal.SIGTERM),
+    ('uvicorn-postgres-pool-uvloop', signal.SIGINT),
+    ('granian-tarantool-multi-uvloop', signal.SIGTERM),
+    ('granian-postgres-pool', signal.SIGINT),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),

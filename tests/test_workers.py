@@ -23,7 +23,8 @@ from test_supervision import checkout, lines, wait_gone  # noqa: F401
 
 NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
-         'japronto-tarantool-one', 'fastapi-tarantool-one-uvloop']
+         'japronto-tarantool-one', 'uvicorn-tarantool-one',
+         'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop']
 
 
 def params(*others):
@@ -131,7 +132,7 @@ def data_of(request, engine):
 
 @pytest.mark.parametrize('engine, sig', [
     pytest.param(*p.values[:1], sig, marks=p.marks) for p, sig in
-    zip(params(), ['SIGTERM', 'SIGINT'] * 3)])
+    zip(params(), ['SIGTERM', 'SIGINT'] * 4)])
 async def test_workers_share_the_port_count_votes_once_and_stop(
         request, tmp_path, engine, sig):
     server = start(request, tmp_path, engine)
@@ -153,6 +154,8 @@ async def test_workers_share_the_port_count_votes_once_and_stop(
         # A dead worker is replaced; the port answers all along.
         killed = min(pids)
         os.kill(killed, signal.SIGKILL)
+        # Until the parent reaps it, the killed one still counts as a worker.
+        assert wait_gone([killed]), server.output()
         pids = wait_workers(server)
         assert killed not in pids
         output = server.output()

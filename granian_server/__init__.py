@@ -1,0 +1,70 @@
+"""granian adapter: the bare ASGI application (asgi_server) on granian's
+embedded server, whose Rust core hands requests to server.py's running loop
+(asyncio or uvloop). Its core is not Python: edge.py cannot wrap it, so
+granian's own limits stand in (see README)."""
+import asyncio
+import resource
+
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
+from granian.server.embed import Server
+
+import edge
+from asgi_server import make_app
+from pages import MAX_BODY
+
+# Room for a request head and a body at the limit in granian's read buffer.
+BUFFER = MAX_BODY + 64 * 1024
+
+
+def connection_cap(settings):
+    """--max-connections, lowered to the open-files limit as edge does."""
+    fds = edge.raise_fd_limit()
+    if fds == resource.RLIM_INFINITY:
+        return settings.connections
+    return min(settings.connections, max(16, fds - edge.SPARE_FDS))
+
+
+def server_of(app, host, port, settings=edge.DEFAULTS):
+    """A granian embedded Server for the ASGI 3 `app`."""
+    return Server(
+        app, address=host, port=port, interface=Interfaces.ASGINL,
+        http=HTTPModes.http1, websockets=False, backlog=1024,
+        runtime_threads=1, log_enabled=False,
+        # Connections at once: above it, new ones wait to be accepted.
+        backpressure=connection_cap(settings),
+        # One timer for a request head, from the previous answer (or the
+        # connection's start) on: idle connections close at it too.
+        # pipeline_flush stays off: with it on, granian 2.8 drops its own
+        # 400 answers (a non-UTF-8 path) and just closes.
+        http1_settings=HTTP1Settings(
+            header_read_timeout=max(1, int(
+                min(settings.head, settings.keepalive) * 1000)),
+            keep_alive=True, max_buffer_size=BUFFER))
+
+
+async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve the ASGI 3 `app` until `stopped` is set, then finish pending
+    requests."""
+    server = server_of(app, host, port, settings)
+    serving = asyncio.ensure_future(server.serve())
+    waiting = asyncio.ensure_future(stopped.wait())
+    try:
+        await asyncio.wait([serving, waiting],
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        if not serving.done():
+            server.stop()
+        try:
+            await serving
+        except RuntimeError as e:
+            # granian's own errors (binding) come with a Rust backtrace.
+            if '\nStack backtrace' not in str(e):
+                raise
+            raise RuntimeError(str(e).split('\n')[0]) from None
+
+
+async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+    """Serve the site until `stopped` is set, then finish pending requests."""
+    await serve_app(make_app(site, settings), host, port, stopped, settings)
