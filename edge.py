@@ -149,7 +149,6 @@ class Edge(asyncio.Protocol):
 
     def data_received(self, data):
         if (self.phase == IDLE and data.endswith(b'\r\n\r\n')
-                and len(data) <= MAX_HEAD
                 and data.find(b'ength') < 0 and data.find(b'ENGTH') < 0):
             # Whole requests without a body (no Content-Length): the usual
             # case. A chunked body, or a length in odd capitals, passes here
@@ -172,10 +171,6 @@ class Edge(asyncio.Protocol):
 
     def resume_writing(self):
         self.inner.resume_writing()
-
-    def head_too_large(self):
-        """A head grew beyond MAX_HEAD: aiohttp, sanic and japronto refuse
-        it themselves; an adapter whose server does not overrides this."""
 
     def enter(self):
         self.busy += 1
@@ -210,14 +205,11 @@ class Edge(asyncio.Protocol):
             head = self.partial + data[pos:] if seen else data[pos:]
             found = HEAD_END.search(head)
             if found is None:
-                if len(head) > MAX_HEAD:
-                    self.head_too_large()
-                    head = head[-3:]
-                self.partial = head
+                # Beyond MAX_HEAD the server refuses it (uvicorn_server
+                # gives httptools a limit).
+                self.partial = head if len(head) <= MAX_HEAD else head[-3:]
                 return
             end = found.end()
-            if end > MAX_HEAD:
-                self.head_too_large()
             pos += end - seen
             self.partial = b''
             if CHUNKED.search(head, 0, end):

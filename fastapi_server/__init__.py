@@ -1,5 +1,6 @@
 """FastAPI adapter: the pages as FastAPI routes with Starlette responses,
-served by uvicorn (fastapi_server/serving.py)."""
+served by uvicorn as uvicorn_server serves any ASGI application (behind
+edge.py, which asks uvicorn whether a page works for a connection)."""
 import inspect
 
 from fastapi import FastAPI, Request
@@ -12,7 +13,7 @@ from pages import Request as PageRequest
 from pages.http import text_response
 from pages.static import unrouted
 
-from .serving import serve_app
+from uvicorn_server import serve_app
 
 GONE = text_response(400, 'The request body did not arrive')
 
@@ -30,7 +31,7 @@ def _answer(r):
                     headers=dict(r.headers) if r.headers else None)
 
 
-def _endpoint(page, names, waits, with_body):
+def _endpoint(page, names, with_body):
     """A route function for the page; `names` its path parameters."""
     async def endpoint(request: Request, **params):
         scope = request.scope
@@ -41,17 +42,10 @@ def _endpoint(page, names, waits, with_body):
                 body = await request.body()
             except ClientDisconnect:
                 return _answer(GONE)
-        # While a page waits, edge must not time its connection out.
-        conn = scope['state'].get('edge', edge.GONE) if waits else edge.GONE
-        conn.enter()
-        try:
-            client = scope.get('client')
-            r = await page(PageRequest(
-                scope['method'], scope['path'], request.cookies,
-                client[0] if client else '',
-                user_agent(request), body), **params)
-        finally:
-            conn.leave()
+        client = scope.get('client')
+        r = await page(PageRequest(
+            scope['method'], scope['path'], request.cookies,
+            client[0] if client else '', user_agent(request), body), **params)
         return _answer(r)
     # The path parameters, declared to FastAPI as plain strings.
     endpoint.__signature__ = inspect.Signature(
@@ -76,12 +70,12 @@ def make_app(site):
         with_body = route.method != 'GET'
         router.add_api_route(
             route.path, _endpoint(route.handler, path_parameters(route.path),
-                                  route.waits, with_body),
+                                  with_body),
             methods=methods, include_in_schema=False,
             max_body_size=MAX_BODY if with_body else None)
     # Static files and the 404 page: the unrouted page reads the path itself.
     router.add_api_route(
-        '/{tail:path}', _endpoint(unrouted(site), (), False, False),
+        '/{tail:path}', _endpoint(unrouted(site), (), False),
         methods=['GET', 'HEAD'], include_in_schema=False)
     return app
 
