@@ -24,6 +24,15 @@ RESTART_DELAY, MAX_RESTART_DELAY = 0.5, 10.0
 STAYED_UP = 30.0          # seconds up after which a death is a new one
 
 
+async def cancel(task):
+    """Cancel an asyncio task and wait until it has ended."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 def write_images(images, packs):
     """Write the generated sticker images once per data set size."""
     stamp = os.path.join(images, '.complete-%d' % packs)
@@ -227,11 +236,7 @@ class Databases:
         """Stop watching, then stop the databases started here (one being
         restarted once its start is over)."""
         if self._watcher is not None:
-            self._watcher.cancel()
-            try:
-                await self._watcher
-            except asyncio.CancelledError:
-                pass
+            await cancel(self._watcher)
             self._watcher = None
         await self._blocking(self.stop)
 

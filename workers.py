@@ -31,7 +31,7 @@ from contextlib import asynccontextmanager
 
 from data_interface import DataUnavailable
 from data_interface.address import TarantoolAddress
-from databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP,
+from databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP, cancel,
                        WATCH_EVERY, Databases, data_for)
 from pages.outage import Outage
 from processes import LISTEN, tcp_sockets
@@ -163,11 +163,7 @@ class Workers:
         """SIGTERM to each (they finish pending requests), SIGKILL to those
         still running after STOP_TIMEOUT."""
         if self._watcher is not None:
-            self._watcher.cancel()
-            try:
-                await self._watcher
-            except asyncio.CancelledError:
-                pass
+            await cancel(self._watcher)
             self._watcher = None
         running = [w for w in self.workers if w.process is not None]
         for w in running:

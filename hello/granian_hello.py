@@ -3,15 +3,7 @@ loop (as the engines are served)."""
 from granian.constants import HTTPModes, Interfaces
 from granian.server.embed import Server
 
-HEAD = {'type': 'http.response.start', 'status': 200,
-        'headers': [(b'content-type', b'text/plain; charset=utf-8'),
-                    (b'content-length', b'4')]}
-BODY = {'type': 'http.response.body', 'body': b'UGLY'}
-
-
-async def app(scope, receive, send):
-    await send(HEAD)
-    await send(BODY)
+from hello.asgi_ugly import app
 
 
 def serve(loop, host, port):
