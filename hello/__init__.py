@@ -7,4 +7,4 @@ times them next to the engines as each framework's ceiling.
 
 Kept CPython 3.7 compatible: japronto's runs in the legacy environment.
 """
-FRAMEWORKS = ('aiohttp', 'sanic', 'japronto')
+FRAMEWORKS = ('aiohttp', 'sanic', 'japronto', 'socketify')
