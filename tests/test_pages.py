@@ -18,7 +18,8 @@ import dataset
 ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'sanic-tarantool-one-uvloop', 'sanic-postgres-pool-uvloop',
            'japronto-tarantool-one', 'japronto-postgres-pool',
-           'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one']
+           'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one',
+           'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

@@ -114,6 +114,8 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
     ('japronto-tarantool-multi', signal.SIGTERM),
     ('japronto-aiotarantool-one', signal.SIGINT),
     ('aiohttp-aiotarantool-multi-uvloop', signal.SIGTERM),
+    ('socketify-tarantool-one', signal.SIGTERM),
+    ('socketify-postgres-pool-uvloop', signal.SIGINT),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),
