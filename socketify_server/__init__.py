@@ -25,10 +25,23 @@ from pages.static import unrouted
 from .drive import Driver
 
 log = logging.getLogger('socketify_server')
+unpack = ffi.unpack
 SSL = ffi.cast('int', 0)
 EXCLUSIVE_PORT = 1      # LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT
 STATUS = {s.value: b'%d %s' % (s.value, s.phrase.encode()) for s in HTTPStatus}
-ALWAYS = [(k.encode(), v.encode()) for k, v in EVERY]
+# Content type -> the headers every answer carries, as one header whose value
+# holds the other lines: one call into uWebSockets instead of three.
+FIRST = EVERY[0][0].encode()
+_lines = {}
+
+
+def _always(content_type):
+    value = _lines.get(content_type)
+    if value is None:
+        value = _lines[content_type] = ''.join(
+            [EVERY[0][1]] + ['\r\n%s: %s' % kv for kv in EVERY[1:]]
+            + ['\r\nContent-Type: ', content_type]).encode()
+    return value
 TOO_LARGE = text_response(413, 'Payload Too Large')
 FAILED = text_response(500, 'Internal Server Error')
 
@@ -38,7 +51,9 @@ def _text(raw):
 
 
 def _path(raw):
-    return unquote_to_bytes(raw).decode('utf-8', 'replace')
+    if b'%' in raw:
+        raw = unquote_to_bytes(raw)
+    return raw.decode('utf-8', 'replace')
 
 
 def _cookies(header):
@@ -53,10 +68,8 @@ def _cookies(header):
 def _write(res, r, head, close):
     status = STATUS.get(r.status) or b'%d Unknown' % r.status
     lib.uws_res_write_status(SSL, res, status, len(status))
-    for key, value in ALWAYS:
-        lib.uws_res_write_header(SSL, res, key, len(key), value, len(value))
-    ctype = r.content_type.encode()
-    lib.uws_res_write_header(SSL, res, b'Content-Type', 12, ctype, len(ctype))
+    value = _always(r.content_type)
+    lib.uws_res_write_header(SSL, res, FIRST, len(FIRST), value, len(value))
     for key, value in r.headers:
         key, value = key.encode(), value.encode('latin-1', 'replace')
         lib.uws_res_write_header(SSL, res, key, len(key), value, len(value))
@@ -218,27 +231,29 @@ class Server:
                'POST': lib.uws_app_post, 'ANY': lib.uws_app_any}[method]
         add(SSL, app, pattern, _on_request, handle)
 
-    def _get(self, getter, *args):
-        buf = self.buf
-        length = getter(*args, buf)
-        return ffi.unpack(buf[0], length) if length else b''
-
     def _header(self, req, name):
-        return self._get(lib.uws_req_get_header, req, name, len(name))
+        buf = self.buf
+        length = lib.uws_req_get_header(req, name, len(name), buf)
+        return unpack(buf[0], length) if length else b''
 
     def request(self, res, req, method, page, names, head, eager, body):
-        get = self._get
+        buf = self.buf
         if method is None:
-            method = _text(get(lib.uws_req_get_case_sensitive_method, req))
+            n = lib.uws_req_get_case_sensitive_method(req, buf)
+            method = _text(unpack(buf[0], n))
             head = method == 'HEAD'
-        params = {name: _path(get(lib.uws_req_get_parameter, req, i))
-                  for i, name in enumerate(names)}
+        params = {}
+        for i, name in enumerate(names):
+            n = lib.uws_req_get_parameter(req, i, buf)
+            params[name] = _path(unpack(buf[0], n) if n else b'')
+        n = lib.uws_req_get_url(req, buf)
+        path = _path(unpack(buf[0], n))
+        n = lib.uws_res_get_remote_address_as_text(SSL, res, buf)
+        ip = unpack(buf[0], n).decode('ascii', 'replace')
         cookie = self._header(req, b'cookie')
-        request = Request(
-            method, _path(get(lib.uws_req_get_url, req)),
-            _cookies(_text(cookie)) if cookie else {},
-            _text(get(lib.uws_res_get_remote_address_as_text, SSL, res)),
-            _text(self._header(req, b'user-agent')), b'')
+        request = Request(method, path,
+                          _cookies(_text(cookie)) if cookie else {}, ip,
+                          _text(self._header(req, b'user-agent')), b'')
         if body:
             length = self._header(req, b'content-length')
             exchange = Exchange(self, res, head)

@@ -18,6 +18,7 @@ from socketify.native import ffi as socketify_ffi
 
 NOWAIT = 2      # UV_RUN_NOWAIT
 ROUNDS = 8      # libuv runs per turn at most, then the next turn goes on
+SLACK = 0.005   # seconds a libuv timer may fire late
 
 ffi = cffi.FFI()
 ffi.cdef("""
@@ -72,7 +73,9 @@ class Driver:
                 self.kick()
         elif timeout > 0:
             when = self.loop.time() + timeout / 1000.0
-            if self.timer is None or when < self.timer.when():
+            # libuv counts whole milliseconds: a timer a little late is
+            # fine, one re-armed on every turn is not.
+            if self.timer is None or when < self.timer.when() - SLACK:
                 if self.timer is not None:
                     self.timer.cancel()
                 self.timer = self.loop.call_at(when, self._timeout)
