@@ -42,6 +42,8 @@ def _always(content_type):
             [EVERY[0][1]] + ['\r\n%s: %s' % kv for kv in EVERY[1:]]
             + ['\r\nContent-Type: ', content_type]).encode()
     return value
+
+
 TOO_LARGE = text_response(413, 'Payload Too Large')
 FAILED = text_response(500, 'Internal Server Error')
 
@@ -156,8 +158,10 @@ class Exchange:
         self.answer = r
         self.close = close
         if corked:
+            # Outside libuv's callbacks: a write that must wait for the
+            # socket, or a close, needs a libuv turn.
             lib.uws_res_cork(SSL, self.res, _on_cork, self.handle)
-            if self.server.driver.pending():
+            if close or self.server.driver.pending():
                 self.server.driver.kick()
         else:
             _write(self.res, r, self.head, close)
@@ -201,13 +205,12 @@ def _on_request(res, req, handle):
 
 
 class Server:
-    def __init__(self, site, loop):
+    def __init__(self, loop):
         self.loop = loop
         self.pending = {}       # Exchange -> None: requests not answered yet
         self.idle = asyncio.Event()
         self.idle.set()
         self.handles = []       # kept alive as long as uWebSockets uses them
-        self.site = site
         self.driver = None
         self.buf = ffi.new('char **')
 
@@ -309,7 +312,7 @@ def make_app(site, server):
 async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     loop = asyncio.get_running_loop()
-    server = Server(site, loop)
+    server = Server(loop)
     app = make_app(site, server)
     listening = []
 
