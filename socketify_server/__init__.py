@@ -9,6 +9,7 @@ that arrives behind one still waiting makes it close the connection (see
 README).
 """
 import asyncio
+import functools
 import logging
 import types
 from http import HTTPStatus
@@ -28,20 +29,20 @@ log = logging.getLogger('socketify_server')
 unpack = ffi.unpack
 SSL = ffi.cast('int', 0)
 EXCLUSIVE_PORT = 1      # LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT
-STATUS = {s.value: b'%d %s' % (s.value, s.phrase.encode()) for s in HTTPStatus}
-# Content type -> the headers every answer carries, as one header whose value
-# holds the other lines: one call into uWebSockets instead of three.
-FIRST = EVERY[0][0].encode()
-_lines = {}
+PHRASES = {s.value: s.phrase for s in HTTPStatus}
+# (status, content type) -> the status line's text followed by the headers
+# every answer carries: one call into uWebSockets instead of four.
+_heads = {}
 
 
-def _always(content_type):
-    value = _lines.get(content_type)
-    if value is None:
-        value = _lines[content_type] = ''.join(
-            [EVERY[0][1]] + ['\r\n%s: %s' % kv for kv in EVERY[1:]]
+def _head(status, content_type):
+    head = _heads.get((status, content_type))
+    if head is None:
+        head = _heads[status, content_type] = ''.join(
+            ['%d %s' % (status, PHRASES.get(status, 'Unknown'))]
+            + ['\r\n%s: %s' % kv for kv in EVERY]
             + ['\r\nContent-Type: ', content_type]).encode()
-    return value
+    return head
 
 
 TOO_LARGE = text_response(413, 'Payload Too Large')
@@ -68,10 +69,8 @@ def _cookies(header):
 
 
 def _write(res, r, head, close):
-    status = STATUS.get(r.status) or b'%d Unknown' % r.status
-    lib.uws_res_write_status(SSL, res, status, len(status))
-    value = _always(r.content_type)
-    lib.uws_res_write_header(SSL, res, FIRST, len(FIRST), value, len(value))
+    head_lines = _head(r.status, r.content_type)
+    lib.uws_res_write_status(SSL, res, head_lines, len(head_lines))
     for key, value in r.headers:
         key, value = key.encode(), value.encode('latin-1', 'replace')
         lib.uws_res_write_header(SSL, res, key, len(key), value, len(value))
@@ -226,9 +225,8 @@ class Server:
         head = method == 'HEAD'
         known = None if method == 'ANY' else method
 
-        def request(res, req):
-            self.request(res, req, known, page, names, head, eager, body)
-        handle = ffi.new_handle(request)
+        handle = ffi.new_handle(functools.partial(
+            self.request, known, page, names, head, eager, body))
         self.handles.append(handle)
         add = {'GET': lib.uws_app_get, 'HEAD': lib.uws_app_head,
                'POST': lib.uws_app_post, 'ANY': lib.uws_app_any}[method]
@@ -239,7 +237,7 @@ class Server:
         length = lib.uws_req_get_header(req, name, len(name), buf)
         return unpack(buf[0], length) if length else b''
 
-    def request(self, res, req, method, page, names, head, eager, body):
+    def request(self, method, page, names, head, eager, body, res, req):
         buf = self.buf
         if method is None:
             n = lib.uws_req_get_case_sensitive_method(req, buf)
