@@ -11,12 +11,13 @@ README).
 import asyncio
 import functools
 import logging
+import math
 import types
 from http import HTTPStatus
 from urllib.parse import unquote_to_bytes
 
 from socketify import App
-from socketify.native import ffi, lib
+from socketify.native import ffi, lib, library_path
 
 import edge
 from pages import MAX_BODY, Request
@@ -27,6 +28,15 @@ from .drive import Driver
 
 log = logging.getLogger('socketify_server')
 unpack = ffi.unpack
+# uSockets' own timeout of a socket (an HttpResponse is its socket), which
+# socketify does not declare.
+ffi.cdef("""
+void us_socket_timeout(int ssl, uws_res_t *s, unsigned int seconds);
+int us_socket_is_closed(int ssl, uws_res_t *s);
+""")
+us = ffi.dlopen(library_path)
+# Seconds an idle keep-alive connection stays open; uWebSockets' own: 10.
+keepalive = [10]
 SSL = ffi.cast('int', 0)
 EXCLUSIVE_PORT = 1      # LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT
 PHRASES = {s.value: s.phrase for s in HTTPStatus}
@@ -79,6 +89,9 @@ def _write(res, r, head, close):
         lib.uws_res_end_without_body(SSL, res, close)
     else:
         lib.uws_res_end(SSL, res, r.body, len(r.body), close)
+    # uWebSockets has just set its fixed idle timeout: ours instead.
+    if not close and not us.us_socket_is_closed(SSL, res):
+        us.us_socket_timeout(SSL, res, keepalive[0])
 
 
 @types.coroutine
@@ -310,6 +323,7 @@ def make_app(site, server):
 async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     loop = asyncio.get_running_loop()
+    keepalive[0] = max(1, int(math.ceil(settings.keepalive)))
     server = Server(loop)
     app = make_app(site, server)
     listening = []
