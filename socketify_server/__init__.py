@@ -85,7 +85,8 @@ def _write(res, r, head, close):
         key, value = key.encode(), value.encode('latin-1', 'replace')
         lib.uws_res_write_header(SSL, res, key, len(key), value, len(value))
     if head:
-        lib.uws_res_write_header_int(SSL, res, b'Content-Length', 14, len(r.body))
+        lib.uws_res_write_header_int(SSL, res, b'Content-Length', 14,
+                                     len(r.body))
         lib.uws_res_end_without_body(SSL, res, close)
     else:
         lib.uws_res_end(SSL, res, r.body, len(r.body), close)
@@ -328,7 +329,8 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     app = make_app(site, server)
     listening = []
 
-    @ffi.callback('void(struct us_listen_socket_t *, uws_app_listen_config_t, void *)')
+    @ffi.callback('void(struct us_listen_socket_t *, '
+                  'uws_app_listen_config_t, void *)')
     def on_listen(socket, config, data):
         listening.append(socket)
 
@@ -336,8 +338,10 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     host_bytes = ffi.new('char[]', host.encode())
     config.port = port
     config.host = host_bytes
-    config.options = 0 if getattr(settings, 'reuse_port', False) else EXCLUSIVE_PORT
-    lib.uws_app_listen_with_config(SSL, app.app, config[0], on_listen, ffi.NULL)
+    reuse = getattr(settings, 'reuse_port', False)
+    config.options = 0 if reuse else EXCLUSIVE_PORT
+    lib.uws_app_listen_with_config(SSL, app.app, config[0], on_listen,
+                                   ffi.NULL)
     if not listening or listening[0] == ffi.NULL:
         raise OSError('cannot listen on %s:%d' % (host, port))
     server.driver = Driver(loop, app.loop.get_native_loop())

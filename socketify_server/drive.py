@@ -48,12 +48,14 @@ class Driver:
 
     def __init__(self, loop, native):
         self.loop = loop
-        self.uv = ffi.cast('void *', int(socketify_ffi.cast('uintptr_t', native)))
+        address = int(socketify_ffi.cast('uintptr_t', native))
+        self.uv = ffi.cast('void *', address)
         self.head = ffi.cast('loop_head *', self.uv)
         self.fd = uv.uv_backend_fd(self.uv)
         if self.fd < 0 or self.head.backend_fd != self.fd:
             raise RuntimeError('unexpected libuv loop layout')
-        self.queue = int(ffi.cast('uintptr_t', ffi.addressof(self.head, 'watcher_queue')))
+        self.queue = int(ffi.cast(
+            'uintptr_t', ffi.addressof(self.head, 'watcher_queue')))
         self.timer = None
         self.soon = False
         loop.add_reader(self.fd, self.run)
