@@ -37,6 +37,9 @@ int us_socket_is_closed(int ssl, uws_res_t *s);
 us = ffi.dlopen(library_path)
 # Seconds an idle keep-alive connection stays open; uWebSockets' own: 10.
 keepalive = [10]
+# uWebSockets keeps one loop per thread, on the libuv loop of the first App:
+# a later App (tests) shares it, and no App may be freed while it lives.
+_apps = []
 SSL = ffi.cast('int', 0)
 EXCLUSIVE_PORT = 1      # LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT
 PHRASES = {s.value: s.phrase for s in HTTPStatus}
@@ -309,6 +312,7 @@ def make_app(site, server):
     factory = loop.get_task_factory()
     handler = loop.get_exception_handler()
     app = App()
+    _apps.append(app)
     loop.set_task_factory(factory)
     loop.set_exception_handler(handler)
     for route in site.routes():
@@ -344,7 +348,7 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
                                    ffi.NULL)
     if not listening or listening[0] == ffi.NULL:
         raise OSError('cannot listen on %s:%d' % (host, port))
-    server.driver = Driver(loop, app.loop.get_native_loop())
+    server.driver = Driver(loop, _apps[0].loop.get_native_loop())
     try:
         await stopped.wait()
     finally:
