@@ -27,7 +27,8 @@ CURRENT_ONLY = ('uvicorn', 'granian', 'fastapi', 'socketify')
 LOOPS = ('asyncio', 'uvloop')
 # Frameworks whose adapter binds with edge.Settings.reuse_port, so that
 # server.py --workers N can serve one port from N processes.
-WORKERS = ('aiohttp', 'sanic', 'japronto', 'fastapi', 'uvicorn', 'granian')
+WORKERS = ('aiohttp', 'sanic', 'japronto', 'uvicorn', 'granian', 'fastapi',
+           'socketify')
 
 # What each dimension needs importable in this interpreter.
 MODULES = {

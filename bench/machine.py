@@ -8,7 +8,8 @@ import sys
 
 from settings import ROOT
 
-PACKAGES = ('aiohttp', 'sanic', 'uvloop', 'asynctnt', 'asyncpg', 'jinja2')
+PACKAGES = ('aiohttp', 'sanic', 'uvicorn', 'granian', 'fastapi', 'socketify',
+            'uvloop', 'asynctnt', 'asyncpg', 'jinja2')
 
 
 def _first(path, prefix):

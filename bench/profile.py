@@ -28,6 +28,7 @@ LAYERS = (
     ('japronto_server/', 'framework'), ('uvloop/', 'framework'),
     ('httptools/', 'framework'), ('multidict/', 'framework'),
     ('yarl/', 'framework'), ('server.py', 'framework'),
+    ('socketify/', 'framework'), ('socketify_server/', 'framework'),
 )
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.

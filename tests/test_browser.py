@@ -25,17 +25,19 @@ async def browser():
         await b.close()
 
 
-# Screenshots are of the first; the others' go beside them, named after it.
-ENGINES = ['aiohttp-tarantool-one', 'granian-tarantool-one',
-           'fastapi-tarantool-one-uvloop']
+# Screenshots of the first engine in test-artifacts/, of the others in
+# test-artifacts/ENGINE/.
+BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
+           'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop']
 
 
-@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('engine', BROWSED)
 async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
-                                              engine):
+                                                engine):
     site = shared_server(engine).url
-    prefix = '' if engine == ENGINES[0] else engine + '-'
-    os.makedirs(ARTIFACTS, exist_ok=True)
+    shots = ARTIFACTS if engine == BROWSED[0] else os.path.join(ARTIFACTS,
+                                                                engine)
+    os.makedirs(shots, exist_ok=True)
     page = await browser.new_page(viewport={'width': 1200, 'height': 900})
 
     await page.goto(site + '/')
@@ -45,14 +47,14 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
             .get_attribute('href')).rsplit('/', 1)[1]
     image = page.locator('button.sticker-choice img').first
     assert await image.evaluate('img => img.naturalWidth') > 0
-    await page.screenshot(path=os.path.join(ARTIFACTS, prefix + 'index.png'))
+    await page.screenshot(path=os.path.join(shots, 'index.png'))
 
     before = json.loads(await (await page.request.get(
         '%s/stickers/%s/%d' % (site, pack, sticker_id))).text())
     await choice.click()
     await page.wait_for_load_state()
     assert 'Vote counted' in await page.locator('[role=status]').inner_text()
-    await page.screenshot(path=os.path.join(ARTIFACTS, prefix + 'voted.png'))
+    await page.screenshot(path=os.path.join(shots, 'voted.png'))
     after = json.loads(await (await page.request.get(
         '%s/stickers/%s/%d' % (site, pack, sticker_id))).text())
     assert after['votes_plus'] == before['votes_plus'] + 1
@@ -61,10 +63,8 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
     for name in ('good', 'bad', 'about', 'ugly'):
         response = await page.goto('%s/%s' % (site, name))
         assert response.status == 200
-        await page.screenshot(path=os.path.join(ARTIFACTS,
-                                                prefix + name + '.png'),
+        await page.screenshot(path=os.path.join(shots, name + '.png'),
                               full_page=True)
     await page.set_viewport_size({'width': 390, 'height': 800})
     await page.goto(site + '/')
-    await page.screenshot(path=os.path.join(ARTIFACTS,
-                                            prefix + 'index-phone.png'))
+    await page.screenshot(path=os.path.join(shots, 'index-phone.png'))

@@ -40,11 +40,13 @@ REQUESTS = [
 ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
            'fastapi-postgres-pool', 'fastapi-tarantool-one-uvloop',
-           'uvicorn-postgres-pool', 'granian-tarantool-one']
+           'uvicorn-postgres-pool', 'granian-tarantool-one',
+           'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop']
 
 
-async def raw_request(port, method, target, headers, body):
-    """(status, response head) of one request sent as raw bytes."""
+async def raw_request(port, method, target, headers, body, patience=None):
+    """(status, response head) of one request sent as raw bytes; (None, b'')
+    if no answer came within `patience` seconds."""
     reader, writer = await asyncio.open_connection('127.0.0.1', port)
     lines = [method + b' ' + target + b' HTTP/1.1', b'Host: localhost',
              b'Connection: close'] + headers
@@ -52,9 +54,20 @@ async def raw_request(port, method, target, headers, body):
         lines += [b'Content-Type: application/x-www-form-urlencoded',
                   b'Content-Length: %d' % len(body)]
     writer.write(b'\r\n'.join(lines) + b'\r\n\r\n' + body)
-    head = (await reader.read()).split(b'\r\n\r\n')[0]
-    writer.close()
+    try:
+        head = (await asyncio.wait_for(reader.read(), patience)
+                ).split(b'\r\n\r\n')[0]
+    except asyncio.TimeoutError:
+        return None, b''
+    finally:
+        writer.close()
     return int(head.split()[1]), head
+
+
+def unanswered(engine, headers):
+    """uWebSockets never completes a request with a NUL byte in a header:
+    no answer, and its idle timeout closes the connection (see README)."""
+    return 'socketify' in engine and any(b'\x00' in h for h in headers)
 
 
 def new_session(head):
@@ -120,9 +133,11 @@ async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
                                            engine):
     site = shared_server(engine)
     port = site.port
-    answers = [await raw_request(port, *r) for r in REQUESTS]
+    answers = [await raw_request(port, *r, patience=1) if unanswered(engine, r[2])
+               else await raw_request(port, *r) for r in REQUESTS]
     statuses = [status for status, _ in answers]
-    assert all(200 <= s < 500 for s in statuses), list(zip(statuses, REQUESTS))
+    assert all(s is None if unanswered(engine, r[2]) else 200 <= s < 500
+               for s, r in zip(statuses, REQUESTS)), list(zip(statuses, REQUESTS))
     assert statuses[0] == 200
     session = new_session(answers[0][1])
 

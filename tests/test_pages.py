@@ -23,7 +23,8 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one',
            'fastapi-tarantool-one-uvloop', 'fastapi-postgres-pool',
            'uvicorn-tarantool-one-uvloop', 'uvicorn-postgres-pool',
-           'granian-tarantool-one', 'granian-postgres-pool-uvloop']
+           'granian-tarantool-one', 'granian-postgres-pool-uvloop',
+           'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool']
 
 
 @pytest.fixture(scope='module', params=ENGINES)
@@ -70,6 +71,21 @@ async def test_pages_reach_the_visitor_whole(site):
     assert (status, body) == (200, b'UGLY')
     assert headers['Content-Type'] == 'text/plain; charset=utf-8'
     assert 'Set-Cookie' not in headers and 'X-Frame-Options' not in headers
+
+
+async def test_forged_and_concurrent_votes_through_http(site):
+    """A ballot posted by another visitor is refused; the same ballot posted
+    at once on many connections counts once."""
+    import asyncio
+    status, headers, body = await fetch(site + '/')
+    cookie = session_cookie(headers)
+    (_, win, lose), _ = ballots(body.decode())
+    form = {'win': win, 'lose': lose}
+    status, _, body = await fetch(site + '/', str(uuid.uuid4()), form)
+    assert status == 409 and b'another visitor' in body
+    answers = await asyncio.gather(*[fetch(site + '/', cookie, form)
+                                     for _ in range(8)])
+    assert sorted(status for status, _, _ in answers) == [200] + [409] * 7
 
 
 async def test_json_and_404_reach_the_visitor(site):

@@ -120,6 +120,8 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
     ('uvicorn-postgres-pool-uvloop', signal.SIGINT),
     ('granian-tarantool-multi-uvloop', signal.SIGTERM),
     ('granian-postgres-pool', signal.SIGINT),
+    ('socketify-tarantool-one', signal.SIGTERM),
+    ('socketify-postgres-pool-uvloop', signal.SIGINT),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),

@@ -24,7 +24,8 @@ from test_supervision import checkout, lines, wait_gone  # noqa: F401
 NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
          'japronto-tarantool-one', 'uvicorn-tarantool-one',
-         'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop']
+         'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
+         'socketify-tarantool-one-uvloop']
 
 
 def params(*others):
@@ -132,7 +133,7 @@ def data_of(request, engine):
 
 @pytest.mark.parametrize('engine, sig', [
     pytest.param(*p.values[:1], sig, marks=p.marks) for p, sig in
-    zip(params(), ['SIGTERM', 'SIGINT'] * 4)])
+    zip(params(), ['SIGTERM', 'SIGINT'] * 5)])
 async def test_workers_share_the_port_count_votes_once_and_stop(
         request, tmp_path, engine, sig):
     server = start(request, tmp_path, engine)
