@@ -191,6 +191,8 @@ async def sweep_forever(data, every):
         await asyncio.sleep(every)
         try:
             await data.expire()
+        except asyncio.CancelledError:
+            raise   # stopping; on Python 3.7 it is an Exception too
         except DataUnavailable as e:
             outage.down(e, refused=0)
         except Exception:

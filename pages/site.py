@@ -165,6 +165,8 @@ class Site:
             await asyncio.sleep(self.refresh_every)
             try:
                 await self.refresh()
+            except asyncio.CancelledError:
+                raise   # stop(); on Python 3.7 it is an Exception too
             except DataUnavailable as e:
                 self.outage.down(e, refused=0)
             except Exception:

@@ -161,6 +161,25 @@ def test_ballot_tokens_are_random_and_well_formed():
     assert all(_TOKEN.match(t) for t in made)
 
 
+async def test_stop_ends_a_refresh_in_progress(new_data, monkeypatch):
+    # A stop while the refresh waits on the database ends it (on Python 3.7
+    # a CancelledError is an Exception, which a refresh must not swallow).
+    data = new_data()
+    await data.start()
+    site = Site(data, replace(DEFAULTS, refresh_every=0.01,
+                              limit_sessions='0', limit_votes='0'))
+    await site.start()
+    inside = asyncio.Event()
+
+    async def waiting():
+        inside.set()
+        await asyncio.sleep(3600)
+    monkeypatch.setattr(site, 'refresh', waiting)
+    await asyncio.wait_for(inside.wait(), 5)
+    await asyncio.wait_for(site.stop(), 5)
+    await data.close()
+
+
 async def test_returning_visitor_keeps_session(site):
     cookie = str(uuid.uuid4())
     for path in ('/', '/good', '/bad'):
