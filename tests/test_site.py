@@ -176,7 +176,10 @@ async def test_stop_ends_a_refresh_in_progress(new_data, monkeypatch):
         await asyncio.sleep(3600)
     monkeypatch.setattr(site, 'refresh', waiting)
     await asyncio.wait_for(inside.wait(), 5)
-    await asyncio.wait_for(site.stop(), 5)
+    # Not wait_for: its timeout would cancel stop() and so end it.
+    stopping = asyncio.ensure_future(site.stop())
+    done, _ = await asyncio.wait([stopping], timeout=5)
+    assert stopping in done, 'stop() still waits for the refresh'
     await data.close()
 
 
