@@ -2,7 +2,6 @@
 exclusively unless reuse_port asks to share it, and answers that must wait
 for a slow reader (libuv run from asyncio, socketify_server/drive.py)."""
 import asyncio
-import collections
 import socket
 
 import pytest
@@ -13,8 +12,6 @@ from processes import free_port
 
 socketify_server = pytest.importorskip('socketify_server')
 BIG = b'0123456789abcdef' * 65536     # 1 MiB: more than a 4 KiB window
-Settings = collections.namedtuple('Settings', edge.Settings._fields
-                                  + ('reuse_port',))
 
 
 class Site:
@@ -34,7 +31,7 @@ class Site:
 
 
 def settings(reuse):
-    return Settings(*edge.DEFAULTS, reuse_port=reuse)
+    return edge.DEFAULTS._replace(reuse_port=reuse)
 
 
 @pytest.mark.parametrize('reuse', [False, True])
