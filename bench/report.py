@@ -12,11 +12,16 @@ FLAG = '⚠'
 
 
 def cells(results):
-    """{(target, page, mode): summary} over the timed runs."""
+    """{(target, page, mode): summary} over the timed runs; a hello
+    reference's runs paired with an engine also under (target, page, mode,
+    engine)."""
     groups = {}
     for run in results['runs']:
         if not run.get('warmup'):
-            groups.setdefault((run['target'], run['page'], run['mode']), []).append(run)
+            key = (run['target'], run['page'], run['mode'])
+            groups.setdefault(key, []).append(run)
+            if run.get('pair'):
+                groups.setdefault(key + (run['pair'],), []).append(run)
     return {key: summarize(runs) for key, runs in groups.items()}
 
 
@@ -49,10 +54,12 @@ def ratios(table, name, page, mode):
     rps = lambda n, p, m: (table.get((n, p, m)) or {}).get('rps')  # noqa: E731
     mine = rps(name, page, mode)
     bare = of_engine(name) if page == 'ugly' else None
+    # Against the reference's runs that took turns with this engine's.
+    paired = (table.get((bare, page, mode, name)) or {}).get('rps')
     return {
         'nginx': (ratio(mine, rps(NGINX, page, mode))
                   if page in NGINX_PAGES and name != NGINX else None),
-        'hello': ratio(mine, rps(bare, page, mode)) if bare else None,
+        'hello': ratio(mine, paired or rps(bare, page, mode)) if bare else None,
         'ugly': ratio(mine, rps(name, 'ugly', mode)) if page != 'ugly' else None,
         'postgres': ratio(mine, rps(counterpart(name), page, mode))
         if counterpart(name) else None,
@@ -177,7 +184,9 @@ def header(results):
             s['wrk_threads'], s['connections'], s['runs'], s['duration'],
             s['warmup'], s['pipeline'], s['wrk_timeout']),
         '- Processes: %d per engine (server.py --workers) and for nginx; '
-        'the hello references run one' % s.get('workers', 1),
+        'the hello references run one, started for each engine: its ugly '
+        'runs take turns with the engine\'s, and "÷ bare hello" compares '
+        'those turns' % s.get('workers', 1),
         '- Pinning: %s' % ('server on `%s` (%s), wrk on `%s`' % (
             pin['server'], pin['server_covers'], pin['wrk'])
             if pin['server'] else 'none (fewer than two usable cores)'),

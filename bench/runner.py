@@ -1,6 +1,6 @@
 """The benchmark matrix: each engine started, verified, then timed page by
-page; then each framework's bare hello world and nginx last as references.
-Everything lands in results.json."""
+page, its /ugly runs taking turns with the runs of its framework's bare
+hello world; nginx last as a reference. Everything lands in results.json."""
 import json
 import os
 import subprocess
@@ -72,6 +72,9 @@ def target_guess(settings, kind):
         series_guess(settings, page) for page, _ in combos(settings, kind))
     if kind == 'engine' and settings.profile:
         guess += len(settings.pages) * (settings.duration + 1.5)
+    if kind == 'engine' and 'ugly' in settings.pages:
+        # its hello reference, started for the ugly runs
+        guess += target_guess(settings, 'hello')
     return guess
 
 
@@ -98,10 +101,8 @@ class Matrix:
             'targets': [], 'runs': [], 'profiles': [],
         }
         self.results.update(machine.describe())
-        self.hellos = hello.references(settings.engines)
+        self.hellos = {}    # hello reference name -> its target record
         planned = sum(target_guess(settings, 'engine') for _ in settings.engines)
-        if any(True for _ in combos(settings, 'hello')):
-            planned += len(self.hellos) * target_guess(settings, 'hello')
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
         self.progress = Progress(planned, stream)
@@ -120,12 +121,8 @@ class Matrix:
                                             'status': 'skipped', 'reason': why})
             self.progress.note('%s: skipped (%s)' % (name, why))
         for engine in self.s.engines:
-            self.engine(engine.name)
+            self.engine(engine)
             self.save()
-        if any(True for _ in combos(self.s, 'hello')):
-            for name, framework, loop in self.hellos:
-                self.hello(name, framework, loop)
-                self.save()
         if any(True for _ in combos(self.s, 'nginx')):
             self.nginx()
         self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
@@ -143,13 +140,15 @@ class Matrix:
         self.progress.note('%s: FAILED: %s' % (t['name'], reason.splitlines()[0]))
         self.progress.drop(guess_left)
 
-    def engine(self, name):
+    def engine(self, engine):
+        name = engine.name
         t = self.target(name, 'engine')
         log = self.log(t)
         server = EngineServer(name, self.s.port, self.s.server_args, log,
                               self.s.pin['server'])
         t['command'] = server.argv
         left = target_guess(self.s, 'engine')
+        ref = None      # the hello reference, running for the ugly runs
         try:
             if not self.started(t, server, left):
                 return
@@ -166,9 +165,19 @@ class Matrix:
                 self.about = verify.page(server.url, '/about')
                 t['about_copied'] = True
             database = None
+            ugly = [m for p, m in combos(self.s, 'engine') if p == 'ugly']
             for page, mode in combos(self.s, 'engine'):
                 try:
-                    self.series(name, server.url, page, mode, server.alive)
+                    if page == 'ugly' and mode == ugly[0]:
+                        ref = self.hello(engine.framework, engine.loop)
+                        left -= target_guess(self.s, 'hello')
+                    if page == 'ugly' and ref is not None:
+                        self.paired_series(name, server, ref, page, mode)
+                        if mode == ugly[-1]:
+                            ref.stop()      # idle, but some poll
+                            ref = None
+                    else:
+                        self.series(name, server.url, page, mode, server.alive)
                     if self.s.profile and mode == profile_mode(self.s, page):
                         if database is None:
                             database = self.database(server) or ()
@@ -181,6 +190,8 @@ class Matrix:
                 left -= series_guess(self.s, page)
         finally:
             server.stop()
+            if ref is not None:
+                ref.stop()
 
     def log(self, t):
         """The log file of a target's server, noted in its record."""
@@ -199,31 +210,35 @@ class Matrix:
             return False
         return True
 
-    def hello(self, name, framework, loop):
-        t = self.target(name, 'hello')
-        log = self.log(t)
+    def hello(self, framework, loop):
+        """Start the bare hello world of a framework and loop for an engine's
+        ugly runs: the running server, or None (its target says why). Its
+        target is recorded once, with the verification of its first start."""
+        name = hello.name(framework, loop)
+        t = self.hellos.get(name)
+        if t is None:
+            t = self.hellos[name] = self.target(name, 'hello')
+        elif t['status'] != 'ok':
+            self.progress.drop(target_guess(self.s, 'hello'))
+            return None
+        log = os.path.join(self.s.out, 'logs', name + '.log')
+        t['log'] = os.path.relpath(log, self.s.out)
         server = hello.HelloServer(framework, loop, free_port(), log,
                                    self.s.pin['server'])
         t['command'] = server.argv
         left = target_guess(self.s, 'hello')
-        try:
-            if not self.started(t, server, left, timeout=60):
-                return
-            t['verification'] = verify.hello(server.url)
-            self.progress.advance(START_GUESS + VERIFY_GUESS)
-            left -= START_GUESS + VERIFY_GUESS
-            why = verify.failure(t['verification'])
-            if why:
-                return self.fail(t, 'verification failed: ' + why, left)
-            for page, mode in combos(self.s, 'hello'):
-                try:
-                    self.series(name, server.url, page, mode, server.alive)
-                except TargetDied:
-                    return self.fail(t, '%s died during %s %s:\n%s' % (
-                        name, page, mode, tail(log)), left)
-                left -= series_guess(self.s, page)
-        finally:
+        if not self.started(t, server, left, timeout=60):
+            return None
+        verification = verify.hello(server.url)
+        t.setdefault('verification', verification)
+        self.progress.advance(START_GUESS + VERIFY_GUESS)
+        why = verify.failure(verification)
+        if why:
             server.stop()
+            self.fail(t, 'verification failed: ' + why,
+                      left - START_GUESS - VERIFY_GUESS)
+            return None
+        return server
 
     def database(self, server):
         """(pid, name) of the database process the engine talks to, or None."""
@@ -317,30 +332,59 @@ class Matrix:
 
     def series(self, name, url, page, mode, alive):
         label = '%s · %s · %s' % (name, page, mode)
-        if self.s.warmup:
-            self.progress.show(label + ' · warmup')
-            record = self.wrk(url, page, mode, self.s.warmup)
-            record.update(target=name, page=page, mode=mode, run=0, warmup=True)
-            self.results['runs'].append(record)
-            self.progress.advance(self.s.warmup)
+        self.warmup(label, name, url, page, mode)
         for run in range(1, self.s.runs + 1):
             if not alive():
                 raise TargetDied()
             self.progress.show('%s · run %d/%d' % (label, run, self.s.runs))
-            before = self.votes(url) if page == 'vote' else None
-            record = self.wrk(url, page, mode, self.s.duration)
-            record.update(target=name, page=page, mode=mode, run=run,
-                          warmup=False)
-            if page == 'vote':
-                time.sleep(0.5)  # let the server finish the POSTs wrk left
-                record['vote_check'] = stats.vote_check(
-                    before, self.votes(url), record.get('wrk'))
-            record['problems'] = stats.problems(record)
-            self.results['runs'].append(record)
-            self.progress.advance(self.s.duration + RUN_GUESS
-                                  + (VOTE_GUESS if page == 'vote' else 0))
+            self.timed(name, url, page, mode, run)
         if not alive():
             raise TargetDied()
+
+    def paired_series(self, name, server, ref, page, mode):
+        """The engine's runs taking turns with its hello reference's, so that
+        both see the same minutes of a machine whose speed drifts; the
+        reference's runs name the engine they were paired with."""
+        label = '%s · %s · %s' % (name, page, mode)
+        self.warmup(label, name, server.url, page, mode)
+        self.warmup(label, ref.name, ref.url, page, mode, pair=name)
+        for run in range(1, self.s.runs + 1):
+            if not server.alive():
+                raise TargetDied()
+            self.progress.show('%s · run %d/%d, with %s' % (
+                label, run, self.s.runs, ref.name))
+            self.timed(name, server.url, page, mode, run)
+            if ref.alive():
+                self.timed(ref.name, ref.url, page, mode, run, pair=name,
+                           guess=self.s.duration + RUN_GUESS)
+        if not server.alive():
+            raise TargetDied()
+
+    def warmup(self, label, name, url, page, mode, pair=None):
+        if not self.s.warmup:
+            return
+        self.progress.show(label + ' · warmup')
+        record = self.wrk(url, page, mode, self.s.warmup)
+        record.update(target=name, page=page, mode=mode, run=0, warmup=True)
+        if pair:
+            record['pair'] = pair
+        self.results['runs'].append(record)
+        self.progress.advance(self.s.warmup)
+
+    def timed(self, name, url, page, mode, run, pair=None, guess=None):
+        before = self.votes(url) if page == 'vote' else None
+        record = self.wrk(url, page, mode, self.s.duration)
+        record.update(target=name, page=page, mode=mode, run=run, warmup=False)
+        if pair:
+            record['pair'] = pair
+        if page == 'vote':
+            time.sleep(0.5)  # let the server finish the POSTs wrk left
+            record['vote_check'] = stats.vote_check(
+                before, self.votes(url), record.get('wrk'))
+        record['problems'] = stats.problems(record)
+        self.results['runs'].append(record)
+        self.progress.advance(guess if guess is not None else (
+            self.s.duration + RUN_GUESS + (VOTE_GUESS if page == 'vote' else 0)))
 
     def votes(self, url):
         try:

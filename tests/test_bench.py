@@ -137,6 +137,22 @@ def test_an_engine_ugly_is_divided_by_its_own_framework_and_loop_hello():
     assert report.ratios(table, 'hello-sanic', 'ugly', 'plain')['hello'] is None
 
 
+def test_bare_hello_uses_the_reference_runs_paired_with_the_engine():
+    def run(target, rps, pair=None):
+        r = timed(wrk_report(rps=rps), target=target, page='ugly', mode='plain')
+        if pair:
+            r['pair'] = pair
+        return r
+    one, multi = 'sanic-tarantool-one-uvloop', 'sanic-tarantool-multi-uvloop'
+    ref = 'hello-sanic-uvloop'
+    table = report.cells({'runs': [
+        run(one, 3000), run(ref, 4000, one), run(one, 3000), run(ref, 4000, one),
+        run(multi, 1000), run(ref, 1000, multi), run(ref, 2000, multi)]})
+    assert table[(ref, 'ugly', 'plain')]['rps'] == 3000   # all its runs
+    assert report.ratios(table, one, 'ugly', 'plain')['hello'] == 0.75
+    assert report.ratios(table, multi, 'ugly', 'plain')['hello'] == 1000 / 1500
+
+
 def test_hello_references_follow_the_engines_frameworks_and_loops():
     import engines
     chosen = [engines.BY_NAME[n] for n in (
@@ -375,6 +391,15 @@ def test_quick_run_has_the_hello_references_and_their_ratio(quick_run):
     for name in ('hello-aiohttp', 'hello-sanic-uvloop'):
         assert status[name]['status'] == 'ok', status[name]
         assert [c['check'] for c in status[name]['verification']] == ['ugly']
+    # A reference's ugly runs take turns with its engine's.
+    for engine, ref in (('aiohttp-tarantool-one', 'hello-aiohttp'),
+                        ('sanic-tarantool-one-uvloop', 'hello-sanic-uvloop')):
+        for mode in ('plain', 'pipelined'):
+            turns = [r for r in results['runs'] if r['page'] == 'ugly'
+                     and r['mode'] == mode and r['target'] in (engine, ref)]
+            assert [(r['target'], r['warmup']) for r in turns] == [
+                (engine, True), (ref, True), (engine, False), (ref, False)]
+            assert all(r.get('pair') == engine for r in turns if r['target'] == ref)
     md = (out / 'results.md').read_text()
     assert '| ugly ÷ bare hello |' in md
     section = md.split('### ugly · plain\n')[1].split('\n## ')[0]
