@@ -3,7 +3,8 @@
 japronto serves here on the engine's event loop (asyncio or uvloop): its
 app.run() would fork a worker with a uvloop loop of its own and its own
 signal handling, so serve() does what that worker does, on this loop.
-pipeline.py keeps japronto's request pipeline within what it survives.
+pipeline.py keeps japronto's request pipeline within what it survives, and
+is the connection's edge.
 """
 import asyncio
 
@@ -160,14 +161,7 @@ def at_once_prefixes(site):
                  ) + AT_ONCE_PREFIXES
 
 
-class _Edge(edge.Edge):
-    __slots__ = ()
-
-    def feed(self):     # pipeline.feed_later finds this on the transport
-        self.inner.feed()
-
-
-class _LimitedEdge(_Edge):
+class _Limited(Connection):
     """With per-IP limits on, japronto writes through a _Transport."""
     __slots__ = ()
 
@@ -184,10 +178,10 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     connections = set()
     prefixes = at_once_prefixes(site)
     gate = edge.Gate(settings, loop)
-    protocol = _LimitedEdge if site.session_limit or site.vote_limit else _Edge
+    protocol = _Limited if site.session_limit or site.vote_limit else Connection
     server = await loop.create_server(
-        lambda: protocol(gate, lambda: Connection(Protocol(app), prefixes,
-                                                  MAX_BODY, connections)),
+        lambda: protocol(gate, lambda: Protocol(app), prefixes, MAX_BODY,
+                         connections),
         host, port, backlog=1024, reuse_address=True,
         reuse_port=settings.reuse_port or None)
     try:

@@ -25,9 +25,15 @@ request is skipped), or one handed "request" may
 be several to japronto: so a head must match HEAD exactly, else 400, and a
 packet goes straight through only if its one and only head end is its last
 byte.
+
+It is also the connection's edge (edge.Edge: time limits, the connection
+cap), in one layer: a lone request pays one Python call in front of
+japronto.
 """
 import asyncio
 import re
+
+import edge
 
 HEAD_END = re.compile(br'\r?\n\r?\n')
 _TOKEN = br"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
@@ -53,13 +59,16 @@ class Refused(Exception):
                 % (status, text, len(text), text))
 
 
-class Connection(asyncio.Protocol):
-    def __init__(self, inner, at_once, max_body, connections):
-        self.inner = inner
+class Connection(edge.Edge):
+    """`make_inner` makes japronto's protocol; `at_once` as above."""
+    __slots__ = ('at_once', 'max_body', 'connections', 'buffer', 'last_batch',
+                 'refused', 'reading', 'writing')
+
+    def __init__(self, gate, make_inner, at_once, max_body, connections):
+        super().__init__(gate, make_inner)
         self.at_once = at_once
         self.max_body = max_body
         self.connections = connections
-        self.transport = None
         self.buffer = b''
         self.last_batch = False     # end once what was read is answered
         self.refused = False
@@ -67,23 +76,28 @@ class Connection(asyncio.Protocol):
         self.writing = True
 
     def connection_made(self, transport):
-        self.transport = transport
-        self.connections.add(self)
-        self.inner.connection_made(transport)
+        super().connection_made(transport)
+        if self.inner is not None:  # admitted
+            self.connections.add(self)
 
     def connection_lost(self, exc):
         self.connections.discard(self)
         self.buffer = b''
-        self.inner.connection_lost(exc)
+        super().connection_lost(exc)
 
     def data_received(self, data):
-        if self.refused or self.last_batch:
-            return
-        if (not self.buffer and self.inner.pipeline_empty and self.writing
-                and len(data) <= MAX_HEAD and data.endswith(b'\r\n\r\n')
+        if (self.phase == edge.IDLE and not self.buffer and self.writing
+                and self.inner.pipeline_empty and len(data) <= MAX_HEAD
+                and data.endswith(b'\r\n\r\n')
                 and data.find(b'\n\r\n') == len(data) - 3
                 and b'\n\n' not in data and not BODY.search(data)):
-            self.inner.data_received(data)  # one request, no body: as it is
+            # One request, no body: as it is.
+            gate = self.gate
+            self.deadline = gate.now + gate.keepalive
+            self.inner.data_received(data)
+            return
+        self._frame(data)   # the edge's time limits
+        if self.refused or self.last_batch:
             return
         self.buffer += data
         self.feed()
