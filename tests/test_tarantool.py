@@ -1,6 +1,9 @@
 """What is Tarantool's own: the app account's privileges, and the local
 instance server.py manages when no address is given."""
+import asyncio
 import os
+import time
+import uuid
 
 import aiohttp
 import asynctnt
@@ -90,3 +93,52 @@ async def test_local_instance_is_started_kept_and_stopped(tmp_path):
     finally:
         assert server.stop() == 0, server.output()
     assert 'loading' not in server.output()
+
+
+def log_since_snapshot(directory):
+    """Bytes of write-ahead log newer than the newest snapshot."""
+    names = os.listdir(directory)
+    newest = max(int(n[:-5]) for n in names if n.endswith('.snap'))
+    return sum(os.path.getsize(os.path.join(directory, n)) for n in names
+               if n.endswith('.xlog') and int(n[:-5]) >= newest)
+
+
+async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
+    """Tarantool counts checkpoint_wal_threshold from its own start: runs
+    that each log less than it make no snapshot, so the start after them
+    must, or every start replays every log since the first."""
+    from conftest import start_tarantool
+    from data_interface import Visit
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    threshold = 128 * 1024
+    directory = str(tmp_path / 'tnt')
+
+    def snapshots():
+        return sorted(n for n in os.listdir(directory) if n.endswith('.snap'))
+
+    for run in range(3):
+        server = start_tarantool(directory,
+                                 TNT_CHECKPOINT_WAL_THRESHOLD=str(threshold))
+        try:
+            if run < 2:     # log 0.6 of the threshold, in new sessions
+                data = AsynctntData(tarantool_address(server))
+                await data.start()
+                try:
+                    goal = (run + 1) * 0.6 * threshold
+                    while log_since_snapshot(directory) < goal:
+                        for _ in range(100):
+                            await data.top_stickers(
+                                Visit(str(uuid.uuid4()), '127.0.0.1', 'test'), 9)
+                finally:
+                    await data.close()
+                assert len(snapshots()) == 1, snapshots()
+            else:
+                deadline = time.monotonic() + 20
+                while len(snapshots()) < 2 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                assert len(snapshots()) >= 2, snapshots()
+                assert log_since_snapshot(directory) < threshold
+        finally:
+            server.stop()
+        if run == 1:
+            assert log_since_snapshot(directory) >= threshold

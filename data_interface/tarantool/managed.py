@@ -97,19 +97,32 @@ class ManagedTarantool:
         self.process = subprocess.Popen(
             [binary, INSTANCE_LUA], env=env, cwd=self.directory,
             stdin=subprocess.DEVNULL, start_new_session=True)
+        # The timeout runs from the last line of its log: a long recovery
+        # logs each file it replays.
         deadline = time.monotonic() + timeout
+        logged = self._log_offset
         while not self._ready():
             if self.process.poll() is not None:
                 raise RuntimeError('Tarantool %s; see %s' % (
                     exit_reason(self.process.returncode), self.log_file))
+            size = self._log_size()
+            if size != logged:
+                logged, deadline = size, time.monotonic() + timeout
             if self._stopping or time.monotonic() > deadline:
                 terminate(self.process, 10)
                 if self._stopping:
                     log.info('Tarantool stopped while starting')
                     raise RuntimeError('Tarantool: stopped while starting')
-                raise RuntimeError('Tarantool did not start in %.0f s; see %s'
+                raise RuntimeError('Tarantool did not start: nothing new in '
+                                   'its log for %.0f s; see %s'
                                    % (timeout, self.log_file))
             time.sleep(0.05)
+
+    def _log_size(self):
+        try:
+            return os.path.getsize(self.log_file)
+        except OSError:
+            return 0
 
     def _ready(self):
         try:
