@@ -28,7 +28,9 @@ box.cfg{
 -- stopped within minutes of each start (server.py runs, a benchmark's
 -- engines) would never make a snapshot, and every start would replay every
 -- log since the first one, slower each time. So when the logs since the
--- newest snapshot reach the threshold, one is made now, in the background.
+-- newest snapshot reach the threshold, one is made now, before the instance
+-- is ready (a second or two here for the full data set, rather than a
+-- snapshot competing with the first requests).
 local fio = require('fio')
 
 local function log_since_snapshot()
@@ -48,10 +50,8 @@ end
 
 local since = log_since_snapshot()
 if since >= box.cfg.checkpoint_wal_threshold then
-    require('fiber').create(function()
-        log.info('making a snapshot: %d bytes of log since the last one', since)
-        box.snapshot()
-    end)
+    log.info('making a snapshot: %d bytes of log since the last one', since)
+    box.snapshot()
 end
 
 -- The app module sits beside this file, whatever the working directory.
