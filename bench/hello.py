@@ -18,17 +18,6 @@ def of_engine(engine_name):
     return e and name(e.framework, e.loop)
 
 
-def references(chosen):
-    """[(name, framework, loop)] for the engines' frameworks and loops, in
-    the order the engines come."""
-    found = []
-    for e in chosen:
-        ref = (name(e.framework, e.loop), e.framework, e.loop)
-        if ref not in found:
-            found.append(ref)
-    return found
-
-
 def python(framework):
     """This interpreter when it has the framework, else the legacy one."""
     import engines
