@@ -36,10 +36,14 @@ class DataUnavailable(Exception):
 
 
 LOAD_BATCH = 2000   # stickers per call of load_batch
+MAX_VISITS = 1000   # visits per call of record_visits
 
 
 class DataInterface(abc.ABC):
     """What the pages need, nothing more. All methods are coroutines.
+
+    Sessions and views move only by record_visits, which the pages call in
+    batches after answering (pages.visits); the other calls leave them be.
 
     Sticker ids are positive integers, maybe with gaps. Arguments are
     bounded and the stored functions refuse anything else: sessions are
@@ -64,11 +68,16 @@ class DataInterface(abc.ABC):
         """Close what start() opened."""
 
     @abc.abstractmethod
-    async def sticker_pair(self, visit, tokens, ttl):
-        """Upsert the session, count a view, pick two different random
-        stickers and issue them the two ballot tokens as one pair bound to
-        visit.session, valid for ttl seconds. Returns [Sticker, Sticker] in
-        the order of tokens."""
+    async def record_visits(self, visits):
+        """In one transaction, for each Visit in order: upsert its session
+        (last seen now, one visit more, its ip and user agent), count a view,
+        and a user if the session was not there. At most MAX_VISITS."""
+
+    @abc.abstractmethod
+    async def sticker_pair(self, session, tokens, ttl):
+        """Pick two different random stickers and issue them the two ballot
+        tokens as one pair bound to session, valid for ttl seconds. Returns
+        [Sticker, Sticker] in the order of tokens."""
 
     @abc.abstractmethod
     async def cast_vote(self, session, win_token, lose_token):
@@ -77,12 +86,12 @@ class DataInterface(abc.ABC):
         votes_minus+1, server votes+1. Returns a VoteOutcome value."""
 
     @abc.abstractmethod
-    async def top_stickers(self, visit, count):
-        """Upsert the session, count a view, return the best `count`."""
+    async def top_stickers(self, count):
+        """Return the best `count` stickers, as rated now."""
 
     @abc.abstractmethod
-    async def bottom_stickers(self, visit, count):
-        """Upsert the session, count a view, return the worst `count`."""
+    async def bottom_stickers(self, count):
+        """Return the worst `count` stickers, as rated now."""
 
     @abc.abstractmethod
     async def stats(self):

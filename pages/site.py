@@ -18,6 +18,7 @@ from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
 from .limits import RateLimit, parse_rate
 from .outage import Outage
 from .render import TEMPLATES, Frame, cards, duel
+from .visits import Visits
 
 log = logging.getLogger('pages')
 
@@ -126,6 +127,7 @@ class Site:
         self.about_page = None
         self.packs_page = None
         self.outage = Outage(log)
+        self.visits = Visits(data, self.outage, log)
         self.session_limit, self.vote_limit = [
             RateLimit(*rate) if rate else None for rate in limits]
         self.refusals = {limit: too_many(limit) for limit in
@@ -143,12 +145,14 @@ class Site:
         self._task = asyncio.ensure_future(self._refresh_forever())
 
     async def stop(self):
+        """After serving: stop refreshing, write the visits left."""
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except asyncio.CancelledError:
                 pass
+        await self.visits.close()
 
     async def refresh(self):
         """Render /about from fresh counts; sweep where the database does
@@ -182,7 +186,8 @@ class Site:
 
     def _visit(self, request):
         """(Visit, Set-Cookie header or None, 429 page or None): a visitor
-        without a session starts one, within the per-IP limit."""
+        without a session starts one, within the per-IP limit. The page
+        adds the visit to self.visits once its database call succeeded."""
         session, cookie = session_of(request)
         refused = cookie and self._refused(self.session_limit, request)
         return (Visit(session, clean_text(request.ip, 64),
@@ -193,8 +198,9 @@ class Site:
         if refused:
             return refused
         tokens = ballot_tokens()
-        a, b = await self.data.sticker_pair(visit, tokens,
-                                              self.ballot_ttl)
+        a, b = await self.data.sticker_pair(visit.session, tokens,
+                                            self.ballot_ttl)
+        self.visits.add(visit)
         return Response(200, HTML, INDEX[notice].body(duel(a, b, tokens)),
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 
@@ -223,7 +229,8 @@ class Site:
         visit, cookie, refused = self._visit(request)
         if refused:
             return refused
-        stickers = await fetch(visit, TOP_COUNT)
+        stickers = await fetch(TOP_COUNT)
+        self.visits.add(visit)
         return Response(200, HTML, frame.body(cards(stickers)),
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 

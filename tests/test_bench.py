@@ -444,7 +444,8 @@ def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
         assert us['server'] == pytest.approx(measured)
         assert p['database_cpu']['process'].startswith('tarantool')
     good = records['good']['us_per_request']
-    assert all(good[k] > 0 for k in profile.PYTHON_LAYERS + ('database',))
+    assert good, records['good']
+    assert all(good[k] > 0 for k in profile.PYTHON_LAYERS + ('database',)), good
 
 
 def test_profile_table_and_charts(profile_run):

@@ -37,7 +37,7 @@ async def all_stickers(data):
 
 async def issue(data, v, ttl=600):
     t = tokens()
-    pair = await data.sticker_pair(v, t, ttl)
+    pair = await data.sticker_pair(v.session, t, ttl)
     return t, pair
 
 
@@ -79,10 +79,10 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
 
 # Page functions called directly, as a client of the database could.
 SQL = {
-    'sticker_pair': 'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
+    'sticker_pair': 'SELECT * FROM sticker_pair($1, $2, $3, $4)',
     'cast_vote': 'SELECT cast_vote($1, $2, $3)',
-    'top_stickers': 'SELECT * FROM ranked_stickers($1, $2, $3, $4, true)',
-    'bottom_stickers': 'SELECT * FROM ranked_stickers($1, $2, $3, $4, false)',
+    'top_stickers': 'SELECT * FROM ranked_stickers($1, true)',
+    'bottom_stickers': 'SELECT * FROM ranked_stickers($1, false)',
     'pack_stickers': 'SELECT * FROM pack_stickers($1)',
     'get_sticker': 'SELECT * FROM get_sticker($1, $2)',
 }
@@ -92,6 +92,15 @@ async def call(data, name, *args):
     if is_tarantool(data):
         return await data._call(name, list(args))
     return await data._query('fetch', SQL[name], *args)
+
+
+async def record(data, visits):
+    """record_visits called directly, with visits as lists of anything."""
+    if is_tarantool(data):
+        return await data._call('record_visits', [visits])
+    return await data._query(
+        'fetchval', 'SELECT record_visits($1, $2, $3)',
+        *[[v[i] for v in visits] for i in range(3)])
 
 
 async def test_catalogue_matches_loaded_data(data):
@@ -124,24 +133,50 @@ async def test_top_and_bottom_order(data):
     stickers = await all_stickers(data)
     best = sorted(stickers, key=lambda s: (s.rating, s.id), reverse=True)[:9]
     worst = sorted(stickers, key=lambda s: (s.rating, s.id))[:9]
-    assert [s.id for s in await data.top_stickers(visit(), 9)] == [
+    assert [s.id for s in await data.top_stickers(9)] == [
         s.id for s in best]
-    assert [s.id for s in await data.bottom_stickers(visit(), 9)] == [
+    assert [s.id for s in await data.bottom_stickers(9)] == [
         s.id for s in worst]
     assert best[0].rating > worst[0].rating
 
 
+def moved(before, after):
+    return (after.users - before.users, after.views - before.views,
+            after.sessions - before.sessions)
+
+
 async def test_session_counts_one_user_many_views(data):
+    v, w = visit(), visit()
+    before = await data.stats()
+    await data.record_visits([v, v])
+    middle = await data.stats()
+    assert moved(before, middle) == (1, 2, 1)
+    # One known, one new twice over, in one batch.
+    await data.record_visits([w, v, w])
+    assert moved(middle, await data.stats()) == (1, 3, 1)
+    await data.record_visits([])
+    assert moved(middle, await data.stats()) == (1, 3, 1)
+
+
+async def test_only_recorded_visits_move_sessions_and_views(data):
     v = visit()
     before = await data.stats()
-    await data.top_stickers(v, 9)
-    await data.bottom_stickers(v, 9)
+    await data.top_stickers(9)
+    await data.bottom_stickers(9)
     await issue(data, v)
     after = await data.stats()
-    assert after.users == before.users + 1
-    assert after.views == before.views + 3
-    assert after.sessions == before.sessions + 1
+    assert moved(before, after) == (0, 0, 0)
     assert after.ballots == before.ballots + 2
+
+
+async def test_a_batch_of_visits_is_one_transaction(data):
+    """Many batches at once, with sessions in common: each counts whole,
+    none waits for another forever."""
+    shared = [visit() for _ in range(50)]
+    batches = [shared[i:] + shared[:i] + [visit()] for i in range(0, 50, 5)]
+    before = await data.stats()
+    await asyncio.gather(*[data.record_visits(b) for b in batches])
+    assert moved(before, await data.stats()) == (60, 510, 60)
 
 
 async def test_pair_is_two_different_stickers(data):
@@ -270,8 +305,7 @@ async def test_expire_removes_old_ballots_and_sessions(data, backend):
     assert ballots >= 2
     await assert_refused(data, v.session, win, lose, VoteOutcome.UNKNOWN, pair)
     await asyncio.sleep(1.1)
-    fresh = visit()
-    await data.top_stickers(fresh, 1)
+    await data.record_visits([visit()])
     _, sessions = await sweep(backend, 1, 10 ** 9, 10 ** 9)
     assert sessions >= 1
     assert (await data.stats()).sessions >= 1   # the fresh one stays
@@ -314,33 +348,27 @@ SNOWMEN = '\u2603' * 22    # 22 characters, 66 bytes
 # is refused, and changes nothing. The others are refused by PostgreSQL's
 # typed parameters before the function runs.
 BAD_CALLS = [
-    ('sticker_pair', ['not-a-uuid', '', '', TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION + 'x', '', '', TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, 'a' * 65, '', TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, SNOWMEN, '', TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, '', 'a' * 257, TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, '', SNOWMEN * 4, TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, '', '', 'short', TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN, 60], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2 + 'a', 60], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, "'; DROP TABLE x; --'", 60],
-     True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, 0], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, 3601], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, float('nan')], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, float('inf')], True),
-    ('sticker_pair', [42, '', '', TOKEN, TOKEN2, 60], False),
-    ('sticker_pair', [SESSION, None, '', TOKEN, TOKEN2, 60], True),
-    ('sticker_pair', [SESSION, '', '', TOKEN, TOKEN2, 'x'], False),
+    ('sticker_pair', ['not-a-uuid', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION + 'x', TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, 'short', TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN, 60], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN2 + 'a', 60], True),
+    ('sticker_pair', [SESSION, TOKEN, "'; DROP TABLE x; --'", 60], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN2, 0], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN2, 3601], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN2, float('nan')], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN2, float('inf')], True),
+    ('sticker_pair', [42, TOKEN, TOKEN2, 60], False),
+    ('sticker_pair', [None, TOKEN, TOKEN2, 60], True),
+    ('sticker_pair', [SESSION, TOKEN, TOKEN2, 'x'], False),
     ('cast_vote', ['x' * 36, TOKEN, TOKEN], True),
     ('cast_vote', [SESSION, TOKEN * 2, TOKEN2], True),
     ('cast_vote', [SESSION, TOKEN, None], True),
     ('cast_vote', [SESSION, TOKEN, 7], False),
-    ('top_stickers', [SESSION, '', '', 0], True),
-    ('top_stickers', [SESSION, '', '', 101], True),
-    ('bottom_stickers', [SESSION, '', '', -1], True),
-    ('bottom_stickers', [SESSION, '', '', 'x'], False),
-    ('top_stickers', [SESSION, '', 'a' * 300, 9], True),
+    ('top_stickers', [0], True),
+    ('top_stickers', [101], True),
+    ('bottom_stickers', [-1], True),
+    ('bottom_stickers', ['x'], False),
     ('pack_stickers', ['a' * 65], True),
     ('pack_stickers', [None], True),
     ('get_sticker', ['a' * 65, 1], True),
@@ -360,12 +388,43 @@ async def test_functions_refuse_bad_arguments(data, name, args, by_function):
     assert after == before
 
 
+BAD_VISITS = [
+    ['not-a-uuid', '', ''],
+    [SESSION + 'x', '', ''],
+    [SESSION.upper(), '', ''],
+    [SESSION, 'a' * 65, ''],
+    [SESSION, SNOWMEN, ''],
+    [SESSION, '', 'a' * 257],
+    [SESSION, '', SNOWMEN * 4],
+    [SESSION, None, ''],
+    [None, '', ''],
+]
+
+
+@pytest.mark.parametrize('bad', BAD_VISITS)
+async def test_a_bad_visit_refuses_its_whole_batch(data, bad):
+    before = await data.stats()
+    with pytest.raises(DataUnavailable, match='bad argument'):
+        await record(data, [[str(uuid.uuid4()), 'ip', 'ua'], bad])
+    assert await data.stats() == before
+
+
+async def test_batches_of_visits_are_bounded(data):
+    before = await data.stats()
+    with pytest.raises(DataUnavailable, match='bad argument'):
+        await record(data, [[str(uuid.uuid4()), '', '']] * 1001)
+    assert await data.stats() == before
+    assert await record(data, [[str(uuid.uuid4()), '', '']] * 1000) == 1000
+    assert moved(before, await data.stats()) == (1, 1000, 1)
+
+
 async def test_functions_take_arguments_at_their_limits(data):
     v = Visit(str(uuid.uuid4()), SNOWMEN[:21] + 'a', SNOWMEN * 3 + 'a' * 58)
     assert [len(x.encode('utf-8')) for x in v[1:]] == [64, 256]
+    await data.record_visits([v])
     (win, lose), pair = await issue(data, v, ttl=3600)
     assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
-    assert len(await data.top_stickers(v, 100)) == min(
+    assert len(await data.top_stickers(100)) == min(
         100, len(dataset.generate(packs=TEST_PACKS).stickers))
     assert await data.pack('a' * 64) is None
     assert await data.sticker('a' * 64, 1) is None
@@ -376,14 +435,12 @@ async def test_hostile_text_is_stored_as_text(data):
     v = visit(ip=hostile, user_agent=hostile * 3)
     _, pair = await issue(data, v)
     assert len(pair) == 2
-    await data.top_stickers(v, 9)
+    await data.record_visits([v, visit(ip='\x00', user_agent='a\x00b')])
     assert await data.pack(hostile) is None
     assert await data.sticker(hostile, 1) is None
     # Pages clean NUL out of what they store, but not out of path parts.
     assert await data.pack('a\x00b') is None
     assert await data.sticker('a\x00b', 1) is None
-    _, pair = await issue(data, visit(ip='\x00', user_agent='a\x00b'))
-    assert len(pair) == 2
     stats = await data.stats()
     assert stats.stickers == len(dataset.generate(packs=TEST_PACKS).stickers)
 
@@ -485,13 +542,15 @@ async def test_sessions_stop_at_a_cap_that_fits_memory(data, tmp_path):
         try:
             ip, agent = SNOWMEN[:21] + 'a', SNOWMEN * 3 + 'a' * 58
             for done in range(0, max_sessions + 1000, 500):
-                await asyncio.gather(*[
-                    full.sticker_pair(Visit(str(uuid.uuid4()), ip, agent),
-                                      tokens(), 600) for _ in range(500)])
+                visits = [Visit(str(uuid.uuid4()), ip, agent)
+                          for _ in range(500)]
+                await full.record_visits(visits)
+                await asyncio.gather(*[full.sticker_pair(v.session, tokens(),
+                                                         600) for v in visits])
             stats = await full.stats()
             assert stats.sessions == max_sessions
             assert stats.ballots == max_ballots
-            assert len(await full.top_stickers(visit(), 9)) == 9
+            assert len(await full.top_stickers(9)) == 9
             v = visit(ip, agent)
             (win, lose), _ = await issue(full, v)
             assert await full.cast_vote(v.session, win, lose) == VoteOutcome.OK

@@ -147,8 +147,8 @@ async def test_postgres_vote_alone_commits_with_synchronous_commit_on(postgres):
         assert await conn.fetchval(setting) == 'off'
         async with conn.transaction():
             await conn.fetch(
-                'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
-                session, '', '', win, lose, 60.0)
+                'SELECT * FROM sticker_pair($1, $2, $3, $4)',
+                session, win, lose, 60.0)
             assert await conn.fetchval(
                 'SELECT cast_vote($1, $2, $3)', session, win, win) == 'unknown'
             assert await conn.fetchval(setting) == 'off'

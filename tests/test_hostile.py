@@ -112,6 +112,17 @@ async def stored_user_agent_tarantool(request, session, tmp_path):
     return bytes.fromhex(found.stdout.strip()).decode('utf-8')
 
 
+async def until_written(read):
+    """What `read` finds once the page's visit is written: the server
+    writes visits right after answering, in batches (pages.visits)."""
+    for _ in range(50):
+        stored = await read()
+        if stored:
+            return stored
+        await asyncio.sleep(0.1)
+    return stored
+
+
 async def stats_match_dataset(data):
     expected = dataset.generate(packs=TEST_PACKS)
     await data.start()
@@ -145,13 +156,15 @@ async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
         from data_interface.postgres.asyncpg_data import PostgresData
         await stats_match_dataset(PostgresData(
             request.getfixturevalue('postgres').dsn))
-        stored = await stored_user_agent_postgres(request, session)
+        read = lambda: stored_user_agent_postgres(request, session)
     else:
         from conftest import tarantool_address
         from data_interface.tarantool.asynctnt_data import AsynctntData
         await stats_match_dataset(AsynctntData(tarantool_address(
             request.getfixturevalue('tarantool'))))
-        stored = await stored_user_agent_tarantool(request, session, tmp_path)
+        read = lambda: stored_user_agent_tarantool(request, session,
+                                                   tmp_path)
+    stored = await until_written(read)
     # Both frameworks decode header bytes with surrogateescape.
     assert stored == clean_text(USER_AGENT.decode('utf-8', 'surrogateescape'),
                                 256)

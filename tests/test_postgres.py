@@ -139,8 +139,8 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
                 assert stats.stickers == len(
                     dataset.generate(packs=TEST_PACKS).stickers)
                 assert (stats.views == 0) == loaded
-                await data.top_stickers(
-                    Visit(str(uuid.uuid4()), 'ip', 'ua'), 1)
+                await data.record_visits(
+                    [Visit(str(uuid.uuid4()), 'ip', 'ua')])
             finally:
                 await data.close()
             dbs.stop()

@@ -191,8 +191,10 @@ async def test_expiry_fiber_sweeps_by_itself(tmp_path):
         data = AsynctntData(tarantool_address(db))
         await data.start()
         for i in range(5):
+            session = str(uuid.uuid4())
+            await data.record_visits([Visit(session, 'ip', 'ua')])
             await data.sticker_pair(
-                Visit(str(uuid.uuid4()), 'ip', 'ua'),
+                session,
                 (secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 0.3)
         stats = await data.stats()
         assert (stats.sessions, stats.ballots) == (5, 10)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 import dataset
-from data_interface import VoteOutcome
+from data_interface import DataUnavailable, VoteOutcome
 from bench.pagecheck import ballots, cards, ranked, stat
 from conftest import TEST_PACKS
 from pages import Request, Site
@@ -326,6 +326,8 @@ async def test_a_vote_changes_the_next_good_page(site):
 
 
 async def stats(site):
+    """The counters once the visits so far are written."""
+    await site.visits.flush()
     return await site.data.stats()
 
 
@@ -346,6 +348,76 @@ async def test_good_without_a_cookie_moves_counters_each_time(site):
     after = await stats(site)
     assert (after.users, after.views, after.sessions) == (
         before.users, before.views + 1, before.sessions)
+
+
+def counted(before, after):
+    return (after.users - before.users, after.views - before.views,
+            after.sessions - before.sessions)
+
+
+def batches(site, failures=0):
+    """Sizes of the batches site.visits writes; the first `failures`
+    batches fail as if the database were down."""
+    sizes, write = [], site.data.record_visits
+
+    async def record_visits(visits):
+        if len(sizes) < failures:
+            sizes.append(0)
+            raise DataUnavailable('down for the test')
+        sizes.append(len(visits))
+        await write(visits)
+    site.data.record_visits = record_visits
+    return sizes
+
+
+async def test_visits_are_written_in_batches(site):
+    sizes = batches(site)
+    before = await stats(site)
+    pages = await asyncio.gather(*[get(site, path) for path in
+                                   ['/good', '/bad', '/'] * 20])
+    assert {r.status for r in pages} == {200}
+    assert counted(before, await stats(site)) == (60, 60, 60)
+    assert sum(sizes) == 60 and len(sizes) < 10, sizes
+
+
+async def test_visits_wait_out_an_outage(site, caplog):
+    sizes = batches(site, failures=3)
+    before = await stats(site)
+    for _ in range(5):
+        assert (await get(site, '/good')).status == 200
+    assert counted(before, await stats(site)) == (5, 5, 5)
+    assert sizes[:3] == [0, 0, 0] and sum(sizes) == 5
+    # Pages still answer here, so each failure is an outage of its own.
+    lines = [r.message for r in caplog.records if r.name == 'pages']
+    assert len(lines) <= 6 and 'back after' in lines[-1], lines
+
+
+async def test_stop_writes_the_visits_left(new_data):
+    site = await started(new_data())
+    before = await site.data.stats()
+    for path in ('/good', '/bad', '/'):
+        assert (await get(site, path)).status == 200
+    await site.stop()
+    try:
+        assert counted(before, await site.data.stats()) == (3, 3, 3)
+    finally:
+        await site.data.close()
+
+
+async def test_stop_gives_up_on_a_database_that_stays_down(new_data, caplog,
+                                                          monkeypatch):
+    monkeypatch.setattr('pages.visits.CLOSE_TIMEOUT', 0.3)
+    site = await started(new_data())
+    sizes = batches(site, failures=10 ** 6)
+    before = await site.data.stats()
+    assert (await get(site, '/good')).status == 200
+    await site.stop()
+    try:
+        assert counted(before, await site.data.stats()) == (0, 0, 0)
+        assert sizes and not any(sizes)
+        assert any('1 in all' in r.message for r in caplog.records)
+    finally:
+        await site.data.close()
 
 
 async def test_ballots_of_the_index_are_in_the_database(site):
@@ -369,6 +441,7 @@ async def test_about_shows_counts_of_the_last_refresh(site):
     users, views = stat(html, 'users'), stat(html, 'views')
     await get(site, '/good')
     assert text(await get(site, '/about')) == html   # until the next refresh
+    await site.visits.flush()
     await site.refresh()
     html = text(await get(site, '/about'))
     assert stat(html, 'users') >= users + 1

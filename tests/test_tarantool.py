@@ -126,9 +126,9 @@ async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
                 try:
                     goal = (run + 1) * 0.6 * threshold
                     while log_since_snapshot(directory) < goal:
-                        for _ in range(100):
-                            await data.top_stickers(
-                                Visit(str(uuid.uuid4()), '127.0.0.1', 'test'), 9)
+                        await data.record_visits([
+                            Visit(str(uuid.uuid4()), '127.0.0.1', 'test')
+                            for _ in range(100)])
                 finally:
                     await data.close()
                 assert len(snapshots()) == 1, snapshots()

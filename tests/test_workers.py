@@ -261,7 +261,7 @@ async def test_parent_sweeps_for_every_worker(postgres):
     try:
         visit = Visit(str(uuid.uuid4()), 'ip', 'ua')
         tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
-        await data.sticker_pair(visit, tokens, 0.05)
+        await data.sticker_pair(visit.session, tokens, 0.05)
         ballots_before = (await data.stats()).ballots
         assert ballots_before >= 2
         sweeper = asyncio.ensure_future(workers.sweep_forever(data, 0.1))

@@ -133,28 +133,31 @@ class PostgresData(DataInterface):
             raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
                 self, type(e).__name__, e)) from e
 
-    async def sticker_pair(self, visit, tokens, ttl):
+    async def record_visits(self, visits):
+        if visits:
+            await self._query(
+                'fetchval', 'SELECT record_visits($1, $2, $3)',
+                [text(v.session) for v in visits],
+                [text(v.ip) for v in visits],
+                [text(v.user_agent) for v in visits])
+
+    async def sticker_pair(self, session, tokens, ttl):
         return stickers_of(await self._query(
-            'fetch', 'SELECT * FROM sticker_pair($1, $2, $3, $4, $5, $6)',
-            text(visit.session), text(visit.ip), text(visit.user_agent),
-            text(tokens[0]), text(tokens[1]), ttl))
+            'fetch', 'SELECT * FROM sticker_pair($1, $2, $3, $4)',
+            text(session), text(tokens[0]), text(tokens[1]), ttl))
 
     async def cast_vote(self, session, win_token, lose_token):
         return await self._query(
             'fetchval', 'SELECT cast_vote($1, $2, $3)',
             text(session), text(win_token), text(lose_token))
 
-    async def _ranked(self, visit, count, best):
+    async def top_stickers(self, count):
         return stickers_of(await self._query(
-            'fetch', 'SELECT * FROM ranked_stickers($1, $2, $3, $4, $5)',
-            text(visit.session), text(visit.ip), text(visit.user_agent),
-            count, best))
+            'fetch', 'SELECT * FROM ranked_stickers($1, true)', count))
 
-    async def top_stickers(self, visit, count):
-        return await self._ranked(visit, count, True)
-
-    async def bottom_stickers(self, visit, count):
-        return await self._ranked(visit, count, False)
+    async def bottom_stickers(self, count):
+        return stickers_of(await self._query(
+            'fetch', 'SELECT * FROM ranked_stickers($1, false)', count))
 
     async def stats(self):
         return Stats(*await self._query('fetchval', 'SELECT site_stats()'))

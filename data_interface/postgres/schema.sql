@@ -14,10 +14,10 @@
 -- The key already sits in the document, so there is no serial column: a
 -- unique expression index on the key is the primary key, and the other
 -- indexes are expression indexes too. server (the counters, in 32 rows whose
--- sums are the site's) is the exception: every page view updates a row, which
--- would leave a trail of dead versions for every statement to scan, so it
--- has a plain key column (id, as in the document) to find a row by; as no
--- update changes the key, the updates stay HOT. Times are Unix seconds.
+-- sums are the site's) is the exception: every batch of visits and every vote
+-- updates a row, which would leave a trail of dead versions for every
+-- statement to scan, so it has a plain key column (id, as in the document)
+-- to find a row by; as no update changes the key, the updates stay HOT. Times are Unix seconds.
 
 CREATE TABLE IF NOT EXISTS stickers (data jsonb NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS stickers_id ON stickers (((data->>0)::int));
@@ -85,52 +85,53 @@ BEGIN
         MESSAGE = 'bad argument: ' || p_what;
 END $$;
 
-CREATE OR REPLACE FUNCTION check_visit(p_uuid text, p_ip text, p_agent text)
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    IF (p_uuid ~ '^[0-9a-f-]{36}$') IS NOT TRUE THEN
-        PERFORM refuse('session must be a uuid of 36 characters');
-    END IF;
-    IF (octet_length(p_ip) <= 64) IS NOT TRUE THEN
-        PERFORM refuse('ip must be UTF-8 text of at most 64 bytes');
-    END IF;
-    IF (octet_length(p_agent) <= 256) IS NOT TRUE THEN
-        PERFORM refuse('user agent must be UTF-8 text of at most 256 bytes');
-    END IF;
-END $$;
-
--- Upsert the session and count a view (and a user, for a new session),
--- after check_visit. The page functions call it last, so the lock of the
--- server row, which every page view needs, is held only until the commit.
-CREATE OR REPLACE FUNCTION touch(p_uuid text, p_ip text, p_agent text)
-RETURNS void LANGUAGE plpgsql AS $$
+-- Record visits, given as three arrays of the same length (uuid, ip, user
+-- agent; at most 1000), in one statement: each upserts its session (last
+-- seen now, one visit more, its last ip and user agent) and counts a view,
+-- and a user for a session not there before. Sessions are written in uuid
+-- order, so concurrent batches wait for each other instead of deadlocking.
+DROP FUNCTION IF EXISTS touch(text, text, text);
+DROP FUNCTION IF EXISTS check_visit(text, text, text);
+CREATE OR REPLACE FUNCTION record_visits(p_uuids text[], p_ips text[],
+    p_agents text[])
+RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     t float8 := date_part('epoch', now());
+    n int := cardinality(p_uuids);
+    new int;
 BEGIN
-    -- Checked here, not by each caller: a refused argument rolls the whole
-    -- call back. Conditions in line cost no query, unlike PERFORM.
-    IF (p_uuid ~ '^[0-9a-f-]{36}$' AND octet_length(p_ip) <= 64
-            AND octet_length(p_agent) <= 256) IS NOT TRUE THEN
-        PERFORM check_visit(p_uuid, p_ip, p_agent);
+    IF (n <= 1000 AND cardinality(p_ips) = n AND cardinality(p_agents) = n)
+            IS NOT TRUE THEN
+        PERFORM refuse('visits must be three arrays of one length, at most '
+                       '1000');
     END IF;
-    LOOP
+    IF EXISTS (SELECT FROM unnest(p_uuids, p_ips, p_agents) v(u, i, a)
+               WHERE (u ~ '^[0-9a-f-]{36}$' AND octet_length(i) <= 64
+                      AND octet_length(a) <= 256) IS NOT TRUE) THEN
+        PERFORM refuse('each visit needs a session uuid of 36 characters, '
+                       'an ip of at most 64 bytes and a user agent of 256');
+    END IF;
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    WITH v AS (
+        SELECT u, i, a, count(*) OVER (PARTITION BY u) AS c,
+               row_number() OVER (PARTITION BY u ORDER BY k DESC) AS last
+        FROM unnest(p_uuids, p_ips, p_agents) WITH ORDINALITY v(u, i, a, k)),
+    written AS (
         INSERT INTO sessions
-            VALUES (jsonb_build_array(p_uuid, t, 1, p_ip, p_agent))
-            ON CONFLICT ((data->>0)) DO NOTHING;
-        IF FOUND THEN
-            UPDATE server SET data = jsonb_build_array(data->0,
-                (data->>1)::bigint + 1, (data->>2)::bigint + 1, data->3)
-                WHERE id = 1 + pg_backend_pid() % 32;
-            RETURN;
-        END IF;
-        UPDATE sessions SET data = jsonb_build_array(data->0, t,
-                (data->>2)::bigint + 1, p_ip, p_agent)
-            WHERE data->>0 = p_uuid;
-        -- Not found: swept between the two statements, so insert again.
-        EXIT WHEN FOUND;
-    END LOOP;
-    UPDATE server SET data = jsonb_build_array(data->0, data->1,
-        (data->>2)::bigint + 1, data->3) WHERE id = 1 + pg_backend_pid() % 32;
+            SELECT jsonb_build_array(u, t, c, i, a) FROM v
+            WHERE last = 1 ORDER BY u
+        ON CONFLICT ((data->>0)) DO UPDATE SET data = jsonb_build_array(
+            sessions.data->0, t,
+            (sessions.data->>2)::bigint + (excluded.data->>2)::bigint,
+            excluded.data->3, excluded.data->4)
+        RETURNING xmax = 0 AS inserted)
+    SELECT count(*) FILTER (WHERE inserted) INTO new FROM written;
+    UPDATE server SET data = jsonb_build_array(data->0,
+        (data->>1)::bigint + new, (data->>2)::bigint + n, data->3)
+        WHERE id = 1 + pg_backend_pid() % 32;
+    RETURN n;
 END $$;
 
 CREATE OR REPLACE FUNCTION check_token(p_token text) RETURNS void
@@ -147,8 +148,9 @@ END $$;
 -- id after the first when it finds the first. Each step is one probe of
 -- the id index, in line (a function per pick would cost a call each).
 DROP FUNCTION IF EXISTS random_sticker(int, int);
-CREATE OR REPLACE FUNCTION sticker_pair(p_uuid text, p_ip text, p_agent text,
-    p_token_a text, p_token_b text, p_ttl float8)
+DROP FUNCTION IF EXISTS sticker_pair(text, text, text, text, text, float8);
+CREATE OR REPLACE FUNCTION sticker_pair(p_uuid text, p_token_a text,
+    p_token_b text, p_ttl float8)
 RETURNS SETOF sticker_cards LANGUAGE plpgsql AS $$
 DECLARE
     top int;
@@ -156,7 +158,9 @@ DECLARE
     b int;
     deadline float8 := date_part('epoch', now()) + p_ttl;
 BEGIN
-    -- The visit is checked by touch, at the end.
+    IF (p_uuid ~ '^[0-9a-f-]{36}$') IS NOT TRUE THEN
+        PERFORM refuse('session must be a uuid of 36 characters');
+    END IF;
     IF (p_token_a ~ '^[A-Za-z0-9_-]{22}$' AND p_token_b ~ '^[A-Za-z0-9_-]{22}$')
             IS NOT TRUE THEN
         PERFORM check_token(p_token_a);
@@ -194,7 +198,6 @@ BEGIN
         (jsonb_build_array(p_token_b, p_uuid, b, p_token_a, deadline));
     RETURN QUERY SELECT * FROM sticker_cards WHERE id IN (a, b)
         ORDER BY id = b;
-    PERFORM touch(p_uuid, p_ip, p_agent);
 END $$;
 
 -- The local cluster runs with synchronous_commit off; a counted vote commits
@@ -246,12 +249,11 @@ END $$;
 -- top_stickers (best true) and bottom_stickers (best false). With LIMIT a
 -- parameter, PostgreSQL would plan every call anew (about 0.1 ms); the
 -- generic plan, kept, is the walk down the rating index.
-CREATE OR REPLACE FUNCTION ranked_stickers(p_uuid text, p_ip text,
-    p_agent text, p_count int, p_best boolean)
-RETURNS SETOF sticker_cards LANGUAGE plpgsql
+DROP FUNCTION IF EXISTS ranked_stickers(text, text, text, int, boolean);
+CREATE OR REPLACE FUNCTION ranked_stickers(p_count int, p_best boolean)
+RETURNS SETOF sticker_cards LANGUAGE plpgsql STABLE
 SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
-    -- The visit is checked by touch, at the end.
     IF (p_count BETWEEN 1 AND 100) IS NOT TRUE THEN
         PERFORM refuse('count must be an integer in 1..100');
     END IF;
@@ -262,7 +264,6 @@ BEGIN
         RETURN QUERY SELECT * FROM sticker_cards
             ORDER BY rating, id LIMIT p_count;
     END IF;
-    PERFORM touch(p_uuid, p_ip, p_agent);
 END $$;
 
 CREATE OR REPLACE FUNCTION site_stats() RETURNS bigint[]

@@ -130,25 +130,56 @@ end
 
 -- Make room for `n` more tuples in a full space: drop its oldest ones
 -- (by `index`) in the caller's transaction, so the cap holds at all times.
+-- A dropped tuple stays allocated while Lua refers to it (here, until the
+-- collector runs), so a full space collects every GC_EVERY drops: else a
+-- batch of visits, which makes little other garbage, could run out of
+-- memory on tuples already gone.
+local GC_EVERY, dropped = 1000, 0
 local function make_room(space, index, cap, n)
     for _ = 1, space:len() + n - cap do
         local oldest = index:min()
         if oldest == nil then return end
         space:delete(oldest[1])
+        dropped = dropped + 1
+    end
+    if dropped >= GC_EVERY then
+        dropped = 0
+        collectgarbage('collect')
     end
 end
 
-local function touch(uuid, ip, user_agent)
-    local now = fiber.time()
-    if sessions:get(uuid) == nil then
-        make_room(sessions, sessions.index.last_seen, MAX_SESSIONS, 1)
-        sessions:insert{uuid, now, 1, ip, user_agent}
-        server:update(1, {{'+', 2, 1}, {'+', 3, 1}})
-    else
-        sessions:update(uuid, {{'=', 2, now}, {'+', 3, 1}, {'=', 4, ip},
-                               {'=', 5, user_agent}})
-        server:update(1, {{'+', 3, 1}})
+-- At most this many visits per record_visits call.
+local MAX_VISITS = 1000
+
+-- Record visits: {uuid, ip, user_agent} each, in the order they came.
+-- Each upserts its session (last seen now, one visit more, its ip and user
+-- agent) and counts a view, and a user for a session not there before. The
+-- site sends them in batches after answering (pages.visits), so a batch is
+-- one transaction and one write to the log.
+function record_visits(visits)
+    if type(visits) ~= 'table' or #visits > MAX_VISITS then
+        refuse('visits must be an array of at most ' .. MAX_VISITS)
     end
+    for _, v in ipairs(visits) do
+        if type(v) ~= 'table' then refuse('a visit must be an array') end
+        check_visit(v[1], v[2], v[3])
+    end
+    local now, new = fiber.time(), 0
+    box.begin()
+    for _, v in ipairs(visits) do
+        local uuid = v[1]
+        if sessions:get(uuid) == nil then
+            make_room(sessions, sessions.index.last_seen, MAX_SESSIONS, 1)
+            sessions:insert{uuid, now, 1, v[2], v[3]}
+            new = new + 1
+        else
+            sessions:update(uuid, {{'=', 2, now}, {'+', 3, 1}, {'=', 4, v[2]},
+                                   {'=', 5, v[3]}})
+        end
+    end
+    server:update(1, {{'+', 2, new}, {'+', 3, #visits}})
+    box.commit()
+    return #visits
 end
 
 -- A random existing sticker id other than `other`: a random key up to the
@@ -166,8 +197,8 @@ local function random_sticker(other)
     return t
 end
 
-function sticker_pair(uuid, ip, user_agent, token_a, token_b, ttl)
-    check_visit(uuid, ip, user_agent)
+function sticker_pair(uuid, token_a, token_b, ttl)
+    check_uuid(uuid)
     check_token(token_a)
     check_token(token_b)
     if token_a == token_b then refuse('the two ballot tokens must differ') end
@@ -182,7 +213,6 @@ function sticker_pair(uuid, ip, user_agent, token_a, token_b, ttl)
     local b = random_sticker(a[1])
     local deadline = fiber.time() + ttl
     box.begin()
-    touch(uuid, ip, user_agent)
     make_room(ballots, ballots.index.deadline, MAX_BALLOTS, 2)
     ballots:insert{token_a, uuid, a[1], token_b, deadline}
     ballots:insert{token_b, uuid, b[1], token_a, deadline}
@@ -214,24 +244,20 @@ function cast_vote(uuid, win_token, lose_token)
     return 'ok'
 end
 
-local function ranked(uuid, ip, user_agent, count, iterator)
-    check_visit(uuid, ip, user_agent)
+local function ranked(count, iterator)
     check_integer(count, 1, MAX_COUNT, 'count')
-    box.begin()
-    touch(uuid, ip, user_agent)
-    box.commit()
     local result = stickers.index.rating:select(nil, {iterator = iterator,
                                                      limit = count})
     for i, t in ipairs(result) do result[i] = card(t) end
     return result
 end
 
-function top_stickers(uuid, ip, user_agent, count)
-    return ranked(uuid, ip, user_agent, count, 'LE')
+function top_stickers(count)
+    return ranked(count, 'LE')
 end
 
-function bottom_stickers(uuid, ip, user_agent, count)
-    return ranked(uuid, ip, user_agent, count, 'GE')
+function bottom_stickers(count)
+    return ranked(count, 'GE')
 end
 
 function site_stats()
@@ -360,8 +386,8 @@ function load_stickers(pack_rows, sticker_rows)
     return inserted
 end
 
-M.APP_FUNCTIONS = {'sticker_pair', 'cast_vote', 'top_stickers',
-    'bottom_stickers', 'site_stats', 'list_packs', 'pack_stickers',
+M.APP_FUNCTIONS = {'record_visits', 'sticker_pair', 'cast_vote',
+    'top_stickers', 'bottom_stickers', 'site_stats', 'list_packs', 'pack_stickers',
     'get_sticker'}
 -- Not for the app: the expiry fiber sweeps (expire(0, 0, 0) would empty
 -- every session), limits() is for tests and operators.

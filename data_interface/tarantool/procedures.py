@@ -57,21 +57,21 @@ class Procedures(DataInterface):
         finally:
             await self._disconnect(conn)
 
-    async def sticker_pair(self, visit, tokens, ttl):
+    async def record_visits(self, visits):
+        await self._call('record_visits', [[list(v) for v in visits]])
+
+    async def sticker_pair(self, session, tokens, ttl):
         return stickers_of(await self._call('sticker_pair', [
-            visit.session, visit.ip, visit.user_agent,
-            tokens[0], tokens[1], ttl]))
+            session, tokens[0], tokens[1], ttl]))
 
     async def cast_vote(self, session, win_token, lose_token):
         return await self._call('cast_vote', [session, win_token, lose_token])
 
-    async def top_stickers(self, visit, count):
-        return stickers_of(await self._call('top_stickers', [
-            visit.session, visit.ip, visit.user_agent, count]))
+    async def top_stickers(self, count):
+        return stickers_of(await self._call('top_stickers', [count]))
 
-    async def bottom_stickers(self, visit, count):
-        return stickers_of(await self._call('bottom_stickers', [
-            visit.session, visit.ip, visit.user_agent, count]))
+    async def bottom_stickers(self, count):
+        return stickers_of(await self._call('bottom_stickers', [count]))
 
     async def stats(self):
         return Stats(*await self._call('site_stats', []))
