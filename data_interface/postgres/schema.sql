@@ -17,7 +17,8 @@
 -- sums are the site's) is the exception: every batch of visits and every vote
 -- updates a row, which would leave a trail of dead versions for every
 -- statement to scan, so it has a plain key column (id, as in the document)
--- to find a row by; as no update changes the key, the updates stay HOT. Times are Unix seconds.
+-- to find a row by; as no update changes the key, the updates stay HOT.
+-- Times are Unix seconds.
 
 CREATE TABLE IF NOT EXISTS stickers (data jsonb NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS stickers_id ON stickers (((data->>0)::int));

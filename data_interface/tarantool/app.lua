@@ -164,6 +164,7 @@ function record_visits(visits)
         if type(v) ~= 'table' then refuse('a visit must be an array') end
         check_visit(v[1], v[2], v[3])
     end
+    if #visits == 0 then return 0 end
     local now, new = fiber.time(), 0
     box.begin()
     for _, v in ipairs(visits) do
