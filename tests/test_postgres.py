@@ -14,6 +14,7 @@ from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
                       remove_postgres)
 from data_interface import DataUnavailable, Visit
 from data_interface.postgres.asyncpg_data import PostgresData, apply_schema
+from data_interface.postgres.fifo import FifoGate
 from data_interface.postgres.managed import ManagedPostgres
 from test_server import burst
 
@@ -169,3 +170,59 @@ async def test_ranked_stickers_walk_the_rating_index(postgres, order):
     plan = '\n'.join(row[0] for row in plan)
     assert 'Index Scan' in plan and 'stickers_rating' in plan, plan
     assert 'Sort' not in plan, plan
+
+
+async def test_a_flood_is_served_in_the_order_it_came(postgres):
+    """Callers arriving faster than a pool of two serves them reach the
+    database in the order they came: no one waits while later ones pass."""
+    data = PostgresData(postgres.dsn, min_size=2, max_size=2)
+    await data.start()
+
+    async def caller(i):
+        await asyncio.sleep(i * 0.001)
+        return await data._query(
+            'fetchval', 'SELECT clock_timestamp() FROM pg_sleep(0.004)')
+    try:
+        began = await asyncio.gather(*[caller(i) for i in range(120)])
+    finally:
+        await data.close()
+    # The two connections run side by side: i and i+1 may swap, no more.
+    passed = [i for i in range(len(began) - 2) if began[i] > began[i + 2]]
+    assert not passed, passed
+
+
+async def test_the_gate_takes_turns_times_out_and_passes_places_on():
+    gate = FifoGate(1)
+    order = []
+
+    async def visit(name, hold):
+        async with gate.enter(1.0):
+            order.append(name)
+            await asyncio.sleep(hold)
+    first = asyncio.ensure_future(visit('first', 0.05))
+    await asyncio.sleep(0)
+    waiting = [asyncio.ensure_future(visit(n, 0)) for n in ('a', 'b', 'c')]
+    await asyncio.sleep(0.01)
+    cancelled = asyncio.ensure_future(visit('cancelled', 0))
+    late = asyncio.ensure_future(visit('late', 0))
+    await asyncio.sleep(0.01)
+    cancelled.cancel()
+    await asyncio.gather(first, late, *waiting)
+    assert order == ['first', 'a', 'b', 'c', 'late']
+    assert gate.free == 1
+
+    async with gate.enter(1.0):
+        with pytest.raises(asyncio.TimeoutError):
+            async with gate.enter(0.02):
+                pass
+    assert gate.free == 1
+
+    # Given a place, then cancelled before it ran: the place goes on.
+    await gate._wait(1.0)
+    given = asyncio.ensure_future(gate._wait(1.0))
+    next_one = asyncio.ensure_future(gate._wait(1.0))
+    await asyncio.sleep(0)
+    gate._leave()
+    given.cancel()
+    await asyncio.wait_for(next_one, 0.5)
+    assert given.cancelled() and gate.free == 0 and not gate.waiters

@@ -11,6 +11,7 @@ import asyncpg
 
 from .. import (DataInterface, DataUnavailable, Stats, pack_of, packs_of,
                 sticker_of, stickers_of)
+from .fifo import FifoGate
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'schema.sql'), encoding='utf-8') as _f:
@@ -96,6 +97,7 @@ class PostgresData(DataInterface):
         self.min_size, self.max_size = min_size, max_size
         self.timeout = timeout
         self._pool = None
+        self._gate = FifoGate(max_size)
 
     def __str__(self):
         u = urlsplit(self.dsn)    # without the password
@@ -123,7 +125,8 @@ class PostgresData(DataInterface):
 
     async def _query(self, method, query, *args):
         try:
-            async with self._pool.acquire(timeout=self.timeout) as conn:
+            async with self._gate.enter(self.timeout), \
+                    self._pool.acquire(timeout=self.timeout) as conn:
                 try:
                     return await getattr(conn, method)(query, *args)
                 except BROKEN:

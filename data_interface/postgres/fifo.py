@@ -1,0 +1,65 @@
+"""A gate in front of the connection pool that lets callers through in the
+order they came. asyncpg's pool waits on an asyncio.Queue, which lets a
+newcomer take a connection just freed before the caller woken for it, and
+sends that one to the back of the line: under a flood, some requests waited
+seconds while most took milliseconds. With at most as many callers past the
+gate as the pool has connections, the pool itself never makes anyone wait."""
+import asyncio
+import collections
+
+
+class FifoGate:
+    """`async with gate.enter(timeout)`: at most `size` holders at once; a
+    freed place goes to the longest waiter; asyncio.TimeoutError if none
+    comes within `timeout` seconds."""
+
+    def __init__(self, size):
+        self.free = size
+        self.waiters = collections.deque()   # futures, in arrival order
+
+    def enter(self, timeout):
+        return _Held(self, timeout)
+
+    async def _wait(self, timeout):
+        if self.free and not self.waiters:
+            self.free -= 1
+            return
+        loop = asyncio.get_event_loop()
+        place = loop.create_future()
+        self.waiters.append(place)
+        timer = loop.call_later(timeout, _time_out, place)
+        try:
+            await place
+        except BaseException:
+            if place.done() and not place.cancelled() \
+                    and place.exception() is None:
+                self._leave()    # given a place, then cancelled: pass it on
+            else:
+                place.cancel()   # _leave skips it
+            raise
+        finally:
+            timer.cancel()
+
+    def _leave(self):
+        while self.waiters:
+            place = self.waiters.popleft()
+            if not place.done():
+                place.set_result(None)
+                return
+        self.free += 1
+
+
+def _time_out(place):
+    if not place.done():
+        place.set_exception(asyncio.TimeoutError())
+
+
+class _Held:
+    def __init__(self, gate, timeout):
+        self.gate, self.timeout = gate, timeout
+
+    async def __aenter__(self):
+        await self.gate._wait(self.timeout)
+
+    async def __aexit__(self, *exc):
+        self.gate._leave()
