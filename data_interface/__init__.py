@@ -46,7 +46,9 @@ class DataInterface(abc.ABC):
     batches after answering (pages.visits); the other calls leave them be.
 
     Sticker ids are positive integers, maybe with gaps. Arguments are
-    bounded and the stored functions refuse anything else: sessions are
+    bounded and the stored functions (PostgreSQL's driver, for the counts of
+    its ranked selects) refuse anything else, as DataUnavailable whose
+    message starts with 'bad argument': sessions are
     uuids, tokens 22 URL-safe characters, ip at most 64 bytes of UTF-8, user
     agent 256, pack names 64, counts 1..100, ttls (0, 3600] seconds.
 

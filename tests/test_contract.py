@@ -81,8 +81,6 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
 SQL = {
     'sticker_pair': 'SELECT * FROM sticker_pair($1, $2, $3, $4)',
     'cast_vote': 'SELECT cast_vote($1, $2, $3)',
-    'top_stickers': 'SELECT * FROM ranked_stickers($1, true)',
-    'bottom_stickers': 'SELECT * FROM ranked_stickers($1, false)',
     'pack_stickers': 'SELECT * FROM pack_stickers($1)',
     'get_sticker': 'SELECT * FROM get_sticker($1, $2)',
 }
@@ -91,6 +89,8 @@ SQL = {
 async def call(data, name, *args):
     if is_tarantool(data):
         return await data._call(name, list(args))
+    if name not in SQL:     # a select of PostgresData itself
+        return await getattr(data, name)(*args)
     return await data._query('fetch', SQL[name], *args)
 
 
