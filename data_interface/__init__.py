@@ -35,6 +35,11 @@ class DataUnavailable(Exception):
     what visitors send is validated by the pages before any call."""
 
 
+# In the message of a DataUnavailable for an argument the database refused:
+# a bug of the caller, which a retry would not mend.
+REFUSED = 'bad argument'
+
+
 LOAD_BATCH = 2000   # stickers per call of load_batch
 MAX_VISITS = 1000   # visits per call of record_visits
 
@@ -47,8 +52,8 @@ class DataInterface(abc.ABC):
 
     Sticker ids are positive integers, maybe with gaps. Arguments are
     bounded and the stored functions (PostgreSQL's driver, for the counts of
-    its ranked selects) refuse anything else, as DataUnavailable whose
-    message starts with 'bad argument': sessions are
+    its ranked selects) refuse anything else, as DataUnavailable with
+    REFUSED in its message: sessions are
     uuids, tokens 22 URL-safe characters, ip at most 64 bytes of UTF-8, user
     agent 256, pack names 64, counts 1..100, ttls (0, 3600] seconds.
 

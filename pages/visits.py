@@ -9,7 +9,7 @@ their session, and the next visit of a session writes it anyway."""
 import asyncio
 import time
 
-from data_interface import MAX_VISITS, DataUnavailable
+from data_interface import MAX_VISITS, REFUSED, DataUnavailable
 
 RETRY_AFTER = 0.5       # seconds after the database failed a batch
 MAX_PENDING = 20000     # visits kept while it fails; beyond, the oldest go
@@ -44,6 +44,9 @@ class Visits:
                 try:
                     await self.data.record_visits(batch)
                 except DataUnavailable as e:
+                    if REFUSED in str(e):   # a bug: see below
+                        self._lose(len(batch), 'refused: %s' % e)
+                        continue
                     self.pending[:0] = batch
                     self._trim()
                     self.outage.down(e, refused=0)

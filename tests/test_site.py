@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 import dataset
-from data_interface import DataUnavailable, VoteOutcome
+from data_interface import DataUnavailable, Visit, VoteOutcome
 from bench.pagecheck import ballots, cards, ranked, stat
 from conftest import TEST_PACKS
 from pages import Request, Site
@@ -390,6 +390,18 @@ async def test_visits_wait_out_an_outage(site, caplog):
     # Pages still answer here, so each failure is an outage of its own.
     lines = [r.message for r in caplog.records if r.name == 'pages']
     assert len(lines) <= 6 and 'back after' in lines[-1], lines
+
+
+async def test_a_refused_batch_is_dropped_not_retried(site, caplog):
+    """A visit the database refuses is a bug, not an outage: its batch is
+    dropped (and logged) at once, and the visits after it are written."""
+    before, lost = await stats(site), site.visits.lost
+    site.visits.add(Visit('not-a-uuid', '', ''))
+    await asyncio.wait_for(site.visits.flush(), 5)
+    assert site.visits.lost == lost + 1 and site.outage.since is None
+    assert (await get(site, '/good')).status == 200
+    assert counted(before, await stats(site)) == (1, 1, 1)
+    assert any('bad argument' in r.message for r in caplog.records)
 
 
 async def test_stop_writes_the_visits_left(new_data):

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from .. import (DataInterface, DataUnavailable, Stats, pack_of, packs_of,
-                sticker_of, stickers_of)
+from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
+                packs_of, sticker_of, stickers_of)
 from .fifo import FifoGate
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -169,8 +169,8 @@ class PostgresData(DataInterface):
 
     async def _ranked(self, count, best):
         if type(count) is not int or not 1 <= count <= 100:
-            raise DataUnavailable('bad argument: count must be an integer '
-                                  'in 1..100, not %.40r' % (count,))
+            raise DataUnavailable('%s: count must be an integer in 1..100, '
+                                  'not %.40r' % (REFUSED, count))
         return stickers_of(await self._query('fetch', RANKED[best] % count))
 
     async def stats(self):
