@@ -221,3 +221,73 @@ async def test_the_gate_takes_turns_times_out_and_passes_places_on():
     given.cancel()
     await asyncio.wait_for(next_one, 0.5)
     assert given.cancelled() and gate.free == 0 and not gate.waiters
+
+
+async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
+    """A connection comes back after a query or an error the server
+    answered; after a timeout, a cancel or a lost socket it is closed and
+    the next caller gets a new one. Never more than max_size are open."""
+    data = PostgresData(postgres.dsn, min_size=1, max_size=2, timeout=0.5)
+    await data.start()
+    pid = 'SELECT pg_backend_pid()'
+    try:
+        first = await data._query('fetchval', pid)
+        assert {await data._query('fetchval', pid)
+                for _ in range(20)} == {first}
+        # Answered errors keep the connection.
+        with pytest.raises(DataUnavailable, match='bad argument'):
+            await data._query('fetchval', "SELECT refuse('x')")
+        assert await data._query('fetchval', pid) == first
+
+        # Ten at once through a pool of two: two backends, no more.
+        many = await asyncio.gather(*[data._query(
+            'fetchval', 'SELECT pg_backend_pid() FROM pg_sleep(0.02)')
+            for _ in range(10)])
+        assert first in many and len(set(many)) == 2
+        pair = set(many)
+
+        # A query past the timeout: its connection is closed.
+        with pytest.raises(DataUnavailable, match='Timeout'):
+            await data._query('fetchval', 'SELECT pg_sleep(5)')
+        # A caller cancelled mid-query: the same.
+        task = asyncio.ensure_future(
+            data._query('fetchval', 'SELECT pg_sleep(5)'))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        now = set(await asyncio.gather(*[data._query(
+            'fetchval', 'SELECT pg_backend_pid() FROM pg_sleep(0.02)')
+            for _ in range(4)]))
+        assert len(now) == 2 and now != pair
+
+        # The server ends a connection while it is idle: the next callers
+        # are served (at most one of them gets DataUnavailable).
+        async with data._pool.acquire() as conn:
+            victim = await conn.fetchval(pid)
+        admin = PostgresData(postgres.dsn, min_size=1, max_size=1)
+        await admin.start()
+        try:
+            assert await admin._query(
+                'fetchval', 'SELECT pg_terminate_backend($1)', victim)
+            await asyncio.sleep(0.1)
+            failures = 0
+            for _ in range(4):
+                try:
+                    assert await data._query('fetchval', pid) != victim
+                except DataUnavailable:
+                    failures += 1
+            assert failures <= 1
+            opened = set(await asyncio.gather(*[data._query(
+                'fetchval', 'SELECT pg_backend_pid() FROM pg_sleep(0.02)')
+                for _ in range(4)]))
+            await data.close()
+            await asyncio.sleep(0.1)
+            left = await admin._query(
+                'fetchval', 'SELECT count(*) FROM pg_stat_activity'
+                            ' WHERE pid = ANY($1::int[])', list(opened))
+            assert left == 0
+        finally:
+            await admin.close()
+    finally:
+        await data.close()

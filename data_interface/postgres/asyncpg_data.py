@@ -1,7 +1,9 @@
 """DataInterface on PostgreSQL through asyncpg: every operation is one call
 of a function of schema.sql, or one select of its view sticker_cards for the
-ranked lists, over a pool of connections for one process. asyncpg prepares
-each statement once per connection and keeps it."""
+ranked lists, over a pool of connections for one process (pool.py). asyncpg
+prepares each statement once per connection and keeps it. Pages leave no
+session state behind (no SET, LISTEN, cursors or session locks), so a
+connection goes back to the pool as it is."""
 import asyncio
 import hashlib
 import json
@@ -12,7 +14,7 @@ import asyncpg
 
 from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
                 packs_of, sticker_of, stickers_of)
-from .fifo import FifoGate
+from .pool import Pool
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'schema.sql'), encoding='utf-8') as _f:
@@ -43,7 +45,7 @@ UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
 # none of these is theirs: each is DataUnavailable (503), in _query.
 FAILED = (asyncpg.PostgresError, asyncpg.InterfaceError)
 # A connection the server dropped in the middle of an exchange may be left
-# believing an operation is still in progress: it is closed, not reused.
+# believing an operation is still in progress (pool.py closes it).
 BROKEN = (asyncpg.exceptions.InternalClientError,)
 
 
@@ -83,16 +85,6 @@ async def can_connect(dsn, timeout=2.0):
     return True
 
 
-class _Connection(asyncpg.Connection):
-    """Pages leave no session state behind (no SET, LISTEN, cursors or
-    session locks), so skip the reset query on every release to the pool."""
-
-    def get_reset_query(self):
-        return ''
-
-    _get_reset_query = get_reset_query   # its name in asyncpg < 0.30
-
-
 class PostgresData(DataInterface):
     """A pool of min_size..max_size connections; connects, acquires and
     queries give up after `timeout` seconds with DataUnavailable."""
@@ -104,19 +96,16 @@ class PostgresData(DataInterface):
         self.min_size, self.max_size = min_size, max_size
         self.timeout = timeout
         self._pool = None
-        self._gate = FifoGate(max_size)
 
     def __str__(self):
         u = urlsplit(self.dsn)    # without the password
         return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
 
     async def start(self):
+        self._pool = Pool(self._connect, self.max_size)
         try:
-            self._pool = await asyncpg.create_pool(
-                self.dsn, min_size=self.min_size, max_size=self.max_size,
-                timeout=self.timeout, command_timeout=self.timeout,
-                connection_class=_Connection, server_settings=SETTINGS)
-            async with self._pool.acquire(timeout=self.timeout) as conn:
+            await self._pool.fill(self.min_size)
+            async with self._pool.acquire(self.timeout) as conn:
                 await apply_schema(conn)
         except BaseException as e:
             await self.close()
@@ -125,6 +114,11 @@ class PostgresData(DataInterface):
                                       % (self, e)) from e
             raise
 
+    def _connect(self):
+        return asyncpg.connect(
+            self.dsn, timeout=self.timeout, command_timeout=self.timeout,
+            server_settings=SETTINGS)
+
     async def close(self):
         if self._pool is not None:
             pool, self._pool = self._pool, None
@@ -132,13 +126,9 @@ class PostgresData(DataInterface):
 
     async def _query(self, method, query, *args):
         try:
-            async with self._gate.enter(self.timeout), \
-                    self._pool.acquire(timeout=self.timeout) as conn:
-                try:
-                    return await getattr(conn, method)(query, *args)
-                except BROKEN:
-                    conn.terminate()    # the pool connects anew in its place
-                    raise
+            async with self._pool.acquire(self.timeout) as conn:
+                # A failed connection is closed as it goes back (pool.py).
+                return await getattr(conn, method)(query, *args)
         except UNAVAILABLE + FAILED + BROKEN as e:
             raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
                 self, type(e).__name__, e)) from e

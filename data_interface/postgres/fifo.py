@@ -1,9 +1,8 @@
-"""A gate in front of the connection pool that lets callers through in the
-order they came. asyncpg's pool waits on an asyncio.Queue, which lets a
-newcomer take a connection just freed before the caller woken for it, and
-sends that one to the back of the line: under a flood, some requests waited
-seconds while most took milliseconds. With at most as many callers past the
-gate as the pool has connections, the pool itself never makes anyone wait."""
+"""A gate that lets callers through in the order they came, at most `size`
+at a time: the pool's (pool.py). asyncpg's pool waits on an asyncio.Queue,
+which lets a newcomer take a connection just freed before the caller woken
+for it, and sends that one to the back of the line: under a flood, some
+requests waited seconds while most took milliseconds."""
 import asyncio
 import collections
 
@@ -11,9 +10,10 @@ import collections
 class FifoGate:
     """`async with gate.enter(timeout)`: at most `size` holders at once; a
     freed place goes to the longest waiter; asyncio.TimeoutError if none
-    comes within `timeout` seconds."""
+    comes within `timeout` seconds (None: no limit)."""
 
     def __init__(self, size):
+        self.size = size
         self.free = size
         self.waiters = collections.deque()   # futures, in arrival order
 
@@ -27,7 +27,8 @@ class FifoGate:
         loop = asyncio.get_event_loop()
         place = loop.create_future()
         self.waiters.append(place)
-        timer = loop.call_later(timeout, _time_out, place)
+        timer = (loop.call_later(timeout, _time_out, place)
+                 if timeout is not None else None)
         try:
             await place
         except BaseException:
@@ -38,7 +39,8 @@ class FifoGate:
                 place.cancel()   # _leave skips it
             raise
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
 
     def _leave(self):
         while self.waiters:
