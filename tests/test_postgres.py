@@ -112,6 +112,43 @@ async def test_pool_recovers_after_postgres_restarts(cluster, tmp_path,
             server.start()
 
 
+async def _leave(port):
+    """Ask for /good and close the connection before the answer."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    writer.write(b'GET /good HTTP/1.1\r\nHost: x\r\n\r\n')
+    await writer.drain()
+    await asyncio.sleep(0.001)
+    writer.transport.abort()
+
+
+@pytest.mark.parametrize('engine', ['aiohttp-postgres-pool-uvloop',
+                                    'sanic-postgres-pool-uvloop'])
+async def test_visitors_who_leave_mid_page_cost_no_connection(
+        cluster, tmp_path, engine):
+    """Clients that close while their page waits on the database (sanic
+    then cancels the page) leave the server's connections open and in use:
+    its PostgreSQL backends before are all there after."""
+    server, _ = cluster
+    await load_small(PostgresData(server.owner_dsn))
+    site = ServerProcess(engine, ['--postgres', server.dsn],
+                         str(tmp_path / 'server.log'))
+    admin = PostgresData(server.dsn, min_size=1, max_size=1)
+    backends = ("SELECT array_agg(pid) FROM pg_stat_activity WHERE"
+                " application_name = 'stickers' AND pid <> pg_backend_pid()")
+    try:
+        assert await burst(site.url + '/good', 40) == [200] * 40
+        await admin.start()
+        before = set(await admin._query('fetchval', backends))
+        for _ in range(10):
+            await asyncio.gather(*[_leave(site.port) for _ in range(40)])
+        assert await burst(site.url + '/good', 8) == [200] * 8
+        after = set(await admin._query('fetchval', backends))
+        assert before <= after, (before - after)
+    finally:
+        await admin.close()
+        assert site.stop() == 0, site.output()
+
+
 async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     """databases.Databases with no DSN: a cluster under var/postgres (here a
     temporary var/, with a free port remembered as if chosen before),
@@ -223,10 +260,13 @@ async def test_the_gate_takes_turns_times_out_and_passes_places_on():
     assert given.cancelled() and gate.free == 0 and not gate.waiters
 
 
+# Also in .venv37: its asyncpg does not wait for a cancel by itself.
+@pytest.mark.legacy
 async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
-    """A connection comes back after a query or an error the server
-    answered; after a timeout, a cancel or a lost socket it is closed and
-    the next caller gets a new one. Never more than max_size are open."""
+    """A connection comes back after a query, an error the server answered,
+    or a timeout or cancelled caller once the server cancelled its query;
+    after a lost socket the next caller gets a new one. Never more than
+    max_size are open, and none after close()."""
     data = PostgresData(postgres.dsn, min_size=1, max_size=2, timeout=0.5)
     await data.start()
     pid = 'SELECT pg_backend_pid()'
@@ -246,10 +286,10 @@ async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
         assert first in many and len(set(many)) == 2
         pair = set(many)
 
-        # A query past the timeout: its connection is closed.
+        # A query past the timeout, and a caller cancelled mid-query: the
+        # server cancels their queries and the connections serve again.
         with pytest.raises(DataUnavailable, match='Timeout'):
             await data._query('fetchval', 'SELECT pg_sleep(5)')
-        # A caller cancelled mid-query: the same.
         task = asyncio.ensure_future(
             data._query('fetchval', 'SELECT pg_sleep(5)'))
         await asyncio.sleep(0.1)
@@ -259,7 +299,26 @@ async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
         now = set(await asyncio.gather(*[data._query(
             'fetchval', 'SELECT pg_backend_pid() FROM pg_sleep(0.02)')
             for _ in range(4)]))
-        assert len(now) == 2 and now != pair
+        assert now == pair
+        # Callers cancelled at any moment of their query, or just after it
+        # (a client that left): the same connections serve on.
+        for step in range(40):
+            task = asyncio.ensure_future(
+                data._query('fetchval', 'SELECT pg_sleep(0.01)'))
+            await asyncio.sleep(step * 0.0005)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        now = set(await asyncio.gather(*[data._query(
+            'fetchval', 'SELECT pg_backend_pid() FROM pg_sleep(0.02)')
+            for _ in range(4)]))
+        assert now == pair
+        assert await data._query(
+            'fetchval', "SELECT count(*) FROM pg_stat_activity WHERE"
+                        " query LIKE '%pg_sleep(5)%' AND state = 'active'"
+                        " AND pid <> pg_backend_pid()") == 0
 
         # The server ends a connection while it is idle: the next callers
         # are served (at most one of them gets DataUnavailable).

@@ -9,6 +9,15 @@ import asyncpg
 
 from .fifo import FifoGate
 
+# How long a connection may take to confirm a cancelled query before it is
+# closed instead.
+CANCEL_WAIT = 5.0
+# asyncpg's error for a connection that lost track of its exchange (the
+# server dropped it mid-way): it is closed, not reused. Other errors leave a
+# connection as it was: an error the server answered, an argument asyncpg
+# could not encode, a task cancelled before or after its query.
+LOST = asyncpg.exceptions.InternalClientError
+
 
 class Pool:
     """`async with pool.acquire(timeout) as conn`; `connect` is a coroutine
@@ -19,6 +28,7 @@ class Pool:
         self._gate = FifoGate(size)
         self._idle = []     # open connections not in use, last freed last
         self._all = set()   # open connections
+        self._settling = set()   # tasks awaiting a cancel's end
         self._closed = False
 
     def acquire(self, timeout=None):
@@ -35,6 +45,8 @@ class Pool:
         """Close the idle connections, end those in use; later acquires
         raise InterfaceError."""
         self._closed = True
+        for task in list(self._settling):
+            task.cancel()
         idle, self._idle = self._idle, []
         for conn in self._all - set(idle):
             conn.terminate()
@@ -59,20 +71,44 @@ class Pool:
         return conn
 
     def _give_back(self, conn, exc):
-        if exc is not None and not _reusable(conn, exc) or self._closed \
-                or conn.is_closed():
+        """Take `conn` back after its use ended with `exc` (or None), and
+        free its place at the gate: at once, or once PostgreSQL confirmed
+        the cancel of its query."""
+        if _cancelling(conn):
+            task = asyncio.ensure_future(self._after_cancel(conn))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+            return
+        self._keep(conn, not isinstance(exc, LOST)
+                   and not conn.is_in_transaction())
+        self._gate._leave()
+
+    async def _after_cancel(self, conn):
+        # A timeout or a cancelled caller: asyncpg asks the server to
+        # cancel the query; the connection serves again once it has.
+        try:
+            await asyncio.wait_for(
+                conn._protocol._wait_for_cancellation(), CANCEL_WAIT)
+            ok = not conn.is_in_transaction()
+        except Exception:
+            ok = False
+        self._keep(conn, ok)
+        self._gate._leave()
+
+    def _keep(self, conn, ok):
+        if ok and not self._closed and not conn.is_closed():
+            self._idle.append(conn)
+        else:
             conn.terminate()
             self._all.discard(conn)
-        else:
-            self._idle.append(conn)
 
 
-def _reusable(conn, exc):
-    """After an error the server answered (a refused argument, say) the
-    connection is as before; after any other (a timeout, a cancel, a lost
-    socket) it may be mid-exchange, so it is closed."""
-    return (isinstance(exc, asyncpg.PostgresError) and not conn.is_closed()
-            and not conn.is_in_transaction())
+def _cancelling(conn):
+    """Whether asyncpg is cancelling the query of `conn` (a private part
+    of asyncpg, which its own pool uses the same way)."""
+    is_cancelling = getattr(conn._protocol, '_is_cancelling', None)
+    return (is_cancelling is not None and not conn.is_closed()
+            and is_cancelling())
 
 
 class _Lease:
@@ -93,4 +129,3 @@ class _Lease:
 
     async def __aexit__(self, kind, exc, tb):
         self.pool._give_back(self.conn, exc)
-        self.pool._gate._leave()
