@@ -250,11 +250,11 @@ async def test_the_gate_takes_turns_times_out_and_passes_places_on():
     assert gate.free == 1
 
     # Given a place, then cancelled before it ran: the place goes on.
-    await gate._wait(1.0)
-    given = asyncio.ensure_future(gate._wait(1.0))
-    next_one = asyncio.ensure_future(gate._wait(1.0))
+    await gate.wait(1.0)
+    given = asyncio.ensure_future(gate.wait(1.0))
+    next_one = asyncio.ensure_future(gate.wait(1.0))
     await asyncio.sleep(0)
-    gate._leave()
+    gate.leave()
     given.cancel()
     await asyncio.wait_for(next_one, 0.5)
     assert given.cancelled() and gate.free == 0 and not gate.waiters

@@ -14,7 +14,7 @@ import asyncpg
 
 from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
                 packs_of, sticker_of, stickers_of)
-from .pool import Pool
+from .pool import LOST, Pool
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'schema.sql'), encoding='utf-8') as _f:
@@ -44,9 +44,6 @@ UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
 # it cannot encode, a closed pool). Pages validate what visitors send, so
 # none of these is theirs: each is DataUnavailable (503), in _query.
 FAILED = (asyncpg.PostgresError, asyncpg.InterfaceError)
-# A connection the server dropped in the middle of an exchange may be left
-# believing an operation is still in progress (pool.py closes it).
-BROKEN = (asyncpg.exceptions.InternalClientError,)
 
 
 def text(value):
@@ -127,9 +124,9 @@ class PostgresData(DataInterface):
     async def _query(self, method, query, *args):
         try:
             async with self._pool.acquire(self.timeout) as conn:
-                # A failed connection is closed as it goes back (pool.py).
+                # pool.py decides whether the connection serves again.
                 return await getattr(conn, method)(query, *args)
-        except UNAVAILABLE + FAILED + BROKEN as e:
+        except UNAVAILABLE + FAILED + (LOST,) as e:
             raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
                 self, type(e).__name__, e)) from e
 

@@ -8,9 +8,10 @@ import collections
 
 
 class FifoGate:
-    """`async with gate.enter(timeout)`: at most `size` holders at once; a
-    freed place goes to the longest waiter; asyncio.TimeoutError if none
-    comes within `timeout` seconds (None: no limit)."""
+    """`async with gate.enter(timeout)`, or wait() then leave(): at most
+    `size` holders at once; a freed place goes to the longest waiter;
+    asyncio.TimeoutError if none comes within `timeout` seconds (None: no
+    limit)."""
 
     def __init__(self, size):
         self.size = size
@@ -20,7 +21,8 @@ class FifoGate:
     def enter(self, timeout):
         return _Held(self, timeout)
 
-    async def _wait(self, timeout):
+    async def wait(self, timeout):
+        """Take a place, waiting in line for one."""
         if self.free and not self.waiters:
             self.free -= 1
             return
@@ -34,15 +36,16 @@ class FifoGate:
         except BaseException:
             if place.done() and not place.cancelled() \
                     and place.exception() is None:
-                self._leave()    # given a place, then cancelled: pass it on
+                self.leave()    # given a place, then cancelled: pass it on
             else:
-                place.cancel()   # _leave skips it
+                place.cancel()   # leave() skips it
             raise
         finally:
             if timer is not None:
                 timer.cancel()
 
-    def _leave(self):
+    def leave(self):
+        """Give a place back: to the longest waiter, if any."""
         while self.waiters:
             place = self.waiters.popleft()
             if not place.done():
@@ -61,7 +64,7 @@ class _Held:
         self.gate, self.timeout = gate, timeout
 
     async def __aenter__(self):
-        await self.gate._wait(self.timeout)
+        await self.gate.wait(self.timeout)
 
     async def __aexit__(self, *exc):
-        self.gate._leave()
+        self.gate.leave()

@@ -81,7 +81,7 @@ class Pool:
             return
         self._keep(conn, not isinstance(exc, LOST)
                    and not conn.is_in_transaction())
-        self._gate._leave()
+        self._gate.leave()
 
     async def _after_cancel(self, conn):
         # A timeout or a cancelled caller: asyncpg asks the server to
@@ -93,7 +93,7 @@ class Pool:
         except Exception:
             ok = False
         self._keep(conn, ok)
-        self._gate._leave()
+        self._gate.leave()
 
     def _keep(self, conn, ok):
         if ok and not self._closed and not conn.is_closed():
@@ -119,11 +119,11 @@ class _Lease:
 
     async def __aenter__(self):
         gate = self.pool._gate
-        await gate._wait(self.timeout)
+        await gate.wait(self.timeout)
         try:
             self.conn = await self.pool._take()
         except BaseException:
-            gate._leave()
+            gate.leave()
             raise
         return self.conn
 
