@@ -8,11 +8,12 @@ visitors then start new ones. Nothing else waits for them: ballots carry
 their session, and the next visit of a session writes it anyway."""
 import asyncio
 import time
+from collections import deque
 
 from data_interface import MAX_VISITS, REFUSED, DataUnavailable
 
 RETRY_AFTER = 0.5       # seconds after the database failed a batch
-MAX_PENDING = 20000     # visits kept while it fails; beyond, the oldest go
+MAX_PENDING = 20000     # visits kept waiting; beyond, the oldest go
 CLOSE_TIMEOUT = 5.0     # seconds close() waits for the last batches
 LOG_EVERY = 5.0         # seconds between lines about lost visits
 
@@ -25,12 +26,16 @@ class Visits:
         self.data = data
         self.outage = outage
         self.log = log
-        self.pending = []
+        self.pending = deque()
         self.lost = 0           # dropped: too many pending, or refused
         self._logged = None     # when lost visits were last logged
         self._task = None
 
     def add(self, visit):
+        # Bounded always: a slow database (not down) lets them pile up too.
+        if len(self.pending) >= MAX_PENDING:
+            self.pending.popleft()
+            self._lose(1, 'more than %d wait' % MAX_PENDING)
         self.pending.append(visit)
         if self._task is None:
             # Runs after this loop turn: what else comes in it joins.
@@ -39,15 +44,15 @@ class Visits:
     async def _write(self):
         try:
             while self.pending:
-                batch = self.pending[:MAX_VISITS]
-                del self.pending[:MAX_VISITS]
+                batch = [self.pending.popleft() for _ in
+                         range(min(MAX_VISITS, len(self.pending)))]
                 try:
                     await self.data.record_visits(batch)
                 except DataUnavailable as e:
                     if REFUSED in str(e):   # a bug: see below
                         self._lose(len(batch), 'refused: %s' % e)
                         continue
-                    self.pending[:0] = batch
+                    self.pending.extendleft(reversed(batch))
                     self._trim()
                     self.outage.down(e, refused=0)
                     await asyncio.sleep(RETRY_AFTER)
@@ -65,7 +70,8 @@ class Visits:
     def _trim(self):
         over = len(self.pending) - MAX_PENDING
         if over > 0:
-            del self.pending[:over]
+            for _ in range(over):
+                self.pending.popleft()
             self._lose(over, 'the database fails and %d wait' % MAX_PENDING)
 
     def _lose(self, count, why):
@@ -88,4 +94,4 @@ class Visits:
             if self._task is not None:
                 self._task.cancel()
             self._lose(len(self.pending), 'still failing at shutdown')
-            self.pending = []
+            self.pending.clear()

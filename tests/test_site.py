@@ -536,6 +536,28 @@ async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
         await stopped(site)
 
 
+async def test_pending_visits_stay_bounded_while_the_database_is_slow(
+        site, monkeypatch, caplog):
+    monkeypatch.setattr('pages.visits.MAX_PENDING', 50)
+    slow, write = asyncio.Event(), site.data.record_visits
+
+    async def record_visits(visits):
+        await slow.wait()
+        await write(visits)
+    site.data.record_visits = record_visits
+    before = await stats(site)
+    most = 0
+    for _ in range(200):
+        site.visits.add(Visit(str(uuid.uuid4()), 'ip', 'ua'))
+        most = max(most, len(site.visits.pending))
+        await asyncio.sleep(0)   # the writer takes its first batch
+    assert most == 50 and site.visits.lost == 200 - 1 - 50
+    assert any('more than 50 wait' in r.message for r in caplog.records)
+    slow.set()
+    # The one in the first batch and the last 50.
+    assert counted(before, await stats(site)) == (51, 51, 51)
+
+
 class Relay:
     """A TCP relay to a database, which a test cuts (open connections
     reset, new ones refused) and mends: an outage as the site sees it."""
