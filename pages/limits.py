@@ -1,4 +1,6 @@
-"""Per-IP rate limits: a token bucket per address, in bounded memory."""
+"""Rate limits: a token bucket per client address (or per session), in
+bounded memory."""
+import ipaddress
 import math
 import re
 import time
@@ -18,9 +20,25 @@ def parse_rate(text):
     return (count, PERIODS[found.group(2) or 's']) if count else None
 
 
+def client_of(ip):
+    """What per-IP limits count an address as: an IPv6 address by its /64
+    (a single host usually has a whole /64, so per address it could take
+    2^64 buckets); IPv4 and IPv4-mapped IPv6 by the address."""
+    if not isinstance(ip, str) or ':' not in ip:
+        return ip
+    try:
+        address = ipaddress.IPv6Address(ip)
+    except ValueError:
+        return ip
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return address.packed[:8]
+
+
 class RateLimit:
-    """Up to `count` at once per address, refilled at `count` per `period`
-    seconds. take() -> 0 if allowed, else the seconds to wait."""
+    """Up to `count` at once per key (an address, a session), refilled at
+    `count` per `period` seconds. take() -> 0 if allowed, else the seconds
+    to wait."""
 
     def __init__(self, count, period, max_addresses=MAX_ADDRESSES,
                  clock=time.monotonic):

@@ -15,7 +15,7 @@ from settings import DEFAULTS
 from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
                    ballot_form, ballot_tokens, clean_text, json_response, session_of,
                    text_response)
-from .limits import RateLimit, parse_rate
+from .limits import RateLimit, client_of, parse_rate
 from .outage import Outage
 from .render import TEMPLATES, Frame, cards, duel
 from .visits import Visits
@@ -180,7 +180,7 @@ class Site:
 
     def _refused(self, limit, request):
         """The 429 page if `limit` is on and refuses this address."""
-        if limit is not None and limit.take(request.ip):
+        if limit is not None and limit.take(client_of(request.ip)):
             return self.refusals[limit]
         return None
 

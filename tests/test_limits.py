@@ -1,0 +1,46 @@
+"""Rate limits (pages.limits): what an address counts as, the buckets."""
+import pytest
+
+from pages.limits import RateLimit, client_of
+
+
+def test_an_ipv6_client_counts_by_its_64():
+    a = client_of('2001:db8:1:2::1')
+    assert a == client_of('2001:db8:1:2:ffff:ffff:ffff:ffff')
+    assert a == client_of('2001:0db8:0001:0002:0000:0000:0000:0abc')
+    assert a != client_of('2001:db8:1:3::1')
+    assert a != client_of('2001:db8:2:2::1')
+
+
+def test_ipv4_and_ipv4_mapped_count_by_the_address():
+    assert client_of('192.0.2.1') == '192.0.2.1'
+    assert client_of('::ffff:192.0.2.1') == '192.0.2.1'
+    assert client_of('::ffff:c000:201') == '192.0.2.1'
+    # Two mapped addresses of one /64 are two clients.
+    assert client_of('::ffff:192.0.2.2') != client_of('::ffff:192.0.2.1')
+
+
+@pytest.mark.parametrize('ip', [None, '', 'not:an:address', '1' * 1000,
+                                '\udcff:\udcfe', '::1', 'localhost'])
+def test_anything_else_is_a_client_of_its_own(ip):
+    assert client_of(ip) == client_of(ip)
+    hash(client_of(ip))
+
+
+def test_a_64_shares_one_bucket():
+    limit = RateLimit(2, 60, clock=lambda: 0.0)
+    taken = [limit.take(client_of('2001:db8::%x' % i)) for i in range(1, 4)]
+    assert taken == [0, 0, 60 // 2]
+    assert limit.take(client_of('2001:db8:0:1::1')) == 0
+    assert len(limit.buckets) == 2
+
+
+def test_buckets_refill_and_stay_bounded():
+    now = [0.0]
+    limit = RateLimit(2, 1, max_addresses=100, clock=lambda: now[0])
+    assert [limit.take('a') for _ in range(3)] == [0, 0, 1]
+    now[0] += 0.5
+    assert limit.take('a') == 0 and limit.take('a') == 1
+    for i in range(1000):
+        limit.take('session-%d' % i)
+        assert len(limit.buckets) <= 100
