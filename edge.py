@@ -9,10 +9,13 @@ costs a few attribute writes and a scan of its head in C:
 - a request head must be complete `head` seconds after its first byte;
 - a body must be complete `body` seconds after its head;
 - a connection is never closed while a page handler works for it (the
-  adapter marks that with enter() and leave());
+  adapter marks that with enter() and leave()), unless its answers have
+  not drained for `keepalive` seconds (a client that does not read: a
+  handler waiting to write is not working);
 - beyond `connections` open connections, each new one closes the oldest
-  one that no handler works for (slow or idle clients go first; a new
-  visitor's request is served); if every one is busy, the new one is closed.
+  one that no handler works for (slow, idle and non-reading clients go
+  first; a new visitor's request is served); if every one is busy, the new
+  one is closed.
 """
 import asyncio
 import re
@@ -105,7 +108,7 @@ class Gate:
     def admit(self, edge):
         if len(self.open) >= self.settings.connections:
             for oldest in self.open:
-                if not oldest.busy:
+                if not oldest.busy or oldest.stalled:
                     break
             else:
                 return False
@@ -117,7 +120,8 @@ class Gate:
 
 class Edge(asyncio.Protocol):
     __slots__ = ('gate', 'make_inner', 'inner', 'transport', 'timer',
-                 'armed', 'deadline', 'phase', 'partial', 'need', 'busy')
+                 'armed', 'deadline', 'phase', 'partial', 'need', 'busy',
+                 'stalled')
 
     def __init__(self, gate, make_inner):
         self.gate = gate
@@ -128,6 +132,7 @@ class Edge(asyncio.Protocol):
         self.partial = b''      # the head so far
         self.need = 0           # body bytes to come; -1: chunked
         self.busy = 0           # page handlers at work
+        self.stalled = 0.0      # since when writing is paused; 0: it is not
 
     def connection_made(self, transport):
         self.transport = transport
@@ -167,9 +172,16 @@ class Edge(asyncio.Protocol):
         return self.inner.eof_received()
 
     def pause_writing(self):
+        self.stall()
         self.inner.pause_writing()
 
+    def stall(self):
+        """Writing paused: closed if it does not resume within keepalive."""
+        self.stalled = self.gate.loop.time()
+        self._wake(self.stalled + self.gate.keepalive)
+
     def resume_writing(self):
+        self.stalled = 0.0
         self.inner.resume_writing()
 
     def enter(self):
@@ -202,20 +214,31 @@ class Edge(asyncio.Protocol):
                 self.phase = HEAD
                 self._arm(self.gate.now + settings.head)
             seen = len(self.partial)
-            head = self.partial + data[pos:] if seen else data[pos:]
-            found = HEAD_END.search(head)
+            if seen:
+                # Resume the search where the last one stopped: a head
+                # sent a byte at a time costs its length, not its square.
+                head = self.partial
+                head += data[pos:]
+                found = HEAD_END.search(head, max(0, seen - 3))
+                start = 0
+            else:
+                head, start = data, pos
+                found = HEAD_END.search(data, pos)
             if found is None:
                 # Beyond MAX_HEAD the server refuses it (uvicorn_server
-                # gives httptools a limit).
-                self.partial = head if len(head) <= MAX_HEAD else head[-3:]
+                # gives httptools a limit): keep only what may end it.
+                if not seen:
+                    self.partial = bytearray(data[pos:])
+                if len(self.partial) > MAX_HEAD:
+                    del self.partial[:-3]
                 return
             end = found.end()
-            pos += end - seen
+            pos += end - seen - start
             self.partial = b''
-            if CHUNKED.search(head, 0, end):
+            if CHUNKED.search(head, start, end):
                 self.need = -1
             else:
-                length = LENGTH.search(head, 0, end)
+                length = LENGTH.search(head, start, end)
                 self.need = int(length.group(1)) if length else 0
             if self.need:
                 self.phase = BODY_PART
@@ -229,24 +252,33 @@ class Edge(asyncio.Protocol):
         self._arm(self.gate.now + self.gate.keepalive)
 
     def _arm(self, deadline):
-        """Set the deadline; move the timer only if it would fire too late
-        (the fast path in data_received only ever moves it later)."""
+        """Set the deadline and wake by then."""
         self.deadline = deadline
-        if self.timer is None or deadline < self.armed:
+        self._wake(deadline)
+
+    def _wake(self, when):
+        """Move the timer only if it would fire too late (the fast path in
+        data_received only ever moves the deadline later)."""
+        if self.timer is None or when < self.armed:
             if self.timer is not None:
                 self.timer.cancel()
-            self.armed = deadline
-            self.timer = self.gate.loop.call_at(deadline, self._check)
+            self.armed = when
+            self.timer = self.gate.loop.call_at(when, self._check)
 
     def _check(self):
         self.timer = None
         now = self.gate.loop.time()
-        if now < self.deadline:
-            self._arm(self.deadline)
-            return
-        if self.busy:
-            self._arm(now + self.gate.keepalive)
-            return
+        # Answers that did not drain for a keep-alive period: the client
+        # does not read, and a handler waiting to write is not working.
+        drained_by = (self.stalled + self.gate.keepalive if self.stalled
+                      else float('inf'))
+        if now < drained_by:
+            if now < self.deadline:
+                self._wake(min(self.deadline, drained_by))
+                return
+            if self.busy:
+                self._wake(min(now + self.gate.keepalive, drained_by))
+                return
         self.gate.open.pop(self, None)
         transport = self.transport
         if self.phase != IDLE or transport.get_write_buffer_size():

@@ -106,6 +106,11 @@ LISTEN, ESTABLISHED = '0A', '01'    # TCP states in /proc/net/tcp
 def tcp_sockets(pid, port, tcp_state=LISTEN):
     """How many TCP sockets of local port `port` in `tcp_state` process pid
     holds (Linux /proc; 0 if it cannot tell)."""
+    return len(tcp_socket_fds(pid, port, tcp_state))
+
+
+def tcp_socket_fds(pid, port, tcp_state=LISTEN):
+    """The descriptors of those sockets in process pid."""
     inodes = set()
     for table in ('/proc/net/tcp', '/proc/net/tcp6'):
         try:
@@ -118,14 +123,15 @@ def tcp_sockets(pid, port, tcp_state=LISTEN):
                         inodes.add('socket:[%s]' % fields[9])
         except (OSError, IndexError, ValueError, StopIteration):
             continue
-    found = 0
+    found = []
     try:
         fds = os.listdir('/proc/%d/fd' % pid)
     except OSError:
-        return 0
+        return found
     for fd in fds:
         try:
-            found += os.readlink('/proc/%d/fd/%s' % (pid, fd)) in inodes
+            if os.readlink('/proc/%d/fd/%s' % (pid, fd)) in inodes:
+                found.append(int(fd))
         except OSError:
             pass
     return found

@@ -3,7 +3,9 @@ embedded server, whose Rust core hands requests to server.py's running loop
 (asyncio or uvloop). Its core is not Python: edge.py cannot wrap it, so
 granian's own limits stand in (see README)."""
 import asyncio
+import os
 import resource
+import socket
 
 from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
@@ -12,6 +14,7 @@ from granian.server.embed import Server
 import edge
 from asgi_server import make_app
 from pages import MAX_BODY
+from processes import ESTABLISHED, LISTEN, tcp_socket_fds
 
 # Room for a request head and a body at the limit in granian's read buffer.
 BUFFER = MAX_BODY + 64 * 1024
@@ -43,17 +46,45 @@ def server_of(app, host, port, settings=edge.DEFAULTS):
             keep_alive=True, max_buffer_size=BUFFER))
 
 
+async def limit_unread(port, seconds, serving):
+    """Give granian's connections TCP_USER_TIMEOUT: the kernel resets one
+    whose answers the client has not taken for `seconds` (a client that
+    pipelines and never reads would otherwise hold a connection, and at the
+    cap lock visitors out, for good: granian has no write timeout). Its core
+    binds the socket itself, so the listening socket, whose option the
+    connections inherit, is found among this process's descriptors once
+    bound; the connections accepted before that get it too."""
+    listening = []
+    while not listening and not serving.done():
+        await asyncio.sleep(0.005)
+        listening = tcp_socket_fds(os.getpid(), port, LISTEN)
+    value = max(1, int(seconds * 1000))
+    for fds in (listening, None, None):
+        for fd in fds or tcp_socket_fds(os.getpid(), port, ESTABLISHED):
+            try:
+                # A duplicate: the option is set on the shared socket.
+                with socket.socket(fileno=os.dup(fd)) as sock:
+                    sock.setsockopt(socket.IPPROTO_TCP,
+                                    socket.TCP_USER_TIMEOUT, value)
+            except OSError:     # closed meanwhile
+                pass
+        await asyncio.sleep(0.5)    # then those still in the accept queue
+
+
 async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
     """Serve the ASGI 3 `app` until `stopped` is set, then finish pending
     requests."""
     server = server_of(app, host, port, settings)
     serving = asyncio.ensure_future(server.serve())
     waiting = asyncio.ensure_future(stopped.wait())
+    limiting = asyncio.ensure_future(
+        limit_unread(port, settings.keepalive, serving))
     try:
         await asyncio.wait([serving, waiting],
                            return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
+        limiting.cancel()
         if not serving.done():
             server.stop()
         try:

@@ -35,7 +35,6 @@ import re
 
 import edge
 
-HEAD_END = re.compile(br'\r?\n\r?\n')
 _TOKEN = br"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 HEAD = re.compile(br'(?:\r?\n)?' + _TOKEN + br' [^\x00-\x20\x7f]+ HTTP/1\.[01]\r?\n(?:'
                   + _TOKEN + br':[\t\x20-\x7e\x80-\xff]*\r?\n)*\r?\n')
@@ -43,7 +42,6 @@ FIELDS = re.compile(br'\n(content-length|transfer-encoding|connection)[ \t]*:'
                     br'[ \t]*([^\r\n]*)', re.IGNORECASE)
 HTTP11 = re.compile(br'[^\r\n]* HTTP/1\.1\r?\n')
 BODY = re.compile(br'\n(content-length|transfer-encoding)[ \t]*:', re.IGNORECASE)
-MAX_HEAD = 64 * 1024
 REASONS = {400: 'Bad Request', 411: 'Length Required',
            413: 'Payload Too Large', 431: 'Request Header Fields Too Large'}
 
@@ -62,15 +60,21 @@ class Refused(Exception):
 class Connection(edge.Edge):
     """`make_inner` makes japronto's protocol; `at_once` as above."""
     __slots__ = ('at_once', 'max_body', 'connections', 'buffer', 'last_batch',
-                 'refused', 'reading', 'writing')
+                 'refused', 'reading', 'writing', 'searched', 'pending')
 
     def __init__(self, gate, make_inner, at_once, max_body, connections):
         super().__init__(gate, make_inner)
         self.at_once = at_once
         self.max_body = max_body
         self.connections = connections
-        self.buffer = b''
+        self.buffer = bytearray()
         self.last_batch = False     # end once what was read is answered
+        # Where the search for the first incomplete head resumes, and the
+        # (start, end, alone) of a request whose head is whole but whose
+        # body is not: a head or body sent a byte at a time is scanned
+        # once, not once per byte.
+        self.searched = 0
+        self.pending = None
         self.refused = False
         self.reading = True
         self.writing = True
@@ -82,12 +86,12 @@ class Connection(edge.Edge):
 
     def connection_lost(self, exc):
         self.connections.discard(self)
-        self.buffer = b''
+        self.take(len(self.buffer))
         super().connection_lost(exc)
 
     def data_received(self, data):
         if (self.phase == edge.IDLE and not self.buffer and self.writing
-                and self.inner.pipeline_empty and len(data) <= MAX_HEAD
+                and self.inner.pipeline_empty and len(data) <= edge.MAX_HEAD
                 and data.endswith(b'\r\n\r\n')
                 and data.find(b'\n\r\n') == len(data) - 3
                 and b'\n\n' not in data and not BODY.search(data)):
@@ -109,16 +113,26 @@ class Connection(edge.Edge):
 
     def pause_writing(self):
         self.writing = False
+        self.stall()
 
     def resume_writing(self):
         self.writing = True
+        self.stalled = 0.0
         self.feed()
 
     def stop(self):
         """Finish the request in progress, drop the rest, then close."""
-        self.buffer = b''
+        self.take(len(self.buffer))
         self.last_batch = True
         self.feed()
+
+    def take(self, end):
+        """The buffer up to `end`, removed from it."""
+        batch = bytes(self.buffer[:end])
+        del self.buffer[:end]
+        self.searched = max(0, self.searched - end)
+        self.pending = None
+        return batch
 
     def feed(self):
         """Hand japronto the next batches while its pipeline is empty."""
@@ -129,14 +143,14 @@ class Connection(edge.Edge):
             try:
                 end = self._batch_end()
             except Refused as e:
-                self.refused, self.buffer = True, b''
+                self.refused = True
+                self.take(len(self.buffer))
                 transport.write(e.response())
                 transport.write_eof()   # and read on until the client closes
                 return
             if not end:
                 break
-            batch, self.buffer = self.buffer[:end], self.buffer[end:]
-            self.inner.data_received(batch)
+            self.inner.data_received(self.take(end))
         if transport.is_closing():
             return
         idle = self.inner.pipeline_empty and self.writing
@@ -168,12 +182,16 @@ class Connection(edge.Edge):
         incomplete; alone: it ends a batch, since japronto may close after
         it (and then drops the answers it holds back in a batch)."""
         buffer = self.buffer
-        head = HEAD_END.search(buffer, start)
+        pending = self.pending
+        if pending is not None and pending[0] == start:
+            return pending[1:] if pending[1] <= len(buffer) else None
+        head = edge.HEAD_END.search(buffer, max(start, self.searched - 3))
         if head is None:
-            if len(buffer) - start > MAX_HEAD:
+            self.searched = len(buffer)
+            if len(buffer) - start > edge.MAX_HEAD:
                 raise Refused(431)
             return None
-        if head.end() - start > MAX_HEAD:
+        if head.end() - start > edge.MAX_HEAD:
             raise Refused(431)
         strict = HEAD.match(buffer, start)
         if strict is None or strict.end() != head.end():
@@ -192,9 +210,11 @@ class Connection(edge.Edge):
         if int(length) > self.max_body:
             raise Refused(413)
         end = head.end() + int(length)
-        if end > len(buffer):
-            return None
         alone = b'connection' in fields or not HTTP11.match(buffer, start)
+        self.searched = end
+        if end > len(buffer):
+            self.pending = start, end, alone
+            return None
         return end, alone
 
 

@@ -3,6 +3,7 @@ keeps visitors served, HEAD and security headers, per-IP limits, and a
 database outage logged in a few lines."""
 import asyncio
 import re
+import socket
 import time
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from bench.pagecheck import all_stickers, ballots, client, vote_total
 from conftest import (ServerProcess, engine_args, load_small, remove_postgres,
                       start_postgres, start_tarantool, tarantool_address)
+from processes import ESTABLISHED, tcp_sockets
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
@@ -113,6 +115,78 @@ async def test_partial_body_is_closed(short, engine):
     assert await closed(short.port, head, trickle=b'w' * 99) < PATIENCE
 
 
+class CountingSearch:
+    """A compiled pattern that counts the bytes its searches start on."""
+
+    def __init__(self, pattern):
+        self.pattern, self.scanned = pattern, 0
+
+    def search(self, string, pos=0, *args):
+        self.scanned += len(string) - pos
+        return self.pattern.search(string, pos, *args)
+
+
+class Inner(asyncio.Protocol):
+    """The framework's protocol behind an edge: takes what it is given."""
+    pipeline_empty = True
+
+    def __init__(self):
+        self.received = b''
+
+    def data_received(self, data):
+        self.received += data
+
+
+class Transport(asyncio.Transport):
+    def get_write_buffer_size(self):
+        return 0
+
+    def is_closing(self):
+        return False
+
+    def pause_reading(self):
+        pass
+
+    def resume_reading(self):
+        pass
+
+
+def edge_connection():
+    import edge
+    gate = edge.Gate(edge.DEFAULTS, asyncio.new_event_loop())
+    return edge.Edge(gate, Inner)
+
+
+def japronto_connection():
+    import edge
+    pytest.importorskip('japronto')     # the legacy environment
+    from japronto_server.pipeline import Connection
+    gate = edge.Gate(edge.DEFAULTS, asyncio.new_event_loop())
+    return Connection(gate, Inner, (b'GET /ugly ',), 8192, set())
+
+
+@pytest.mark.parametrize('make', [
+    edge_connection,
+    pytest.param(japronto_connection, marks=pytest.mark.legacy)])
+def test_a_head_sent_byte_by_byte_is_scanned_once(monkeypatch, make):
+    """A 60 KiB head arriving a byte at a time: the search for its end
+    resumes where it stopped, so the bytes searched stay a few times the
+    head (from byte 0 on every byte, they were some 10^9), and the request
+    still goes through whole."""
+    import edge
+    counting = CountingSearch(edge.HEAD_END)
+    monkeypatch.setattr(edge, 'HEAD_END', counting)
+    connection = make()
+    connection.connection_made(Transport())
+    head = (b'GET /about HTTP/1.1\r\nHost: t\r\nX-Slow: ' + b'z' * 60000
+            + b'\r\n\r\n')
+    for i in range(len(head)):
+        connection.data_received(head[i:i + 1])
+    assert connection.inner.received == head
+    assert connection.phase == edge.IDLE
+    assert counting.scanned < 16 * len(head)
+
+
 async def test_idle_connection_is_closed(request, engine, start_server):
     short = start_server(engine, *(engine_args(request, engine) + [
         '--keepalive-timeout', '1', '--header-timeout', '60',
@@ -199,6 +273,45 @@ async def test_granian_cap_makes_new_connections_wait(request, engine,
     assert server.process.poll() is None
 
 
+async def test_clients_that_never_read_are_closed(request, engine,
+                                                  start_server):
+    """Clients that pipeline many requests and read no answer hold a
+    connection only while their pages work and then a keep-alive period:
+    at the cap a new visitor is served, and none of them stays open."""
+    server = start_server(engine, *(engine_args(request, engine) + [
+        '--max-connections', '10', '--keepalive-timeout', '2']))
+    stuffed = []
+    try:
+        for _ in range(10):
+            sock = socket.create_connection(('127.0.0.1', server.port))
+            # A small receive window fills at once.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            try:
+                sock.send(get(b'/about') * 2000)
+            except BlockingIOError:
+                pass
+            stuffed.append(sock)
+        # While their pages still work (filling the buffers), a visitor
+        # may be refused; once they stall, they make room.
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            try:
+                served = await answers(server.port, get(b'/ugly'))
+                break
+            except (ConnectionError, asyncio.IncompleteReadError):
+                assert time.monotonic() < deadline, 'visitors locked out'
+                await asyncio.sleep(0.5)
+        assert [a[0] for a in served] == [200]
+        while tcp_sockets(server.process.pid, server.port, ESTABLISHED):
+            assert time.monotonic() < deadline, 'a non-reader stays open'
+            await asyncio.sleep(0.2)
+    finally:
+        for sock in stuffed:
+            sock.close()
+    assert server.process.poll() is None
+
+
 HTML_PATHS = [b'/', b'/good', b'/bad', b'/about', b'/nope']
 OTHER_PATHS = [b'/ugly', b'/stickers', b'/static/style.css', b'/favicon.ico']
 
@@ -244,6 +357,21 @@ async def test_security_headers(short):
     assert status in (404, 405)
     server = re.search(br'(?i)\r\nserver: *([^\r]*)\r\n', head)
     assert server is None or not re.search(br'\d', server.group(1)), head
+
+
+async def test_long_static_paths_are_refused(short):
+    """A static path up to the head limit is refused (404 from the page,
+    or the server's own 4xx for a head that long), and the site serves on."""
+    for path in (b'/static/' + b'a/' * 32000 + b'style.css',
+                 b'/img/' + b'x' * 60000, b'/static/a/../../server.py'):
+        try:
+            [(status, _, body)] = await answers(short.port, get(path))
+        except (ConnectionError, asyncio.IncompleteReadError):
+            continue    # closed at once for a head that long
+        assert status in (400, 404, 414, 431), path[:40]
+        assert b'import' not in body
+    [(status, _, _)] = await answers(short.port, get(b'/static/style.css'))
+    assert status == 200
 
 
 async def fetch(url, cookie=None, form=None):
