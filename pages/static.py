@@ -7,15 +7,30 @@ from .http import Response, text_response
 from .site import FAVICON, STATIC
 
 NOT_FOUND = text_response(404, 'Not Found')
+# The longest name and the most segments a static file has; anything
+# longer is refused before the file system is asked.
+MAX_NAME = 255
+MAX_SEGMENTS = 4
+ODD_SEGMENTS = frozenset(('', '.', '..'))
+
+
+def plain_name(name):
+    """Whether `name` could be a file's path below a directory: short,
+    few segments, none empty, '.' or '..', no NUL."""
+    if len(name) > MAX_NAME or '\x00' in name:
+        return False
+    segments = name.split('/', MAX_SEGMENTS)
+    return (len(segments) <= MAX_SEGMENTS
+            and ODD_SEGMENTS.isdisjoint(segments))
 
 
 def file_response(directory, name):
     """200 with the file `name` (a decoded URL path) inside `directory`, or
     404: nothing outside the directory is ever read."""
-    if '\x00' in name:
+    if not plain_name(name):
         return NOT_FOUND
     root = os.path.realpath(directory)
-    path = os.path.realpath(os.path.join(root, name.lstrip('/')))
+    path = os.path.realpath(os.path.join(root, name))
     if not path.startswith(root + os.sep) or not os.path.isfile(path):
         return NOT_FOUND
     try:
