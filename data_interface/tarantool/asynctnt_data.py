@@ -1,5 +1,7 @@
 """DataInterface on Tarantool through asynctnt: every operation is one call
 of a stored procedure of app.lua."""
+import asyncio
+
 import asynctnt
 from asynctnt.exceptions import TarantoolError
 
@@ -7,21 +9,27 @@ from .. import DataUnavailable
 from .procedures import Procedures
 
 
+# A call that Tarantool does not answer in time: asyncio.TimeoutError, which
+# is an OSError only from Python 3.11 on.
+UNAVAILABLE = (OSError, asyncio.TimeoutError, TarantoolError)
+
+
 class AsynctntData(Procedures):
     """mode 'one': one connection shared by all requests, reconnecting by
     itself; mode 'multi': a connection opened and closed per operation."""
+    request_timeout = 10.0
 
     async def _connect(self):
         a = self.address
         conn = asynctnt.Connection(
             host=a.host, port=a.port, username=a.user, password=a.password,
             fetch_schema=False, auto_refetch_schema=False,
-            connect_timeout=2.0, request_timeout=10.0,
+            connect_timeout=2.0, request_timeout=self.request_timeout,
             reconnect_timeout=0.3 if self.mode == 'one' else 0,
             ping_timeout=0)
         try:
             await conn.connect()
-        except (OSError, TarantoolError) as e:
+        except UNAVAILABLE as e:
             raise DataUnavailable('cannot connect to Tarantool at %s: %s'
                                   % (self.address, e)) from e
         return conn
@@ -32,7 +40,7 @@ class AsynctntData(Procedures):
     async def _send(self, conn, name, args):
         try:
             response = await conn.call(name, args)
-        except (OSError, TarantoolError) as e:
+        except UNAVAILABLE as e:
             # TarantoolDatabaseError too: see Procedures._send.
             raise DataUnavailable('Tarantool: %s: %s' % (name, e)) from e
         return response.body[0] if response.body else None
