@@ -366,6 +366,11 @@ END $$;
 -- function starts using another table. Where the given role owns all
 -- (--postgres), there is no one else to grant anything to.
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC;
+-- Nobody else may create objects beside the functions' (which would then
+-- resolve names through their search_path). PostgreSQL 15 grants no CREATE
+-- here by default, older ones do; where the schema is not the owner's,
+-- this only warns.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 DO $$
 DECLARE
     f regprocedure;
