@@ -29,6 +29,7 @@ import sys
 import time
 from contextlib import asynccontextmanager
 
+import engines
 from data_interface import DataUnavailable
 from data_interface.address import TarantoolAddress
 from databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP, cancel,
@@ -201,6 +202,29 @@ async def sweep_forever(data, every):
             outage.up()
 
 
+def worker_pool_size(limit, workers, size):
+    """The pool size of each worker such that theirs and the parent's (of
+    `size`) stay within the `limit` of PostgreSQL connections; at least 1."""
+    return max(1, min(size, (limit - size) // workers))
+
+
+async def size_pools(data, workers, config):
+    """Put the workers' PostgreSQL pool size in their config: smaller than
+    one process's when N of them would pass the server's max_connections."""
+    limit = await data.connection_limit()
+    size = worker_pool_size(limit, workers, data.max_size)
+    config['pool_size'] = size
+    if size < data.max_size:
+        log.info('PostgreSQL takes %d connections: each of the %d workers '
+                 'keeps at most %d (one process keeps %d)', limit, workers,
+                 size, data.max_size)
+    if size * workers + data.max_size > limit:
+        log.warning('PostgreSQL takes %d connections, fewer than %d workers '
+                    'and this process may open: some pages may get 503; '
+                    'raise its max_connections or run fewer workers',
+                    limit, workers)
+
+
 async def parent(engine, s, argv, stopped):
     """Databases, then s.workers workers until `stopped` is set."""
     databases = Databases(s)
@@ -211,6 +235,8 @@ async def parent(engine, s, argv, stopped):
             address = databases.tarantool_address
             config = {'tarantool': list(address) if address else None,
                       'postgres': databases.postgres_dsn}
+            if engines.database(engine) == 'postgres':
+                await size_pools(data, s.workers, config)
             sweeper = None
             if not data.sweeps_itself:
                 sweeper = asyncio.ensure_future(
@@ -253,6 +279,9 @@ def read_config():
 async def given_databases(engine, config):
     """The worker's data interface to the databases the parent runs."""
     data = data_for(engine, config['tarantool'], config['postgres'])
+    if config.get('pool_size'):
+        data.max_size = config['pool_size']
+        data.min_size = min(data.min_size, data.max_size)
     # The parent sweeps (see above): the site must not, once per worker.
     data.sweeps_itself = True
     await data.start()

@@ -163,6 +163,12 @@ class PostgresData(DataInterface):
     async def stats(self):
         return Stats(*await self._query('fetchval', 'SELECT site_stats()'))
 
+    async def connection_limit(self):
+        """The connections the server takes from roles like the site's."""
+        return await self._query(
+            'fetchval', "SELECT current_setting('max_connections')::int - "
+            "current_setting('superuser_reserved_connections')::int")
+
     async def packs(self):
         return packs_of(await self._query(
             'fetch', 'SELECT * FROM list_packs()'))
