@@ -6,6 +6,7 @@
                      [--header-timeout S] [--body-timeout S]
                      [--keepalive-timeout S] [--max-connections N]
                      [--limit-sessions N/m] [--limit-votes N/m]
+                     [--limit-ballots N/m]
     python server.py --list
 
 Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
@@ -108,16 +109,18 @@ def add_edge_args(p, d):
     p.add_argument('--max-connections', type=int, default=d.max_connections,
                    metavar='N', help='open connections at most (default %d, '
                    'less if the open-files limit is lower)' % d.max_connections)
-    for what, text in (('sessions', 'new sessions'), ('votes', 'votes')):
+    for what, text in (('sessions', 'new sessions per client IP address'),
+                       ('votes', 'votes per client IP address'),
+                       ('ballots', 'ballot pairs (GET / and each vote) per '
+                        'client IP address and per session')):
         p.add_argument('--limit-' + what, metavar='N/s|N/m|N/h',
-                       help='%s per client IP address, 0: no limit (default '
-                       '%s on a non-loopback --host, else 0)'
-                       % (text, settings.REMOTE_LIMITS[what]))
+                       help='%s, 0: no limit (default %s on a non-loopback '
+                       '--host, else 0)' % (text, settings.REMOTE_LIMITS[what]))
 
 
 OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
-           'limit_sessions', 'limit_votes', 'workers')
+           'limit_sessions', 'limit_votes', 'limit_ballots', 'workers')
 
 
 def build_settings(p, args):
@@ -136,12 +139,27 @@ def build_settings(p, args):
         p.error(str(e))
     s = settings.replace(s, dump=args.data, reuse_port=args.workers > 1, **{
         name: getattr(args, name) for name in OPTIONS})
-    for what in ('sessions', 'votes'):
+    for what in ('sessions', 'votes', 'ballots'):
         try:
             parse_rate(s.limit(what))
         except ValueError as e:
             p.error('--limit-%s: %s' % (what, e))
     return s
+
+
+def with_session_key(s):
+    """s with the key that signs session cookies: the one kept in
+    var/session.key, made (random, mode 0600) at the first start, so every
+    worker and a restart accept the same cookies. ValueError if unusable."""
+    from data_interface.address import secret
+    from pages.sessions import usable_key
+    key = secret(s.session_key_file, create=True)
+    try:
+        usable_key(key)
+    except ValueError as e:
+        raise ValueError('%s: %s (remove it to make a new one)'
+                         % (s.session_key_file, e))
+    return settings.replace(s, session_key=key)
 
 
 def find_engine(name, argv):
@@ -235,15 +253,23 @@ def main(argv=None):
             max(logging.ERROR, logging.getLevelName(args.level)))
     if args.worker is not None:
         import workers
+        from pages.sessions import usable_key
         try:
-            job = serve(engine, args.settings, workers.read_config())
+            worker = workers.read_config()
+            usable_key(worker['session_key'])
+            job = serve(engine, settings.replace(
+                args.settings, session_key=worker['session_key']), worker)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             log.error('bad settings from the parent: %s', e)
             return 1
-    elif args.workers > 1:
-        job = serve_workers(engine, args.settings, argv)
     else:
-        job = serve(engine, args.settings)
+        try:
+            s = with_session_key(args.settings)
+        except (OSError, ValueError) as e:
+            log.error('session key: %s', e)
+            return 1
+        job = (serve_workers(engine, s, argv) if args.workers > 1
+               else serve(engine, s))
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:

@@ -5,10 +5,15 @@ hands it down (databases, pages, managed instances, edge); bench and tests
 start from DEFAULTS. A Settings is frozen: change it with replace().
 """
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m'}
+# Ballot pairs: twice the votes, for a voter as quick as the vote limit
+# allows, plus reloads. Ballots live 10 minutes, so an address then holds
+# at most some 2,600: filling the database's ballot cap (a million or more;
+# past it the oldest ballots, voters' too, are replaced) takes hundreds of
+# addresses, not one.
+REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m', 'ballots': '120/m'}
 LOOPBACK = ('127.', '::1', 'localhost')
 # Environment settings that move the local databases' ports (README).
 PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
@@ -33,9 +38,14 @@ class Settings:
     workers: int = 1
     reuse_port: bool = False
     # Per-IP limits (pages.limits rates, '0': off); None: REMOTE_LIMITS on
-    # a host beyond the loopback, off on it (the benchmark).
+    # a host beyond the loopback, off on it (the benchmark). Ballots are
+    # counted per address and per session.
     limit_sessions: str = None
     limit_votes: str = None
+    limit_ballots: str = None
+    # The key that signs session cookies (pages.sessions), kept in
+    # session_key_file; None: a Site makes a random one of its own.
+    session_key: str = field(default=None, repr=False)
     # Databases: the ones given (--tarantool: a TarantoolAddress,
     # --postgres: a URL), else local ones with these defaults.
     tarantool: object = None
@@ -66,6 +76,8 @@ class Settings:
     templates = property(lambda self: os.path.join(self.root, 'templates'))
     tarantool_dir = property(lambda self: os.path.join(self.var, 'tarantool'))
     postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
+    session_key_file = property(
+        lambda self: os.path.join(self.var, 'session.key'))
 
     def password_file(self, database, user):
         """Where the local `database` ('tarantool', 'postgres') keeps the
@@ -73,7 +85,7 @@ class Settings:
         return os.path.join(self.var, database, user + '.password')
 
     def limit(self, what):
-        """The per-IP rate of 'sessions' or 'votes' in force."""
+        """The per-IP rate of 'sessions', 'votes' or 'ballots' in force."""
         text = getattr(self, 'limit_' + what)
         if text is not None:
             return text

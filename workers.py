@@ -4,9 +4,10 @@ The parent starts the local databases and loads the data set once, keeps
 them running (databases.py), runs what must happen once, and keeps N
 workers running: `python server.py ARGS --worker I`, same interpreter. A
 worker is told it is one by --worker; it reads the database addresses the
-parent resolved from its stdin (one JSON line: passwords stay off command
-lines, which `ps` shows) and binds the port with SO_REUSEPORT. It stops, as
-on SIGTERM, when its stdin ends: the parent is gone, even killed.
+parent resolved and the key of session cookies from its stdin (one JSON
+line: passwords and keys stay off command lines, which `ps` shows) and
+binds the port with SO_REUSEPORT. It stops, as on SIGTERM, when its stdin
+ends: the parent is gone, even killed.
 
 Periodic work, once or per worker:
 - the sweep of expired ballots and idle sessions where the site does it
@@ -234,7 +235,8 @@ async def parent(engine, s, argv, stopped):
             databases.watch()
             address = databases.tarantool_address
             config = {'tarantool': list(address) if address else None,
-                      'postgres': databases.postgres_dsn}
+                      'postgres': databases.postgres_dsn,
+                      'session_key': s.session_key}
             if engines.database(engine) == 'postgres':
                 await size_pools(data, s.workers, config)
             sweeper = None

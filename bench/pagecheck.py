@@ -33,15 +33,17 @@ HTML_TYPE = 'text/html; charset=utf-8'
 
 
 def session_cookie(headers):
-    """The sid a response sets (a valid uuid), or None."""
+    """The sid a response sets (`UUID.SIGNATURE`, see pages.sessions), or
+    None."""
     m = re.match(r'sid=([^;]*)', headers.get('Set-Cookie', ''))
     if not m:
         return None
+    session, dot, signature = m.group(1).partition('.')
     try:
-        uuid.UUID(m.group(1))
+        uuid.UUID(session)
     except ValueError:
         return None
-    return m.group(1)
+    return m.group(1) if dot and signature else None
 
 
 def unrendered(html):

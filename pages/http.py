@@ -18,6 +18,7 @@ Response = namedtuple('Response', 'status content_type body headers')
 # requests one per connection at a time).
 Route = namedtuple('Route', 'method path handler kind waits')
 
+# Its value: see pages.sessions.
 SESSION_COOKIE = 'sid'
 COOKIE_MAX_AGE = 365 * 24 * 3600
 HTML = 'text/html; charset=utf-8'
@@ -32,22 +33,9 @@ EVERY = (('Server', SERVER), NOSNIFF)
 FRAMING = (('X-Frame-Options', 'DENY'),
            ('Content-Security-Policy', "frame-ancestors 'none'"))
 
-_UUID = re.compile(r'\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z')
 _TOKEN = re.compile(r'\A[A-Za-z0-9_-]{22}\Z')
 SLUG = re.compile(r'\A[a-z0-9_]{1,64}\Z')
 STICKER_ID = re.compile(r'\A[0-9]{1,9}\Z')
-
-
-def session_of(request):
-    """(session uuid, Set-Cookie header or None): a malformed or missing
-    session cookie starts a new session."""
-    cookie = request.cookies.get(SESSION_COOKIE)
-    if cookie and _UUID.match(cookie):
-        return cookie, None
-    session = new_session()
-    header = ('Set-Cookie', '%s=%s; Path=/; Max-Age=%d; HttpOnly; SameSite=Lax'
-              % (SESSION_COOKIE, session, COOKIE_MAX_AGE))
-    return session, header
 
 
 def new_session():

@@ -13,11 +13,12 @@ import types
 from data_interface import DataUnavailable, Visit, VoteOutcome
 from settings import DEFAULTS
 from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
-                   ballot_form, ballot_tokens, clean_text, json_response, session_of,
+                   ballot_form, ballot_tokens, clean_text, json_response,
                    text_response)
 from .limits import RateLimit, client_of, parse_rate
 from .outage import Outage
 from .render import TEMPLATES, Frame, cards, duel
+from .sessions import Sessions
 from .visits import Visits
 
 log = logging.getLogger('pages')
@@ -105,9 +106,9 @@ def guard(kind):
     return wrap
 
 
-def too_many(limit):
-    return error_page(429, 'Too many requests from your address; try again '
-                           'in a moment.',
+def too_many(limit, who='your address'):
+    return error_page(429, 'Too many requests from %s; try again in a '
+                           'moment.' % who,
                       [('Retry-After', str(limit.retry_after))])
 
 
@@ -117,21 +118,31 @@ class Site:
 
     def __init__(self, data, settings=DEFAULTS):
         """settings: a settings.Settings (refresh period, ballot TTL, per-IP
-        limits). Expiry limits live in the database."""
+        limits, the key of session cookies). Expiry limits live in the
+        database."""
         self.data = data
         self.settings = settings
         self.refresh_every = settings.refresh_every
         self.ballot_ttl = settings.ballot_ttl
-        limits = [parse_rate(settings.limit(what))
-                  for what in ('sessions', 'votes')]
+        self.sessions = Sessions(settings.session_key)
+        sessions, votes, ballots = [
+            parse_rate(settings.limit(what))
+            for what in ('sessions', 'votes', 'ballots')]
         self.about_page = None
         self.packs_page = None
         self.outage = Outage(log)
         self.visits = Visits(data, self.outage, log)
-        self.session_limit, self.vote_limit = [
-            RateLimit(*rate) if rate else None for rate in limits]
-        self.refusals = {limit: too_many(limit) for limit in
-                         (self.session_limit, self.vote_limit) if limit}
+        self.session_limit = sessions and RateLimit(*sessions)
+        self.vote_limit = votes and RateLimit(*votes)
+        # Ballot pairs: per address, and per session (many addresses may
+        # share one session cookie).
+        self.ballot_limit = ballots and RateLimit(*ballots)
+        self.session_ballot_limit = ballots and RateLimit(*ballots)
+        self.refusals = {limit: too_many(limit) for limit in (
+            self.session_limit, self.vote_limit, self.ballot_limit) if limit}
+        if ballots:
+            self.refusals[self.session_ballot_limit] = too_many(
+                self.session_ballot_limit, 'your session')
         self._task = None
 
     def routes(self):
@@ -178,39 +189,51 @@ class Site:
             else:
                 self.outage.up()
 
-    def _refused(self, limit, request):
-        """The 429 page if `limit` is on and refuses this address."""
-        if limit is not None and limit.take(client_of(request.ip)):
+    def _refused(self, limit, key):
+        """The 429 page if `limit` is on and refuses this key."""
+        if limit is not None and limit.take(key):
             return self.refusals[limit]
         return None
 
-    def _visit(self, request):
-        """(Visit, Set-Cookie header or None, 429 page or None): a visitor
-        without a session starts one, within the per-IP limit. The page
-        adds the visit to self.visits once its database call succeeded."""
-        session, cookie = session_of(request)
-        refused = cookie and self._refused(self.session_limit, request)
-        return (Visit(session, clean_text(request.ip, 64),
-                      clean_text(request.user_agent, 256)), cookie, refused)
+    def _session(self, request):
+        """(session, Set-Cookie header or None, 429 page or None): a
+        visitor without a valid session cookie starts a session, within
+        the per-IP limit."""
+        session, cookie = self.sessions.of(request)
+        refused = cookie and self._refused(self.session_limit,
+                                           client_of(request.ip))
+        return session, cookie, refused
 
-    async def _pair_page(self, request, notice=None):
-        visit, cookie, refused = self._visit(request)
-        if refused:
-            return refused
+    def _pair_refused(self, request, session):
+        """The 429 page if a new ballot pair is beyond the limit of this
+        session or of this address."""
+        return (self._refused(self.session_ballot_limit, session)
+                or self._refused(self.ballot_limit, client_of(request.ip)))
+
+    def _visited(self, request, session):
+        """Once its page's database call succeeded: the visit is written
+        later, in a batch (pages.visits)."""
+        self.visits.add(Visit(session, clean_text(request.ip, 64),
+                              clean_text(request.user_agent, 256)))
+
+    async def _pair_page(self, request, session, cookie, notice=None):
         tokens = ballot_tokens()
-        a, b = await self.data.sticker_pair(visit.session, tokens,
-                                            self.ballot_ttl)
-        self.visits.add(visit)
+        a, b = await self.data.sticker_pair(session, tokens, self.ballot_ttl)
+        self._visited(request, session)
         return Response(200, HTML, INDEX[notice].body(duel(a, b, tokens)),
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 
     @page('GET', '/')
     async def index(self, request):
-        return await self._pair_page(request)
+        session, cookie, refused = self._session(request)
+        refused = refused or self._pair_refused(request, session)
+        if refused:
+            return refused
+        return await self._pair_page(request, session, cookie)
 
     @page('POST', '/')
     async def vote(self, request):
-        refused = self._refused(self.vote_limit, request)
+        refused = self._refused(self.vote_limit, client_of(request.ip))
         if refused:
             return refused
         if len(request.body) > MAX_BODY:
@@ -219,18 +242,25 @@ class Site:
         if tokens is None:
             return error_page(400, 'The vote needs two different ballots, '
                                    '"win" and "lose".')
-        session, _ = session_of(request)
+        # A vote answers with a new pair: refused before it is cast, so a
+        # 429 leaves its ballots unused. An invalid cookie is a new
+        # session, to which no ballot was issued (409).
+        session, cookie = self.sessions.of(request)
+        refused = self._pair_refused(request, session)
+        if refused:
+            return refused
         outcome = await self.data.cast_vote(session, *tokens)
         if outcome != VoteOutcome.OK:
             return error_page(*VOTE_ERRORS[outcome])
-        return await self._pair_page(request, notice='Vote counted.')
+        return await self._pair_page(request, session, cookie,
+                                     notice='Vote counted.')
 
     async def _ranked(self, request, frame, fetch):
-        visit, cookie, refused = self._visit(request)
+        session, cookie, refused = self._session(request)
         if refused:
             return refused
         stickers = await fetch(TOP_COUNT)
-        self.visits.add(visit)
+        self._visited(request, session)
         return Response(200, HTML, frame.body(cards(stickers)),
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 

@@ -71,9 +71,11 @@ def unanswered(engine, headers):
 
 
 def new_session(head):
+    """The session uuid of the cookie a response sets (pages.sessions)."""
     for line in head.split(b'\r\n'):
         if line.lower().startswith(b'set-cookie: sid='):
-            return line.split(b'=', 1)[1].split(b';')[0].decode()
+            cookie = line.split(b'=', 1)[1].split(b';')[0].decode()
+            return cookie.split('.')[0]
 
 
 async def stored_user_agent_postgres(request, session):

@@ -1,7 +1,9 @@
-"""Rate limits (pages.limits): what an address counts as, the buckets."""
+"""Rate limits (pages.limits): what an address counts as, the buckets, and
+the ballot limit's defaults."""
 import pytest
 
-from pages.limits import RateLimit, client_of
+import settings
+from pages.limits import RateLimit, client_of, parse_rate
 
 
 def test_an_ipv6_client_counts_by_its_64():
@@ -44,3 +46,27 @@ def test_buckets_refill_and_stay_bounded():
     for i in range(1000):
         limit.take('session-%d' % i)
         assert len(limit.buckets) <= 100
+
+
+def test_ballots_are_limited_beyond_the_loopback_only():
+    d = settings.DEFAULTS
+    assert d.limit('ballots') == '0'
+    remote = settings.replace(d, host='0.0.0.0')
+    assert remote.limit('ballots') == settings.REMOTE_LIMITS['ballots']
+    assert parse_rate(remote.limit('ballots')) == (120, 60)
+    assert settings.replace(remote, limit_ballots='0').limit('ballots') == '0'
+
+
+def test_limit_ballots_option():
+    import server
+
+    def ballots(argv):
+        s = server.parse_args(['-e', 'x'] + argv).settings
+        return parse_rate(s.limit('ballots'))
+    assert ballots([]) is None
+    assert ballots(['--host', '0.0.0.0']) == (120, 60)
+    assert ballots(['--host', '0.0.0.0', '--limit-ballots', '0']) is None
+    assert ballots(['--limit-ballots', '5/h']) == (5, 3600)
+    with pytest.raises(SystemExit) as e:
+        server.parse_args(['-e', 'x', '--limit-ballots', '5/d'])
+    assert e.value.code == 2

@@ -3,7 +3,6 @@ bodies reach the visitor as the pages made them. What the pages say is
 checked in-process, on every backend, by test_site.py."""
 import asyncio
 import os
-import uuid
 
 import pytest
 import yarl
@@ -66,6 +65,9 @@ async def test_pages_reach_the_visitor_whole(site):
     assert len(cards(body.decode())) == 9
     status, headers, _ = await fetch(site + '/good', 'not-a-uuid')
     assert status == 200 and session_cookie(headers)
+    # Its bare uuid is not a session the server issued: a new one.
+    status, headers, _ = await fetch(site + '/good', cookie.split('.')[0])
+    assert status == 200 and session_cookie(headers) not in (None, cookie)
 
     status, headers, body = await fetch(site + '/ugly')
     assert (status, body) == (200, b'UGLY')
@@ -81,7 +83,11 @@ async def test_forged_and_concurrent_votes_through_http(site):
     cookie = session_cookie(headers)
     (_, win, lose), _ = ballots(body.decode())
     form = {'win': win, 'lose': lose}
-    status, _, body = await fetch(site + '/', str(uuid.uuid4()), form)
+    other = session_cookie((await fetch(site + '/good'))[1])
+    status, _, body = await fetch(site + '/', other, form)
+    assert status == 409 and b'another visitor' in body
+    # Its bare uuid, which the server did not sign, is no better.
+    status, _, body = await fetch(site + '/', cookie.split('.')[0], form)
     assert status == 409 and b'another visitor' in body
     answers = await asyncio.gather(*[fetch(site + '/', cookie, form)
                                      for _ in range(8)])
@@ -115,13 +121,15 @@ async def test_hostile_headers_are_harmless(site):
     status, headers, _ = await fetch(site + '/good', headers={
         'User-Agent': hostile, 'Cookie': 'sid=' + hostile})
     assert status == 200 and session_cookie(headers)
-    status, _, _ = await fetch(site + '/good', str(uuid.uuid4()), headers={
+    cookie = session_cookie(headers)
+    status, headers, _ = await fetch(site + '/good', cookie, headers={
         'User-Agent': 'x' * 8000})
-    assert status == 200
+    assert status == 200 and 'Set-Cookie' not in headers
 
 
 async def test_body_over_8_kib_is_refused(site):
-    status, _, body = await fetch(site + '/', str(uuid.uuid4()), {
+    cookie = session_cookie((await fetch(site + '/good'))[1])
+    status, _, body = await fetch(site + '/', cookie, {
         'win': 'a' * 22, 'lose': 'b' * 22, 'pad': 'x' * 9000})
     assert status == 413
 
@@ -165,7 +173,8 @@ async def test_votes_count_once_and_forgeries_not_at_all(site):
     forged = 'A' * 22
     assert (await fetch(site + '/', cookie, {'win': forged, 'lose': lose}))[0] \
         == 409
-    other = str(uuid.uuid4())      # another visitor's session
+    # Another visitor's session.
+    other = session_cookie((await fetch(site + '/good'))[1])
     assert (await fetch(site + '/', other, {'win': win, 'lose': lose}))[0] \
         == 409
     statuses = await asyncio.gather(*[

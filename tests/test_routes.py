@@ -11,7 +11,7 @@ from data_interface.address import TarantoolAddress
 from data_interface.postgres.asyncpg_data import PostgresData
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from pages import Request, Site
-from pages.http import HTML, JSON, session_of
+from pages.http import HTML, JSON
 
 BALLOTS = b'win=' + b'a' * 22 + b'&lose=' + b'b' * 22
 PARAMS = {'pack': 'cats', 'sticker': '1'}
@@ -68,14 +68,18 @@ async def test_unrouted_paths_under_the_api_answer_json(site):
         assert (r.status, r.content_type) == (404, kind), path
 
 
-def test_pages_pick_the_session_cookie():
+def test_pages_pick_the_session_cookie(site):
     session = str(uuid.uuid4())
-    assert session_of(request(cookies={'x': '1', 'sid': session})) == (
+    cookie = site.sessions.cookie(session)
+    assert site.sessions.of(request(cookies={'x': '1', 'sid': cookie})) == (
         session, None)
-    for cookies in [{}, {'SID': session}, {'sid': session + '\x00'},
-                    {'sid': session.upper()}, {'other': session}]:
-        new, header = session_of(request(cookies=cookies))
-        assert new != session and header[1].startswith('sid=' + new + ';')
+    for cookies in [{}, {'SID': cookie}, {'sid': cookie + '\x00'},
+                    {'sid': cookie.upper()}, {'other': cookie},
+                    {'sid': session}]:
+        new, header = site.sessions.of(request(cookies=cookies))
+        assert new != session
+        assert header[1].startswith('sid=%s.' % new)
+        assert header[1].split(';')[0] == 'sid=' + site.sessions.cookie(new)
 
 
 def test_the_interface_declares_what_a_backend_must_do():

@@ -59,9 +59,21 @@ def headers(response):
 
 
 def new_sid(response):
-    """The session a response's Set-Cookie starts, or None."""
+    """The session cookie a response's Set-Cookie starts, or None."""
     m = re.match(r'sid=([^;]*);', headers(response).get('Set-Cookie', ''))
     return m and m.group(1)
+
+
+def session_in(cookie):
+    """The session uuid a valid cookie stands for (pages.sessions)."""
+    return cookie.split('.')[0]
+
+
+async def issued(site, ip='127.0.0.1'):
+    """A session cookie the site issued."""
+    r = await get(site, '/good', ip=ip)
+    assert r.status == 200 and new_sid(r)
+    return new_sid(r)
 
 
 async def new_ballots(site):
@@ -84,12 +96,13 @@ async def sticker(site, sticker_id):
             return s
 
 
-def new_site(data, limits=('0', '0')):
+def new_site(data, limits=('0', '0', '0')):
     """The one way these tests make a Site. No background refresh during a
-    test: it would sweep and re-render. limits: per-IP rates (sessions,
-    votes) as --limit-sessions and --limit-votes take them."""
+    test: it would sweep and re-render. limits: rates (sessions, votes,
+    ballots) as --limit-sessions, --limit-votes, --limit-ballots take them."""
     return Site(data, replace(DEFAULTS, refresh_every=3600,
-                              limit_sessions=limits[0], limit_votes=limits[1]))
+                              limit_sessions=limits[0], limit_votes=limits[1],
+                              limit_ballots=limits[2]))
 
 
 async def started(data, **kwargs):
@@ -126,7 +139,9 @@ async def test_index_offers_two_stickers_and_a_session(site):
     cookie = headers(r)['Set-Cookie']
     assert 'Path=/' in cookie and 'HttpOnly' in cookie
     assert 'SameSite=Lax' in cookie and 'Max-Age=31536000' in cookie
-    uuid.UUID(new_sid(r))
+    session, signature = new_sid(r).split('.')
+    uuid.UUID(session)
+    assert site.sessions.check(new_sid(r)) == session
     html = text(r)
     (a, win_a, lose_a), (b, win_b, lose_b) = ballots(html)
     assert a != b
@@ -137,19 +152,31 @@ async def test_index_offers_two_stickers_and_a_session(site):
 
 @pytest.mark.parametrize('cookie', [
     'not-a-uuid', '', "'; DROP TABLE sessions; --", 'a\x00b', '\udcff\udcfe',
-    str(uuid.uuid4()).upper(), str(uuid.uuid4()) + ' ', 'x' * 10000])
+    str(uuid.uuid4()).upper(), str(uuid.uuid4()) + ' ', 'x' * 10000,
+    str(uuid.uuid4())])
 async def test_malformed_cookie_starts_a_new_session(site, cookie):
     r = await get(site, '/good', cookie)
     assert r.status == 200
     assert new_sid(r) not in (None, cookie)
 
 
+async def test_a_cookie_the_site_did_not_issue_is_a_new_session(site):
+    """Unsigned, forged or tampered: a new session and its cookie, not the
+    session the cookie names."""
+    from test_sessions import forgeries
+    cookie = await issued(site)
+    for forged in forgeries(cookie):
+        r = await get(site, '/', forged)
+        assert r.status == 200 and new_sid(r), forged
+        assert session_in(new_sid(r)) != session_in(cookie)
+        assert site.sessions.check(new_sid(r)) == session_in(new_sid(r))
+
+
 def test_new_sessions_are_random_version_4_uuids():
-    from pages.http import _UUID, new_session
+    from pages.http import new_session
     made = {new_session() for _ in range(1000)}
     assert len(made) == 1000
     for text in made:
-        assert _UUID.match(text)
         u = uuid.UUID(text)
         assert (u.version, u.variant, str(u)) == (4, uuid.RFC_4122, text)
 
@@ -184,7 +211,7 @@ async def test_stop_ends_a_refresh_in_progress(new_data, monkeypatch):
 
 
 async def test_returning_visitor_keeps_session(site):
-    cookie = str(uuid.uuid4())
+    cookie = await issued(site)
     for path in ('/', '/good', '/bad'):
         r = await get(site, path, cookie)
         assert r.status == 200 and new_sid(r) is None
@@ -228,19 +255,24 @@ async def test_the_ballots_of_a_vote_page_vote_again(site):
     (b'&' * 50 + b'win=' + b'a' * 22, 400, 'two different'),
 ])
 async def test_bad_ballots(site, body, status, message):
-    r = await call(site, 'POST', '/', str(uuid.uuid4()), body)
+    r = await call(site, 'POST', '/', await issued(site), body)
     assert (r.status, r.content_type) == (status, HTML)
     assert message in text(r)
 
 
 async def test_foreign_and_unpaired_ballots(site):
     cookie, ((a, win, lose), _) = await new_ballots(site)
-    _, ((_, win2, lose2), _) = await new_ballots(site)
+    other, ((_, win2, lose2), _) = await new_ballots(site)
     before = await sticker(site, a)
-    r = await vote(site, str(uuid.uuid4()), win, lose)
+    r = await vote(site, other, win, lose)
     assert r.status == 409 and 'another visitor' in text(r)
     r = await vote(site, None, win, lose)
     assert r.status == 409 and 'another visitor' in text(r)
+    # A cookie that names this session but that the site did not sign.
+    from test_sessions import forgeries
+    for forged in forgeries(cookie):
+        r = await vote(site, forged, win, lose)
+        assert r.status == 409 and 'another visitor' in text(r), forged
     r = await vote(site, cookie, win, lose2)
     assert r.status == 400 and 'not issued together' in text(r)
     assert await sticker(site, a) == before
@@ -308,7 +340,7 @@ def shown(html):
 
 
 async def test_a_vote_changes_the_next_good_page(site):
-    cookie = str(uuid.uuid4())
+    cookie = await issued(site)
     top = shown(text(await get(site, '/good', cookie)))
     assert len(top) == 9
     # Ask for pairs until one holds a sticker of the best nine.
@@ -439,7 +471,8 @@ async def test_ballots_of_the_index_are_in_the_database(site):
     assert after.ballots == before.ballots + 2
     assert (after.views, after.users) == (before.views + 1, before.users + 1)
     # They are this visitor's pair, as issued: the database takes them.
-    assert await site.data.cast_vote(cookie, win, lose) == VoteOutcome.OK
+    assert await site.data.cast_vote(session_in(cookie), win,
+                                     lose) == VoteOutcome.OK
     assert (await stats(site)).votes == after.votes + 1
 
 
@@ -518,20 +551,84 @@ async def test_hostile_visitor_text_is_harmless(site):
 
 
 async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
-    site = await started(new_data(), limits=('2/m', '1/m'))
+    site = await started(new_data(), limits=('2/m', '1/m', '0'))
     try:
+        cookie = await issued(site, ip='10.0.0.3')
         statuses = [(await get(site, '/good')).status for _ in range(3)]
         assert statuses == [200, 200, 429]
         r = await get(site, '/')
         assert r.status == 429 and 'Too many requests' in text(r)
         assert int(headers(r)['Retry-After']) >= 1
-        cookie = str(uuid.uuid4())
         assert (await get(site, '/', cookie)).status == 200   # not a new one
+        # A cookie the site did not issue is a new session: refused too.
+        r = await get(site, '/', str(uuid.uuid4()))
+        assert r.status == 429 and not new_sid(r)
         r = await get(site, '/', ip='10.0.0.2')                # another address
         cookie, ((_, win, lose), _) = new_sid(r), ballots(text(r))
         assert (await vote(site, cookie, win, lose, ip='10.0.0.2')).status == 200
         r = await vote(site, cookie, 'a' * 22, 'b' * 22, ip='10.0.0.2')
         assert r.status == 429 and 'Retry-After' in headers(r)
+    finally:
+        await stopped(site)
+
+
+async def test_ballot_pairs_are_limited_per_address_and_per_session(
+        new_data):
+    site = await started(new_data(), limits=('0', '0', '3/m'))
+    try:
+        # Per address, whatever the session.
+        statuses = [(await get(site, '/', ip='10.0.1.1')).status
+                    for _ in range(4)]
+        assert statuses == [200, 200, 200, 429]
+        r = await get(site, '/', await issued(site, '10.0.1.1'),
+                      ip='10.0.1.1')
+        assert r.status == 429 and 'from your address' in text(r)
+        assert int(headers(r)['Retry-After']) >= 1
+        # Per session, from any address; pages without ballots are not.
+        cookie = await issued(site, '10.0.2.1')
+        statuses = [(await get(site, '/', cookie, ip='10.0.3.%d' % i)).status
+                    for i in range(4)]
+        assert statuses == [200, 200, 200, 429]
+        r = await get(site, '/', cookie, ip='10.0.4.1')
+        assert r.status == 429 and 'from your session' in text(r)
+        assert (await get(site, '/good', cookie, ip='10.0.4.1')).status == 200
+        # The pair after a vote counts; refused before the vote is cast,
+        # so its ballots stay unused.
+        r = await get(site, '/', ip='10.0.5.1')
+        cookie, ((_, win, lose), _) = new_sid(r), ballots(text(r))
+        for i in range(2):
+            r = await vote(site, cookie, win, lose, ip='10.0.6.%d' % i)
+            assert r.status == 200 and 'Vote counted.' in text(r)
+            (_, win, lose), _ = ballots(text(r))
+        r = await vote(site, cookie, win, lose, ip='10.0.7.1')
+        assert r.status == 429 and 'from your session' in text(r)
+        assert await site.data.cast_vote(session_in(cookie), win,
+                                         lose) == VoteOutcome.OK
+    finally:
+        await stopped(site)
+
+
+def calls_of(data, name):
+    """The arguments of every call of data.`name` from now on."""
+    calls, method = [], getattr(data, name)
+
+    async def counted(*args):
+        calls.append(args)
+        return await method(*args)
+    setattr(data, name, counted)
+    return calls
+
+
+async def test_forged_sessions_stop_at_the_session_limit(new_data):
+    """A flood of GET / with made-up session cookies: each is a new
+    session, so beyond --limit-sessions none reaches the database."""
+    site = await started(new_data(), limits=('5/m', '0', '0'))
+    try:
+        pairs = calls_of(site.data, 'sticker_pair')
+        statuses = [(await get(site, '/', str(uuid.uuid4()))).status
+                    for _ in range(50)]
+        assert statuses == [200] * 5 + [429] * 45
+        assert len(pairs) == 5
     finally:
         await stopped(site)
 

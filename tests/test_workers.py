@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 import engines
-from bench.pagecheck import ballots
+from bench.pagecheck import ballots, session_cookie
 from conftest import ServerProcess, engine_args, free_port, tarantool_address
 from data_interface import Visit
 from processes import ESTABLISHED, LISTEN, answers, state, tcp_sockets
@@ -102,22 +102,25 @@ class Tally:
 
 async def voter(url, tally, votes):
     """Vote `votes` times in one session, each request on a new connection
-    (so the workers take turns at random); replay each counted ballot."""
-    cookie = {'Cookie': 'sid=%s' % uuid.uuid4()}
+    (so the workers take turns at random: each accepts the session cookie
+    another issued); replay each counted ballot."""
     connector = aiohttp.TCPConnector(force_close=True)
-    async with aiohttp.ClientSession(connector=connector,
-                                     headers=cookie) as s:
+    async with aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar()) as s:
         async with s.get(url + '/') as r:
             assert r.status == 200
             pair = ballots(await r.text())
+            cookie = {'Cookie': 'sid=' + session_cookie(r.headers)}
         for _ in range(votes):
             win, lose = pair[0][1], pair[0][2]
-            async with s.post(url + '/', data={'win': win, 'lose': lose}) as r:
+            async with s.post(url + '/', data={'win': win, 'lose': lose},
+                              headers=cookie) as r:
                 body = await r.text()
             assert r.status == 200, (r.status, body)
             tally.ok += 1
             pair = ballots(body)
-            async with s.post(url + '/', data={'win': win, 'lose': lose}) as r:
+            async with s.post(url + '/', data={'win': win, 'lose': lose},
+                              headers=cookie) as r:
                 assert r.status == 409, r.status
                 tally.replays_refused += 1
 

@@ -49,7 +49,7 @@ function response(status, headers, body)
   end
   if body:find("Vote counted.", 1, true) then votes = votes + 1 end
   local set = header(headers, "set-cookie")
-  local sid = set and set:match("sid=([%w%-]+)")
+  local sid = set and set:match("sid=([^;]+)")
   if sid then
     cookie = cookie or sid
     if sid ~= cookie then
