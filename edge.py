@@ -25,37 +25,41 @@ from collections import namedtuple
 
 import settings
 
-# reuse_port: bind with SO_REUSEPORT, so that several processes serve one
-# port (server.py --workers); adapters honour it.
-Settings = namedtuple('Settings', 'head body keepalive connections reuse_port',
-                      defaults=(False,))
+# The edge's limits (seconds, connections); reuse_port: bind with
+# SO_REUSEPORT, so that several processes serve one port (server.py
+# --workers); adapters honour it.
+Limits = namedtuple('Limits', 'head body keepalive connections reuse_port',
+                    defaults=(False,))
 
 
-def settings_of(s):
+def limits_of(s):
     """The edge's part of a settings.Settings."""
-    return Settings(head=s.header_timeout, body=s.body_timeout,
-                    keepalive=s.keepalive_timeout, connections=s.max_connections,
-                    reuse_port=s.reuse_port)
+    return Limits(head=s.header_timeout, body=s.body_timeout,
+                  keepalive=s.keepalive_timeout, connections=s.max_connections,
+                  reuse_port=s.reuse_port)
 
 
-def reuse_port_socket(host, port):
-    """A TCP socket bound to host:port with SO_REUSEPORT, for a framework
-    that takes a socket but no such option."""
+# The limits of settings.DEFAULTS.
+LIMITS = limits_of(settings.DEFAULTS)
+
+
+def listening_socket(host, port, reuse_port=False, backlog=1024):
+    """A non-blocking TCP socket listening on host:port (with SO_REUSEPORT
+    if asked), for a framework that takes a socket but no such option."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
+        sock.listen(backlog)
     except OSError:
         sock.close()
         raise
     sock.setblocking(False)
     return sock
-
-
-DEFAULTS = settings_of(settings.DEFAULTS)
 # Descriptors kept free for the databases, logs and files.
 SPARE_FDS = 128
 
@@ -82,16 +86,20 @@ def raise_fd_limit():
     return soft
 
 
-class Gate:
-    """The connections of one listening server and their settings."""
+def connection_cap(limits):
+    """limits.connections, lowered to what the open-files limit allows."""
+    fds = raise_fd_limit()
+    if fds == resource.RLIM_INFINITY:
+        return limits.connections
+    return min(limits.connections, max(16, fds - SPARE_FDS))
 
-    def __init__(self, settings, loop=None):
-        fds = raise_fd_limit()
-        cap = settings.connections
-        if fds != resource.RLIM_INFINITY:
-            cap = min(cap, max(16, fds - SPARE_FDS))
-        self.settings = settings._replace(connections=cap)
-        self.keepalive = settings.keepalive
+
+class Gate:
+    """The connections of one listening server and their limits."""
+
+    def __init__(self, limits, loop=None):
+        self.limits = limits._replace(connections=connection_cap(limits))
+        self.keepalive = limits.keepalive
         self.loop = loop or asyncio.get_event_loop()
         self.open = {}      # Edge -> None, oldest first
         self.now = self.loop.time()
@@ -106,7 +114,7 @@ class Gate:
         return lambda: Edge(self, make_inner)
 
     def admit(self, edge):
-        if len(self.open) >= self.settings.connections:
+        if len(self.open) >= self.limits.connections:
             for oldest in self.open:
                 if not oldest.busy or oldest.stalled:
                     break
@@ -195,7 +203,7 @@ class Edge(asyncio.Protocol):
     def _frame(self, data):
         """Follow request heads and bodies through `data` (no parsing
         beyond finding where they end)."""
-        settings = self.gate.settings
+        limits = self.gate.limits
         pos, size = 0, len(data)
         while pos < size:
             if self.phase == BODY_PART:
@@ -212,7 +220,7 @@ class Edge(asyncio.Protocol):
                 continue
             if self.phase == IDLE:
                 self.phase = HEAD
-                self._arm(self.gate.now + settings.head)
+                self._arm(self.gate.now + limits.head)
             seen = len(self.partial)
             if seen:
                 # Resume the search where the last one stopped: a head
@@ -242,7 +250,7 @@ class Edge(asyncio.Protocol):
                 self.need = int(length.group(1)) if length else 0
             if self.need:
                 self.phase = BODY_PART
-                self._arm(self.gate.now + settings.body)
+                self._arm(self.gate.now + limits.body)
             else:
                 self._complete()
 

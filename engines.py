@@ -25,7 +25,7 @@ DRIVERS = (
 LEGACY_DRIVERS = ('aiotarantool',)
 CURRENT_ONLY = ('uvicorn', 'granian', 'fastapi', 'socketify')
 LOOPS = ('asyncio', 'uvloop')
-# Frameworks whose adapter binds with edge.Settings.reuse_port, so that
+# Frameworks whose adapter binds with edge.Limits.reuse_port, so that
 # server.py --workers N can serve one port from N processes.
 WORKERS = ('aiohttp', 'sanic', 'japronto', 'uvicorn', 'granian', 'fastapi',
            'socketify')

@@ -215,7 +215,7 @@ async def serve(engine, s, worker=None):
                      s.host, s.port, sys.version.split()[0])
         try:
             await adapter.serve(site, s.host, s.port, stopped,
-                                edge.settings_of(s))
+                                edge.limits_of(s))
         finally:
             if worker:
                 ready.cancel()

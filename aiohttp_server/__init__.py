@@ -48,38 +48,27 @@ def make_app(site):
     return app
 
 
-class _Site(web.TCPSite):
-    """TCPSite whose connections go through edge.Edge."""
-
-    def __init__(self, runner, host, port, gate, **kwargs):
-        super().__init__(runner, host, port, **kwargs)
-        self._gate = gate
-
-    async def start(self):
-        await web.BaseSite.start(self)
-        loop = asyncio.get_event_loop()
-        self._server = await loop.create_server(
-            self._gate.protocol(self._runner.server), self._host, self._port,
-            backlog=self._backlog, reuse_address=self._reuse_address,
-            reuse_port=self._gate.settings.reuse_port or None)
-        self._bound_port = self._server.sockets[0].getsockname()[1]
-
-
 # aiohttp 3.9+ takes the shutdown timeout on the runner; 3.8 (the last
-# release for Python 3.7) on the site.
+# release for Python 3.7) on the site, which is not used here.
 _ON_RUNNER = tuple(int(x) for x in aiohttp.__version__.split('.')[:2]) >= (3, 9)
-_TIMEOUT = {'shutdown_timeout': 10.0}
+SHUTDOWN_TIMEOUT = 10.0
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
-    runner = web.AppRunner(make_app(site), access_log=None, handle_signals=False,
-                           keepalive_timeout=settings.keepalive + 1,
-                           **(_TIMEOUT if _ON_RUNNER else {}))
+    runner = web.AppRunner(
+        make_app(site), access_log=None, handle_signals=False,
+        keepalive_timeout=limits.keepalive + 1,
+        **({'shutdown_timeout': SHUTDOWN_TIMEOUT} if _ON_RUNNER else {}))
     await runner.setup()
-    await _Site(runner, host, port, edge.Gate(settings), backlog=1024,
-                **({} if _ON_RUNNER else _TIMEOUT)).start()
+    # A listener of our own rather than a TCPSite: its connections go
+    # through edge.Edge.
+    listener = await asyncio.get_event_loop().create_server(
+        edge.Gate(limits).protocol(runner.server), host, port, backlog=1024,
+        reuse_port=limits.reuse_port or None)
     try:
         await stopped.wait()
     finally:
+        listener.close()
+        await runner.server.shutdown(SHUTDOWN_TIMEOUT)
         await runner.cleanup()

@@ -85,14 +85,14 @@ async def lifespan(receive, send):
             return
 
 
-def make_app(site, settings=None, every=True):
+def make_app(site, limits=None, every=True):
     """The ASGI 3 application serving site's routes, else the unrouted
     page (static files, 404). every: add Server and nosniff (false where
     the server adds them to every answer, its own ones too)."""
     exact, patterns = _table(site)
     # Where edge.py cannot wrap the server (granian), the body time limit
     # is kept here.
-    body_timeout = (settings or edge.DEFAULTS).body
+    body_timeout = (limits or edge.LIMITS).body
     always = EVERY if every else []
     missing = unrouted(site)
     types = {}      # Content-Type -> bytes

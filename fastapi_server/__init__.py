@@ -80,6 +80,6 @@ def make_app(site):
     return app
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
-    await serve_app(make_app(site), host, port, stopped, settings)
+    await serve_app(make_app(site), host, port, stopped, limits)

@@ -4,7 +4,6 @@ embedded server, whose Rust core hands requests to server.py's running loop
 granian's own limits stand in (see README)."""
 import asyncio
 import os
-import resource
 import socket
 
 from granian.constants import HTTPModes, Interfaces
@@ -20,29 +19,21 @@ from processes import ESTABLISHED, LISTEN, tcp_socket_fds
 BUFFER = MAX_BODY + 64 * 1024
 
 
-def connection_cap(settings):
-    """--max-connections, lowered to the open-files limit as edge does."""
-    fds = edge.raise_fd_limit()
-    if fds == resource.RLIM_INFINITY:
-        return settings.connections
-    return min(settings.connections, max(16, fds - edge.SPARE_FDS))
-
-
-def server_of(app, host, port, settings=edge.DEFAULTS):
+def server_of(app, host, port, limits=edge.LIMITS):
     """A granian embedded Server for the ASGI 3 `app`."""
     return Server(
         app, address=host, port=port, interface=Interfaces.ASGINL,
         http=HTTPModes.http1, websockets=False, backlog=1024,
         runtime_threads=1, log_enabled=False,
         # Connections at once: above it, new ones wait to be accepted.
-        backpressure=connection_cap(settings),
+        backpressure=edge.connection_cap(limits),
         # One timer for a request head, from the previous answer (or the
         # connection's start) on: idle connections close at it too.
         # pipeline_flush stays off: with it on, granian 2.8 drops its own
         # 400 answers (a non-UTF-8 path) and just closes.
         http1_settings=HTTP1Settings(
             header_read_timeout=max(1, int(
-                min(settings.head, settings.keepalive) * 1000)),
+                min(limits.head, limits.keepalive) * 1000)),
             keep_alive=True, max_buffer_size=BUFFER))
 
 
@@ -71,14 +62,14 @@ async def limit_unread(port, seconds, serving):
         await asyncio.sleep(0.5)    # then those still in the accept queue
 
 
-async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
+async def serve_app(app, host, port, stopped, limits=edge.LIMITS):
     """Serve the ASGI 3 `app` until `stopped` is set, then finish pending
     requests."""
-    server = server_of(app, host, port, settings)
+    server = server_of(app, host, port, limits)
     serving = asyncio.ensure_future(server.serve())
     waiting = asyncio.ensure_future(stopped.wait())
     limiting = asyncio.ensure_future(
-        limit_unread(port, settings.keepalive, serving))
+        limit_unread(port, limits.keepalive, serving))
     try:
         await asyncio.wait([serving, waiting],
                            return_when=asyncio.FIRST_COMPLETED)
@@ -96,6 +87,6 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
             raise RuntimeError(str(e).split('\n')[0]) from None
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve the site until `stopped` is set, then finish pending requests."""
-    await serve_app(make_app(site, settings), host, port, stopped, settings)
+    await serve_app(make_app(site, limits), host, port, stopped, limits)

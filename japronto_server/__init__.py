@@ -169,7 +169,7 @@ class _Limited(Connection):
         return _Transport(transport)
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     app = make_app(site)
     loop = asyncio.get_event_loop()
@@ -177,13 +177,13 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     app._Application__finalize()    # router -> matcher, idle reaper
     connections = set()
     prefixes = at_once_prefixes(site)
-    gate = edge.Gate(settings, loop)
+    gate = edge.Gate(limits, loop)
     protocol = _Limited if site.session_limit or site.vote_limit else Connection
     server = await loop.create_server(
         lambda: protocol(gate, lambda: Protocol(app), prefixes, MAX_BODY,
                          connections),
         host, port, backlog=1024, reuse_address=True,
-        reuse_port=settings.reuse_port or None)
+        reuse_port=limits.reuse_port or None)
     try:
         await stopped.wait()
     finally:

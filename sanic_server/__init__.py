@@ -31,14 +31,14 @@ def _handler(page, waits=True):
     return handle
 
 
-def make_app(site, settings=edge.DEFAULTS):
+def make_app(site, limits=edge.LIMITS):
     app = Sanic('stickers_%d' % next(_names), configure_logging=False)
     app.config.REQUEST_MAX_SIZE = MAX_BODY
     app.config.ACCESS_LOG = False
     app.config.MOTD = False
     # edge.Edge enforces these; sanic's own are only a backstop.
-    app.config.REQUEST_TIMEOUT = settings.head + settings.body + 1
-    app.config.KEEP_ALIVE_TIMEOUT = settings.keepalive + 1
+    app.config.REQUEST_TIMEOUT = limits.head + limits.body + 1
+    app.config.KEEP_ALIVE_TIMEOUT = limits.keepalive + 1
     for i, route in enumerate(site.routes()):
         path = route.path.replace('{', '<').replace('}', '>')
         methods = ['GET', 'HEAD'] if route.method == 'GET' else [route.method]
@@ -49,17 +49,17 @@ def make_app(site, settings=edge.DEFAULTS):
     return app
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
-    app = make_app(site, settings)
-    gate = edge.Gate(settings)
+    app = make_app(site, limits)
+    gate = edge.Gate(limits)
 
     def protocol(**kwargs):
         return gate.protocol(lambda: HttpProtocol(**kwargs))()
     # sanic sets reuse_port only for workers of its own: bind here instead.
     where = {'host': host, 'port': port}
-    if settings.reuse_port:
-        where = {'sock': edge.reuse_port_socket(host, port)}
+    if limits.reuse_port:
+        where = {'sock': edge.listening_socket(host, port, reuse_port=True)}
     server = await app.create_server(**where, access_log=False,
                                      return_asyncio_server=True, backlog=1024,
                                      protocol=protocol)

@@ -325,10 +325,10 @@ def make_app(site, server):
     return app
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     loop = asyncio.get_running_loop()
-    keepalive[0] = max(1, int(math.ceil(settings.keepalive)))
+    keepalive[0] = max(1, int(math.ceil(limits.keepalive)))
     server = Server(loop)
     app = make_app(site, server)
     listening = []
@@ -342,7 +342,7 @@ async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
     host_bytes = ffi.new('char[]', host.encode())
     config.port = port
     config.host = host_bytes
-    reuse = getattr(settings, 'reuse_port', False)
+    reuse = limits.reuse_port
     config.options = 0 if reuse else EXCLUSIVE_PORT
     lib.uws_app_listen_with_config(SSL, app.app, config[0], on_listen,
                                    ffi.NULL)

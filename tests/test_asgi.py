@@ -56,7 +56,7 @@ async def call(app, method, path, headers=(), chunks=(b'',), delay=0):
 
 @pytest.fixture
 def app():
-    return make_app(Pages(), edge.DEFAULTS._replace(body=0.3))
+    return make_app(Pages(), edge.LIMITS._replace(body=0.3))
 
 
 async def test_routes_parameters_and_head(app):
@@ -126,15 +126,14 @@ async def test_lifespan_completes(app):
     assert sent == ['lifespan.startup.complete', 'lifespan.shutdown.complete']
 
 
-def test_uvicorn_binds_with_so_reuseport_when_asked():
-    uvicorn_server = pytest.importorskip('uvicorn_server')
-    first = uvicorn_server.listen('127.0.0.1', 0, reuse_port=True)
+def test_listening_sockets_share_a_port_only_when_asked():
+    first = edge.listening_socket('127.0.0.1', 0, reuse_port=True)
     port = first.getsockname()[1]
     try:
-        second = uvicorn_server.listen('127.0.0.1', port, reuse_port=True)
+        second = edge.listening_socket('127.0.0.1', port, reuse_port=True)
         second.close()
         with pytest.raises(OSError):
-            uvicorn_server.listen('127.0.0.1', port)
+            edge.listening_socket('127.0.0.1', port)
     finally:
         first.close()
     assert isinstance(first, socket.socket)

@@ -32,7 +32,7 @@ def fixed_limits(engine):
 SHORT = ['--header-timeout', '1', '--body-timeout', '1',
          '--keepalive-timeout', '60']
 LENGTH = re.compile(br'\r\ncontent-length: *(\d+)', re.IGNORECASE)
-STATUS = re.compile(br'HTTP/1\.1 (\d{3}) ')
+STATUS = re.compile(br'HTTP/1\.[01] (\d{3}) ')
 # Long enough for any answer on a busy machine; what never closes, fails.
 PATIENCE = 20
 
@@ -153,7 +153,7 @@ class Transport(asyncio.Transport):
 
 def edge_connection():
     import edge
-    gate = edge.Gate(edge.DEFAULTS, asyncio.new_event_loop())
+    gate = edge.Gate(edge.LIMITS, asyncio.new_event_loop())
     return edge.Edge(gate, Inner)
 
 
@@ -161,7 +161,7 @@ def japronto_connection():
     import edge
     pytest.importorskip('japronto')     # the legacy environment
     from japronto_server.pipeline import Connection
-    gate = edge.Gate(edge.DEFAULTS, asyncio.new_event_loop())
+    gate = edge.Gate(edge.LIMITS, asyncio.new_event_loop())
     return Connection(gate, Inner, (b'GET /ugly ',), 8192, set())
 
 
@@ -368,7 +368,7 @@ async def test_long_static_paths_are_refused(short):
             [(status, _, body)] = await answers(short.port, get(path))
         except (ConnectionError, asyncio.IncompleteReadError):
             continue    # closed at once for a head that long
-        assert status in (400, 404, 414, 431), path[:40]
+        assert 400 <= status < 500, path[:40]
         assert b'import' not in body
     [(status, _, _)] = await answers(short.port, get(b'/static/style.css'))
     assert status == 200
@@ -573,10 +573,10 @@ def test_limits_are_on_by_default_beyond_loopback():
     assert limits(['--host', '0.0.0.0']) == ((30, 60), (60, 60))
     assert limits(['--host', '0.0.0.0', '--limit-votes', '0',
                    '--limit-sessions', '2/s']) == ((2, 1), None)
-    assert edge.settings_of(server.parse_args(
+    assert edge.limits_of(server.parse_args(
         ['-e', 'x', '--max-connections', '50', '--header-timeout', '2.5']
     ).settings) == (2.5, 10.0, 15.0, 50, False)
-    assert edge.settings_of(server.parse_args(
+    assert edge.limits_of(server.parse_args(
         ['-e', 'x', '--workers', '2']).settings).reuse_port is True
     for bad in (['--limit-votes', '3/d'], ['--header-timeout', '0'],
                 ['--keepalive-timeout', 'nan'], ['--max-connections', '0']):

@@ -111,7 +111,7 @@ async def test_reuse_port_lets_two_servers_share_a_port():
     port = free_port()
     stopped = asyncio.Event()
     app = fastapi_server.make_app(Site())
-    shared = edge.DEFAULTS._replace(reuse_port=True)
+    shared = edge.LIMITS._replace(reuse_port=True)
     servers = [asyncio.ensure_future(serve_app(app, '127.0.0.1', port, stopped,
                                                shared)) for _ in range(2)]
     await asyncio.sleep(0.5)
@@ -119,7 +119,7 @@ async def test_reuse_port_lets_two_servers_share_a_port():
     # Without the option the port is taken.
     with pytest.raises(OSError):
         await serve_app(app, '127.0.0.1', port, stopped,
-                        edge.DEFAULTS._replace(reuse_port=False))
+                        edge.LIMITS._replace(reuse_port=False))
     stopped.set()
     await asyncio.wait_for(asyncio.gather(*servers), 10)
 

@@ -31,7 +31,7 @@ class Site:
 
 
 def settings(reuse):
-    return edge.DEFAULTS._replace(reuse_port=reuse)
+    return edge.LIMITS._replace(reuse_port=reuse)
 
 
 @pytest.mark.parametrize('reuse', [False, True])

@@ -1,7 +1,6 @@
 """uvicorn adapter: the bare ASGI application (asgi_server) on uvicorn with
 httptools, in server.py's running loop, behind edge.Edge."""
 import asyncio
-import socket
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -51,29 +50,11 @@ class _Edge(edge.Edge):
         pass
 
 
-def listen(host, port, reuse_port=False):
-    """A bound listening TCP socket for host:port."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(address)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
+async def serve_app(app, host, port, stopped, limits=edge.LIMITS):
     """Serve the ASGI 3 `app` until `stopped` is set, then finish pending
     requests. server.py owns the loop and the signals, edge the limits;
     uvicorn adds Server and nosniff to every answer, its own 400s too."""
-    gate = edge.Gate(settings)
+    gate = edge.Gate(limits)
 
     def protocol(**kwargs):
         return _Edge(gate, lambda: _Http(**kwargs))
@@ -85,11 +66,11 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
         # Its warnings are a line per malformed request.
         timeout_graceful_shutdown=10, log_level='error',
         # edge enforces it; uvicorn's own is only a backstop.
-        timeout_keep_alive=int(settings.keepalive) + 1)
+        timeout_keep_alive=int(limits.keepalive) + 1)
     config.load()
     server = uvicorn.Server(config)
     server.lifespan = config.lifespan_class(config)
-    sock = listen(host, port, getattr(settings, 'reuse_port', False))
+    sock = edge.listening_socket(host, port, limits.reuse_port)
     try:
         await server.startup(sockets=[sock])
     except BaseException:
@@ -104,7 +85,7 @@ async def serve_app(app, host, port, stopped, settings=edge.DEFAULTS):
         await server.shutdown(sockets=[sock])
 
 
-async def serve(site, host, port, stopped, settings=edge.DEFAULTS):
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve the site until `stopped` is set, then finish pending requests."""
-    await serve_app(make_app(site, settings, every=False), host, port,
-                    stopped, settings)
+    await serve_app(make_app(site, limits, every=False), host, port,
+                    stopped, limits)
