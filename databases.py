@@ -134,19 +134,23 @@ class Databases:
         await self._blocking(server.start)
 
     async def tarantool(self):
-        """The Tarantool address to use, starting a local one if needed."""
+        """The Tarantool address to use, starting a local one if needed;
+        the local one found running is adopted if no server manages it."""
         s = self.settings
         if self.tarantool_address is None:
-            default = default_tarantool(s)
-            if await self._blocking(answers, default.host, default.port):
+            server = ManagedTarantool(s.tarantool_dir, settings=s)
+            if not await self._blocking(answers, s.db_host, s.tarantool_port):
+                await self._start(server)
+            elif await self._blocking(server.adopt):
+                self.managed.append(server)
+            else:
+                default = default_tarantool(s)
                 self.tarantool_address = default
                 self.tarantool_admin = as_admin(default, default_tarantool(
                     s, s.admin_user).password)
-            else:
-                server = ManagedTarantool(s.tarantool_dir, settings=s)
-                await self._start(server)
-                self.tarantool_address = server.address
-                self.tarantool_admin = server.admin_address
+                return default
+            self.tarantool_address = server.address
+            self.tarantool_admin = server.admin_address
         elif self.tarantool_admin is None:
             self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address
@@ -163,6 +167,8 @@ class Databases:
                                           None, s)
             default = default_postgres(s)
             if await self._blocking(server.running):
+                if await self._blocking(server.adopt):
+                    self.managed.append(server)
                 await self._blocking(server.prepare)
             elif await can_connect(default):
                 self.postgres_dsn = self.postgres_owner_dsn = default

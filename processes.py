@@ -1,11 +1,17 @@
 """Child processes the project starts (databases, servers, nginx) and the
 ports they listen on."""
 import ctypes
+import fcntl
 import os
+import pwd
+import queue
+import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
+from concurrent.futures import Future
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -135,3 +141,113 @@ def tcp_socket_fds(pid, port, tcp_state=LISTEN):
         except OSError:
             pass
     return found
+
+
+# Databases are started from pool threads; a child's parent-death signal
+# fires when the *thread* that forked it ends. So they are all forked by
+# one thread that lives as long as the process.
+_spawner = {}
+_spawner_lock = threading.Lock()
+
+
+def _spawn_forever(jobs):
+    while True:
+        future, argv, kwargs = jobs.get()
+        try:
+            future.set_result(subprocess.Popen(argv, **kwargs))
+        except BaseException as e:
+            future.set_exception(e)
+
+
+def spawn(argv, **kwargs):
+    """subprocess.Popen(argv, **kwargs), forked by this process's spawner
+    thread (see above)."""
+    with _spawner_lock:
+        jobs = _spawner.get(os.getpid())   # a forked copy needs its own
+        if jobs is None:
+            jobs = _spawner[os.getpid()] = queue.Queue()
+            threading.Thread(target=_spawn_forever, args=(jobs,),
+                             name='spawner', daemon=True).start()
+    future = Future()
+    jobs.put((future, argv, kwargs))
+    return future.result()
+
+
+def launcher(pdeathsig=None, user=None, log=None):
+    """The command prefix that runs a program with umask 077, as `user`
+    (when root), sent signal `pdeathsig` ('TERM', 'INT') when the thread
+    that spawned it ends (Linux, setpriv of util-linux; spawn() it), its
+    output appended to `log` (opened as that user) if given."""
+    prefix = []
+    setpriv = shutil.which('setpriv')
+    if setpriv and (pdeathsig or user):
+        prefix = [setpriv] + (['--pdeathsig', pdeathsig] if pdeathsig else [])
+        if user:
+            prefix += ['--reuid', user,
+                       '--regid', str(pwd.getpwnam(user).pw_gid),
+                       '--init-groups']
+        prefix.append('--')
+    elif user:
+        prefix = ['runuser', '-u', user, '--']
+    if log is None:
+        return prefix + ['sh', '-c', 'umask 077 && exec "$@"', 'sh']
+    return prefix + ['sh', '-c', 'umask 077 && exec "$@" >>"$0" 2>&1', log]
+
+
+class Adopted:
+    """A process this one did not start (a database found running),
+    watched and stopped like a subprocess.Popen."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None and state(self.pid) in (None, 'Z', 'X'):
+            reap(self.pid)     # ours if it was handed to us as a subreaper
+            self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, sig):
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+def ended(process):
+    """How a process that has ended ended ('is gone' for an Adopted one)."""
+    if isinstance(process, Adopted):
+        return 'is gone'
+    if process.returncode < 0:
+        return 'died with signal %d' % -process.returncode
+    return 'exited with status %d' % process.returncode
+
+
+def lock(path):
+    """An exclusive lock on the file at path (made 0600, not through a
+    symbolic link) for as long as this process lives or until unlock():
+    its descriptor, or None if another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, b'%d\n' % os.getpid())    # for whoever looks
+    return fd
+
+
+def unlock(fd):
+    if fd is not None:
+        os.close(fd)

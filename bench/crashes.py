@@ -43,7 +43,7 @@ def database_pid(kind):
     if kind == 'tarantool':
         pattern = [os.path.join(DEFAULTS.tarantool_dir, 'tarantool.pid')]
     else:
-        pattern = [os.path.join(DEFAULTS.postgres_dir, 'data',
+        pattern = [os.path.join(DEFAULTS.postgres_dir, 'cluster', 'data',
                                 'postmaster.pid'),
                    '/var/lib/stickers-postgres/*/data/postmaster.pid']
     for p in pattern:

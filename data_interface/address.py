@@ -6,6 +6,7 @@ from collections import namedtuple
 from urllib.parse import urlsplit
 
 from settings import DEFAULTS
+from . import private
 
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')
 TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
@@ -15,22 +16,20 @@ APP_USER, ADMIN_USER = DEFAULTS.app_user, DEFAULTS.admin_user
 
 
 def secret(path, default=None, create=False):
-    """The password kept in the file at path; with create, a random one is
-    written there (mode 0600) the first time. Else default if no file."""
+    """The password kept in the file at path (never through a symbolic
+    link); with create, a random one is written there (mode 0600) the
+    first time. Else default if no file."""
     try:
-        with open(path) as f:
-            return f.read().strip()
+        return private.read(path).strip()
     except FileNotFoundError:
         if not create:
             return default
     os.makedirs(os.path.dirname(path), exist_ok=True)
     password = secrets.token_urlsafe(24)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        private.write(path, password + '\n', exclusive=True)
     except FileExistsError:   # another process made it first
         return secret(path)
-    with open(fd, 'w') as f:
-        f.write(password + '\n')
     return password
 
 

@@ -123,7 +123,7 @@ async def test_dead_postgres_is_restarted(checkout, tmp_path):
     pids = set()
     try:
         cluster = ManagedPostgres(os.path.join(checkout, 'var', 'postgres'))
-        assert cluster.home == cluster.directory
+        assert cluster.home == os.path.join(cluster.directory, 'cluster')
         pid_file = os.path.join(cluster.data, 'postmaster.pid')
         assert await burst(site.url + '/good', 4) == [200] * 4
         crashes = [

@@ -1,17 +1,24 @@
-"""A local PostgreSQL cluster (initdb, pg_ctl) for when no --postgres DSN is
-given: it listens on 127.0.0.1 only, every role logs in with a password
+"""A local PostgreSQL cluster for when no --postgres DSN is given: it
+listens on 127.0.0.1 only, every role logs in with a password
 (scram-sha-256), and the roles and database are set up at each start.
 
 Roles: sticker_owner owns the database, its schema and every object in it
 (applies schema.sql, loads data); sticker_app, the site's, may only connect,
 call the site's functions and read stickers and packs (see the end of
 schema.sql). Their random passwords are kept in directory/ROLE.password
-(mode 0600), the port the cluster was last started on in directory/port.
+(mode 0600), the port the cluster was last started on in directory/port;
+the server that manages the cluster holds directory/server.lock.
 
 The cluster itself (data/, postgres.log, superuser.password) lives in
-directory too, unless run as root and the system user `postgres` (initdb
-and pg_ctl refuse to run as root) cannot enter it, e.g. a checkout under
-/root: then in /var/lib/stickers-postgres/CHECKOUT-HASH, one per directory.
+directory/cluster. Run as root, it belongs to the system user postgres
+(initdb and postgres refuse to run as root) and directory stays root's
+(mode 0710, group postgres, which may only pass through), so that root
+never writes where postgres could plant a symbolic link. If postgres
+cannot enter the checkout (a clone under /root), the cluster lives in
+/var/lib/stickers-postgres/CHECKOUT-HASH instead, one per directory.
+
+The postmaster is the server's own child (not daemonized by pg_ctl): it
+gets SIGINT, a fast shutdown, when the server dies, however it dies.
 """
 import asyncio
 import glob
@@ -20,19 +27,30 @@ import logging
 import os
 import pwd
 import shutil
+import signal
+import stat
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
-from processes import (adopt_orphans, answers, free_port, reap, reap_orphans,
-                       state)
+from processes import (LISTEN, adopt_orphans, answers, ended, free_port,
+                       launcher, lock, reap, reap_orphans, spawn, state,
+                       tcp_sockets, unlock)
 from settings import DEFAULTS
+from .. import private
 from ..address import secret
 
 log = logging.getLogger('postgres')
 
 SUPERUSER = 'postgres'
 ELSEWHERE = '/var/lib/stickers-postgres'
+START_TIMEOUT = 120.0     # seconds for the postmaster to accept connections
+STOP_TIMEOUT = 60.0
+STOP_SIGNALS = {'smart': signal.SIGTERM, 'fast': signal.SIGINT,
+                'immediate': signal.SIGQUIT}
+# What server.py's older versions kept beside the server's files.
+OLD_LAYOUT = ('data', 'postgres.log', 'superuser.password')
 # Appended to postgresql.conf after initdb. Commits do not wait for the WAL
 # flush, like Tarantool's default wal_mode 'write'. No Unix socket (a deep
 # data directory makes too long a socket path): TCP only.
@@ -43,7 +61,9 @@ max_connections = 200
 synchronous_commit = off
 """
 # Run by psql as the superuser at every start, so passwords follow the
-# files. Clusters made before the owner role had the app's role own all.
+# files; its variables come in \set lines before it, on psql's stdin like
+# the script, never on its command line. Clusters made before the owner
+# role had the app's role own all.
 BOOTSTRAP = r"""
 SELECT format('CREATE ROLE %I LOGIN', r) FROM unnest(ARRAY[:'owner', :'app']) r
 WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = r) \gexec
@@ -79,6 +99,18 @@ def as_root():
     return os.geteuid() == 0
 
 
+def owner():
+    """The account the cluster's processes run as: postgres when root."""
+    return SUPERUSER if as_root() else None
+
+
+def psql_literal(text):
+    """text quoted for psql's set command: within quotes, a backslash
+    escapes the next character."""
+    escaped = text.replace('\\', '\\\\').replace("'", "\\'")
+    return "'%s'" % escaped.replace('\n', '\\n').replace('\r', '\\r')
+
+
 def in_thread(coroutine):
     """Run a coroutine to its end from sync code, even inside a running
     loop (its own loop, in a thread of its own)."""
@@ -96,31 +128,39 @@ class ManagedPostgres:
         self.database = settings.database
         port = port or settings.postgres_port
         self.home = self._home()
-        self.data = os.path.join(self.home, 'data')
         self.port = self._remembered_port() or port
-        self.started = False    # by this object: stop() stops it
+        self.started = False    # managed by this object: stop() stops it
+        self.process = None     # the postmaster, if this object started it
         self.pid = None         # the postmaster's
         self._lock = threading.Lock()   # start() and stop() one at a time
         self._stopping = False
+        self._held = None    # server.lock while this object manages it
 
-    def _home(self):
-        """Where the cluster lives: in directory if the postgres user can
-        reach it (or was made there), else in a directory of its own."""
+    data = property(lambda self: os.path.join(self.home, 'data'))
+
+    def _elsewhere(self):
         checkout = os.path.dirname(os.path.dirname(self.directory))
-        elsewhere = os.path.join(ELSEWHERE, '%s-%s' % (
+        return os.path.join(ELSEWHERE, '%s-%s' % (
             os.path.basename(checkout) or 'stickers',
             hashlib.sha1(self.directory.encode()).hexdigest()[:10]))
-        if not as_root() or self._initialised(self.directory):
-            return self.directory
-        if self._initialised(elsewhere):
-            return elsewhere
+
+    def _home(self):
+        """Where the cluster lives: in directory/cluster if the postgres
+        user can reach it (or it was made there), else in a directory of
+        its own; in directory itself while an older layout's is there."""
+        inside = os.path.join(self.directory, 'cluster')
+        for home in (inside, self.directory, self._elsewhere()):
+            if self._initialised(home):
+                return home
+        if not as_root():
+            return inside
         parent = os.path.dirname(self.directory)
         while not os.path.isdir(parent):
             parent = os.path.dirname(parent)
         reachable = subprocess.run(
-            ['runuser', '-u', SUPERUSER, '--', 'test', '-x', parent],
+            launcher(user=SUPERUSER) + ['test', '-x', parent],
             stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-        return self.directory if reachable else elsewhere
+        return inside if reachable else self._elsewhere()
 
     @staticmethod
     def _initialised(home):
@@ -150,15 +190,14 @@ class ManagedPostgres:
 
     def _remembered_port(self):
         try:
-            with open(os.path.join(self.directory, 'port')) as f:
-                return int(f.read())
+            return int(private.read(os.path.join(self.directory, 'port')))
         except (OSError, ValueError):
             return None
 
     def _run(self, tool, *args, input='', **kwargs):
         command = [os.path.join(bindir(), tool)] + list(args)
-        if as_root() and tool != 'psql':
-            command = ['runuser', '-u', SUPERUSER, '--'] + command
+        if tool != 'psql':
+            command = launcher(user=owner()) + command
         result = subprocess.run(command, input=input, capture_output=True,
                                 text=True, **kwargs)
         if result.returncode != 0:
@@ -169,39 +208,87 @@ class ManagedPostgres:
     def _own(self, path):
         if as_root():
             user = pwd.getpwnam(SUPERUSER)
-            os.chown(path, user.pw_uid, user.pw_gid)
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
 
     def initialised(self):
         return self._initialised(self.home)
 
     def running(self):
-        if not self.initialised():
-            return False
-        try:
-            self._run('pg_ctl', 'status', '-D', self.data)
-            return True
-        except RuntimeError:
-            return False
+        return self.postmaster() is not None
 
     def postmaster(self):
         """The pid in data/postmaster.pid if that process runs, else None."""
         try:
-            with open(os.path.join(self.data, 'postmaster.pid')) as f:
-                pid = int(f.readline())
+            pid = int(private.read(os.path.join(self.data, 'postmaster.pid'))
+                      .split('\n', 1)[0])
         except (OSError, ValueError):
             return None
         return pid if state(pid) not in (None, 'Z', 'X') else None
 
+    def _manage(self):
+        """Hold server.lock (False if another process does), with the
+        directories made, owned and private; a cluster of the older layout
+        (data/ beside the server's files) moved into directory/cluster."""
+        if self._held is not None:
+            return True
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        inside = os.path.join(self.directory, 'cluster')
+        if self.home == self.directory and self.running():
+            raise RuntimeError(
+                'PostgreSQL runs from %s, where older versions made it: stop '
+                'it (pg_ctl stop -D %s, as its owner) and start again'
+                % (self.data, self.data))
+        group = None
+        if as_root():   # first: postgres may own it, from older versions
+            group = pwd.getpwnam(SUPERUSER).pw_gid if self.home in (
+                inside, self.directory) else 0
+            os.chown(self.directory, 0, group)
+        private.tighten(self.directory, 0o710 if group else 0o700, group)
+        if self.home == self.directory:
+            self._move_into(inside)
+        self._held = lock(os.path.join(self.directory, 'server.lock'))
+        if self._held is None:
+            return False
+        if self.home == self._elsewhere():
+            os.makedirs(ELSEWHERE, mode=0o755, exist_ok=True)
+        os.makedirs(self.home, mode=0o700, exist_ok=True)
+        self._own(self.home)
+        private.tighten(self.home)
+        return True
+
+    def _move_into(self, inside):
+        log.info('moving the PostgreSQL cluster of %s into %s',
+                 self.directory, inside)
+        os.makedirs(inside, mode=0o700, exist_ok=True)
+        self._own(inside)
+        for name in OLD_LAYOUT:
+            if os.path.lexists(os.path.join(self.directory, name)):
+                os.rename(os.path.join(self.directory, name),
+                          os.path.join(inside, name))
+        self.home = inside
+        # What postgres may have put in place of the server's own files.
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            found = os.lstat(path)
+            if name != 'cluster' and (
+                    found.st_uid != os.geteuid()
+                    or not stat.S_ISREG(found.st_mode)):
+                log.warning('removing %s, not a file of this account', path)
+                if stat.S_ISDIR(found.st_mode):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+
+    def _unmanage(self):
+        unlock(self._held)
+        self._held = None
+
     def init(self):
-        os.makedirs(self.directory, exist_ok=True)
-        if self.home != self.directory:
+        if self.home == self._elsewhere():
             log.info('the postgres user cannot enter %s: the cluster lives '
                      'in %s', self.directory, self.home)
-            os.makedirs(ELSEWHERE, mode=0o755, exist_ok=True)
-            os.makedirs(self.home, mode=0o700, exist_ok=True)
-        self._own(self.home)
         password = os.path.join(self.home, 'superuser.password')
-        if os.path.exists(password):
+        if os.path.lexists(password):
             os.remove(password)   # an interrupted initdb's
         secret(password, create=True)
         self._own(password)
@@ -210,14 +297,16 @@ class ManagedPostgres:
         self._run('initdb', '-D', self.data, '-U', SUPERUSER,
                   '--pwfile', password, '-A', 'scram-sha-256', '-E', 'UTF8',
                   '--no-locale')
-        with open(os.path.join(self.data, 'postgresql.conf'), 'a') as f:
-            f.write(CONFIG)
+        private.append(os.path.join(self.data, 'postgresql.conf'), CONFIG)
 
     def start(self):
         """Start (blocking: run it off the event loop), set the roles up
         and apply the schema. A restart keeps the port."""
         with self._lock:
             self._stopping = False
+            if not self._manage():
+                raise RuntimeError('another server manages the PostgreSQL '
+                                   'cluster of %s' % self.directory)
             self._start()
 
     def restart(self):
@@ -227,9 +316,28 @@ class ManagedPostgres:
                 raise RuntimeError('PostgreSQL is being stopped')
             self._start()
 
+    def adopt(self):
+        """Manage the cluster running here, if no server does any more
+        (its own was killed before it could stop it): True if adopted,
+        then watched, restarted and stopped as if started here."""
+        with self._lock:
+            if not self._manage():
+                return False
+            pid = self.postmaster()
+            if pid is None or not tcp_sockets(pid, self.port, LISTEN):
+                self._unmanage()
+                return False
+            self._stopping = False
+            self.started, self.pid, self.process = True, pid, None
+            log.info('PostgreSQL (pid %d) in %s runs with no server managing '
+                     'it: managed from now on', pid, self.data)
+            return True
+
     def _start(self):
         if not self.initialised():
             self.init()
+        if self._stopping:
+            raise RuntimeError('PostgreSQL: stopped while starting')
         if not self.started and answers(self.host, self.port):
             taken, self.port = self.port, free_port(self.host)
             log.info('port %d is taken: PostgreSQL will use %d',
@@ -237,27 +345,59 @@ class ManagedPostgres:
         log.info('starting PostgreSQL on %s:%d with data in %s',
                  self.host, self.port, self.data)
         adopt_orphans()
-        self._run('pg_ctl', 'start', '-D', self.data, '-l', self.log_file,
-                  '-w', '-t', '60', '-o', '-p %d' % self.port, timeout=90)
+        self.process = spawn(
+            launcher('INT', owner(), self.log_file)
+            + [os.path.join(bindir(), 'postgres'), '-D', self.data,
+               '-p', str(self.port)],
+            stdin=subprocess.DEVNULL, cwd='/', start_new_session=True)
+        self.pid = self.process.pid
         self.started = True
-        self.pid = self.postmaster()
-        with open(os.path.join(self.directory, 'port'), 'w') as f:
-            f.write(str(self.port))
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self._ready():
+            if self.process.poll() is not None:
+                raise RuntimeError('PostgreSQL %s: %s' % (
+                    ended(self.process), self._log_tail()))
+            if self._stopping or time.monotonic() > deadline:
+                self._shutdown(signal.SIGINT)
+                if self._stopping:
+                    raise RuntimeError('PostgreSQL: stopped while starting')
+                raise RuntimeError('PostgreSQL did not start within %.0f s: '
+                                   '%s' % (START_TIMEOUT, self._log_tail()))
+            time.sleep(0.05)
+        private.write(os.path.join(self.directory, 'port'), str(self.port))
         self.prepare()
+
+    def _ready(self):
+        """The postmaster says it accepts connections, and does."""
+        try:
+            lines = private.read(os.path.join(self.data, 'postmaster.pid'))
+        except OSError:
+            return False
+        lines = lines.split('\n')
+        return (lines[0] == str(self.pid) and len(lines) > 7
+                and lines[7].strip() == 'ready'
+                and answers(self.host, self.port))
+
+    def _log_tail(self):
+        try:
+            return private.read(self.log_file, tail=2000)
+        except OSError as e:
+            return str(e)
 
     def prepare(self):
         """Roles and passwords, then the schema as the owner."""
         from .asyncpg_data import PostgresData
-        with open(os.path.join(self.home, 'superuser.password')) as f:
-            env = dict(os.environ, PGPASSWORD=f.read().strip())
+        env = dict(os.environ, PGPASSWORD=private.read(os.path.join(
+            self.home, 'superuser.password')).strip())
+        names = (('owner', self.owner),
+                 ('owner_password', self.password(self.owner)),
+                 ('app', self.app), ('app_password', self.password(self.app)),
+                 ('db', self.database))
+        script = ''.join('\\set %s %s\n' % (name, psql_literal(value))
+                         for name, value in names) + BOOTSTRAP
         self._run('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
                   '-h', self.host, '-p', str(self.port), '-U', SUPERUSER,
-                  '-d', 'postgres', '-v', 'owner=' + self.owner,
-                  '-v', 'owner_password=' + self.password(self.owner),
-                  '-v', 'app=' + self.app,
-                  '-v', 'app_password=' + self.password(self.app),
-                  '-v', 'db=' + self.database, '-f', '-', input=BOOTSTRAP,
-                  env=env)
+                  '-d', 'postgres', '-f', '-', input=script, env=env)
 
         async def apply_schema():
             owner = PostgresData(self.owner_dsn, min_size=1)
@@ -269,26 +409,51 @@ class ManagedPostgres:
         """None while the postmaster runs, else how it ended."""
         if self.pid is None:
             return None
-        ended = reap(self.pid)   # ours to reap once pg_ctl has exited
-        if ended is None and state(self.pid) in (None, 'Z', 'X'):
-            ended = 'is gone'
-        if ended:
+        if self.process is not None:
+            ended_ = self.process.poll() is not None and ended(self.process)
+        else:     # adopted: not ours to wait for
+            ended_ = state(self.pid) in (None, 'Z', 'X') and 'is gone'
+        if ended_:
             reap_orphans('postgres')
-        return ended
+        return ended_ or None
+
+    def _shutdown(self, sig, timeout=STOP_TIMEOUT):
+        """Signal the postmaster (SIGINT: fast shutdown) and wait until it
+        has exited; never SIGKILL: it would leave its backends running."""
+        ours = self.process is not None and self.process.poll() is None
+        pid = self.process.pid if ours else self.postmaster()
+        if pid is None:
+            return
+        os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while True:
+            if ours:
+                if self.process.poll() is not None:
+                    break
+            elif state(pid) in (None, 'Z', 'X'):
+                reap(pid)
+                break
+            if time.monotonic() > deadline:
+                log.warning('PostgreSQL (pid %d) has not stopped after %.0f '
+                            's', pid, timeout)
+                break
+            time.sleep(0.05)
+        reap_orphans('postgres')
 
     def stop(self, mode='fast'):
-        """Stop the cluster if this object started it (and it still runs,
+        """Stop the cluster if this object manages it (and it still runs,
         or is being restarted: then once that start is over)."""
         self._stopping = True
         with self._lock:
-            if not self.started:
-                return
-            self.started = False
-            if self.postmaster() is None:
-                log.info('PostgreSQL was not running')
-                return
-            self._run('pg_ctl', 'stop', '-D', self.data, '-m', mode, '-w')
-            if self.pid is not None:
-                reap(self.pid, timeout=5)
-                reap_orphans('postgres')
-            log.info('PostgreSQL stopped')
+            try:
+                if not self.started:
+                    return
+                self.started = False
+                if self.postmaster() is None and (
+                        self.process is None or self.process.poll() is not None):
+                    log.info('PostgreSQL was not running')
+                    return
+                self._shutdown(STOP_SIGNALS[mode])
+                log.info('PostgreSQL stopped')
+            finally:
+                self._unmanage()

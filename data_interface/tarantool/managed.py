@@ -1,7 +1,13 @@
 """A local Tarantool running instance.lua with its data under var/, for when
 no address is given and nothing answers at the default one. Its accounts get
 random passwords, kept in DIRECTORY/USER.password (mode 0600); its expiry
-limits come from the settings, as its TNT_* environment."""
+limits come from the settings, as its TNT_* environment.
+
+DIRECTORY is 0700 and every file in it 0600 (the instance runs with umask
+077): its snapshots and logs hold sessions, addresses and ballots. The
+instance gets SIGTERM when the server dies, however it dies (Linux), and
+the server holds DIRECTORY/server.lock while it manages it: an instance
+found running there when no server holds the lock is adopted (adopt())."""
 import logging
 import os
 import shutil
@@ -9,20 +15,16 @@ import subprocess
 import threading
 import time
 
-from processes import answers, terminate
+from processes import (LISTEN, Adopted, answers, ended, launcher, lock,
+                       spawn, tcp_sockets, terminate, unlock)
 from settings import DEFAULTS
+from .. import private
 from ..address import TarantoolAddress, secret
 
 log = logging.getLogger('tarantool')
 
 INSTANCE_LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             'instance.lua')
-
-
-def exit_reason(returncode):
-    if returncode < 0:
-        return 'died with signal %d' % -returncode
-    return 'exited with status %d' % returncode
 
 
 class ManagedTarantool:
@@ -39,6 +41,7 @@ class ManagedTarantool:
         self.process = None
         self._lock = threading.Lock()   # start() and stop() one at a time
         self._stopping = False
+        self._held = None    # server.lock while this object manages it
 
     @property
     def log_file(self):
@@ -66,7 +69,47 @@ class ManagedTarantool:
         loop); a stop() meanwhile ends the wait and the process."""
         with self._lock:
             self._stopping = False
+            if not self._manage():
+                raise RuntimeError('another server manages the Tarantool in '
+                                   '%s' % self.directory)
             self._start(timeout)
+
+    def adopt(self):
+        """Manage the instance running here, if no server does any more
+        (its own was killed before it could stop it): True if adopted,
+        then watched, restarted and stopped as if started here."""
+        with self._lock:
+            if not self._manage():
+                return False
+            try:
+                pid = int(private.read(os.path.join(
+                    self.directory, 'tarantool.pid')).split()[0])
+            except (OSError, ValueError, IndexError):
+                pid = None
+            passwords = all(os.path.exists(os.path.join(
+                self.directory, user + '.password')) for user in self.users)
+            if not (pid and passwords
+                    and tcp_sockets(pid, self.port, LISTEN)):
+                self._unmanage()
+                return False
+            self._stopping = False
+            self.process = Adopted(pid)
+            log.info('Tarantool (pid %d) in %s runs with no server managing '
+                     'it: managed from now on', pid, self.directory)
+            return True
+
+    def _manage(self):
+        """Hold server.lock (False if another process does), with the
+        directory and its files made private."""
+        if self._held is None:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            private.tighten(self.directory)
+            self._held = lock(os.path.join(self.directory, 'server.lock'))
+        return self._held is not None
+
+    def _unmanage(self):
+        unlock(self._held)
+        self._held = None
 
     def restart(self, timeout=30.0):
         """start(), unless a stop() came first."""
@@ -80,7 +123,6 @@ class ManagedTarantool:
         if binary is None:
             raise RuntimeError('tarantool is not installed: run ./run.sh setup '
                                '(or apt-get install tarantool)')
-        os.makedirs(self.directory, exist_ok=True)
         env = dict(os.environ, TNT_DIR=self.directory,
                    TNT_LISTEN='%s:%d' % (self.host, self.port),
                    TNT_LOG=self.log_file,
@@ -94,9 +136,10 @@ class ManagedTarantool:
             self._log_offset = 0
         log.info('starting Tarantool on %s:%d with data in %s',
                  self.host, self.port, self.directory)
-        self.process = subprocess.Popen(
-            [binary, INSTANCE_LUA], env=env, cwd=self.directory,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.process = spawn(
+            launcher('TERM') + [binary, INSTANCE_LUA], env=env,
+            cwd=self.directory, stdin=subprocess.DEVNULL,
+            start_new_session=True)
         # The timeout runs from the last line of its log: a long recovery
         # logs each file it replays.
         deadline = time.monotonic() + timeout
@@ -104,7 +147,7 @@ class ManagedTarantool:
         while not self._ready():
             if self.process.poll() is not None:
                 raise RuntimeError('Tarantool %s; see %s' % (
-                    exit_reason(self.process.returncode), self.log_file))
+                    ended(self.process), self.log_file))
             size = self._log_size()
             if size != logged:
                 logged, deadline = size, time.monotonic() + timeout
@@ -141,15 +184,18 @@ class ManagedTarantool:
         """None while it runs, else how it ended (the process is reaped)."""
         if self.process is None or self.process.poll() is None:
             return None
-        return exit_reason(self.process.returncode)
+        return ended(self.process)
 
     def stop(self, timeout=10.0):
         self._stopping = True
         with self._lock:
-            if self.process is None or self.process.poll() is not None:
-                return
-            terminate(self.process, timeout)
-            log.info('Tarantool stopped')
+            try:
+                if self.process is None or self.process.poll() is not None:
+                    return
+                terminate(self.process, timeout)
+                log.info('Tarantool stopped')
+            finally:
+                self._unmanage()
 
     def kill(self):
         """Stop abruptly, as a crash would (for tests)."""

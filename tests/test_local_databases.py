@@ -1,0 +1,400 @@
+"""The local databases server.py starts and keeps under var/: no password on
+a command line, files only their account may read, no database left behind
+by a killed server or a signal during start, orphans adopted, root never
+writing through the postgres account's symbolic links, a server run by an
+unprivileged user, and no default or empty Tarantool password."""
+import asyncio
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import asyncpg
+import pytest
+
+import dataset
+from conftest import (ROOT, TEST_PACKS, ServerProcess, free_port, load_small,
+                      remove_postgres, start_tarantool, tarantool_address)
+from data_interface import Visit
+from data_interface import private
+from data_interface.address import (as_admin, default_tarantool,
+                                    parse_tarantool, secret)
+from data_interface.postgres.managed import ManagedPostgres
+from data_interface.tarantool.managed import INSTANCE_LUA, ManagedTarantool
+from processes import answers, state
+from settings import DEFAULTS, replace
+from test_postgres import wait_for
+from test_server import burst, run_server
+from test_supervision import KEEP_OUT, lines, pid_in, wait_lines
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason='needs root')
+
+
+@pytest.fixture
+def checkout():
+    """A copy of the checkout's files without var/ (nor the virtualenvs:
+    servers run with this interpreter), in a directory any user may
+    enter."""
+    parent = tempfile.mkdtemp(prefix='stickers-test-checkout-')
+    os.chmod(parent, 0o755)
+    target = os.path.join(parent, 'checkout')
+    shutil.copytree(ROOT, target, symlinks=True, ignore=shutil.ignore_patterns(
+        *(KEEP_OUT + ('.venv', '.venv37', 'docs'))))
+    yield target
+    try:
+        for pid in processes_of(target):    # a failed test's
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def ports():
+    """Local database ports of a server's own (its environment)."""
+    return {'STICKERS_TARANTOOL_PORT': str(free_port()),
+            'STICKERS_POSTGRES_PORT': str(free_port())}
+
+
+def processes_of(path):
+    """Running processes (not zombies) whose command line or working
+    directory is inside path."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/cmdline' % entry, 'rb') as f:
+                command = f.read()
+            cwd = os.readlink('/proc/%s/cwd' % entry)
+        except OSError:
+            continue
+        if (path.encode() in command or (cwd + '/').startswith(path + '/')) \
+                and state(int(entry)) not in (None, 'Z'):
+            found.append(int(entry))
+    return found
+
+
+def wait_ended(pids, timeout=30):
+    """True once none of pids runs (a zombie nobody reaps has ended)."""
+    deadline = time.monotonic() + timeout
+    while any(state(p) not in (None, 'Z') for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+class CommandLines(threading.Thread):
+    """Every process command line seen while it runs (polled back to back:
+    the main thread waits on a child meanwhile)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen = set()
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for entry in filter(str.isdigit, os.listdir('/proc')):
+                try:
+                    with open('/proc/%s/cmdline' % entry, 'rb') as f:
+                        self.seen.add((entry, f.read()))
+                except OSError:
+                    pass
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join()
+
+
+async def test_no_password_on_a_command_line(tmp_path):
+    """Tarantool gets its passwords in its environment (only its account
+    may read it); psql gets the roles' on its stdin, at a start, a restart
+    and when the cluster is found running."""
+    pg = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                         port=free_port())
+    tnt = ManagedTarantool(str(tmp_path / 'tnt'), port=free_port())
+    # Quotes and backslashes reach the role intact, not psql's parser.
+    odd = "it's \\' a :'pass'\\\\word; \\gexec"
+    try:
+        with CommandLines() as seen:
+            tnt.start()
+            pg.start()
+            pg.stop()
+            pg.start()
+            found = ManagedPostgres(pg.directory)
+            assert found.running()
+            found.prepare()
+            passwords = [pg.password('sticker_app'),
+                         pg.password('sticker_owner'),
+                         secret(os.path.join(pg.home, 'superuser.password')),
+                         tnt.address.password, tnt.admin_address.password]
+            private.write(os.path.join(pg.directory, 'sticker_app.password'),
+                          odd)
+            pg.prepare()
+        conn = await asyncpg.connect(host=pg.host, port=pg.port,
+                                     user='sticker_app', password=odd,
+                                     database='stickers')
+        await conn.close()
+        assert all(len(p) >= 24 for p in passwords)
+        passwords.append(odd)
+        assert sum(b'/psql\0' in c for _, c in seen.seen) >= 2, seen.seen
+        assert any(b'instance.lua' in c for _, c in seen.seen)
+        for password in passwords:
+            assert not [c for _, c in seen.seen if password.encode() in c]
+    finally:
+        tnt.stop()
+        remove_postgres(pg)
+
+
+async def test_local_databases_keep_their_files_private(tmp_path):
+    """Snapshots, logs and the cluster hold sessions, addresses and ballots:
+    their directories 0700 and files 0600, older ones tightened at start."""
+    directory = str(tmp_path / 'tnt')
+    os.makedirs(directory, mode=0o755)
+    os.chmod(directory, 0o755)
+    with open(os.path.join(directory, 'tarantool.log'), 'w') as f:
+        f.write('an older log\n')
+    os.chmod(os.path.join(directory, 'tarantool.log'), 0o644)
+    for run in range(2):   # the second start makes a snapshot
+        tnt = start_tarantool(directory, TNT_CHECKPOINT_WAL_THRESHOLD='1024')
+        try:
+            if run == 0:
+                admin = as_admin(tarantool_address(tnt))
+                from data_interface.tarantool.asynctnt_data import AsynctntData
+                await load_small(AsynctntData(admin))
+                await vote(AsynctntData(tarantool_address(tnt)))
+        finally:
+            tnt.stop()
+    names = os.listdir(directory)
+    assert len([n for n in names if n.endswith('.snap')]) >= 2, names
+    assert mode(directory) == 0o700
+    assert {n: mode(os.path.join(directory, n)) for n in names} == {
+        n: 0o600 for n in names}
+
+    pg = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                         port=free_port())
+    try:
+        os.chmod(pg.directory, 0o755)
+        pg.start()
+        from data_interface.postgres.asyncpg_data import PostgresData
+        await load_small(PostgresData(pg.owner_dsn))
+        await vote(PostgresData(pg.dsn, min_size=1))
+        if os.geteuid() == 0:   # the postgres account passes through
+            assert mode(pg.directory) == 0o710
+            assert os.stat(pg.directory).st_gid == pwd.getpwnam(
+                'postgres').pw_gid
+        else:
+            assert mode(pg.directory) == 0o700
+        for path in (pg.home, pg.data):
+            assert mode(path) == 0o700, path
+        for name in os.listdir(pg.directory):
+            if name != 'cluster':
+                assert mode(os.path.join(pg.directory, name)) == 0o600, name
+        for name in ('postgres.log', 'superuser.password'):
+            assert mode(os.path.join(pg.home, name)) == 0o600, name
+    finally:
+        remove_postgres(pg)
+
+
+async def vote(data):
+    """One visit and one vote."""
+    await data.start()
+    try:
+        session = str(uuid.uuid4())
+        await data.record_visits([Visit(session, '203.0.113.9', 'a browser')])
+        tokens = (secrets.token_urlsafe(16), secrets.token_urlsafe(16))
+        await data.sticker_pair(session, tokens, 60)
+        assert await data.cast_vote(session, *tokens) == 'ok'
+    finally:
+        await data.close()
+
+
+def postmaster_of(checkout):
+    return ManagedPostgres(os.path.join(checkout, 'var', 'postgres')
+                           ).postmaster()
+
+
+def tarantool_of(checkout):
+    return pid_in(os.path.join(checkout, 'var', 'tarantool', 'tarantool.pid'))
+
+
+def test_a_killed_server_takes_its_databases_along(checkout, tmp_path):
+    env = ports()
+    sites = [ServerProcess(engine, [], str(tmp_path / (engine + '.log')),
+                           root=checkout, env=env)
+             for engine in ('aiohttp-tarantool-one', 'aiohttp-postgres-pool')]
+    pids = [tarantool_of(checkout), postmaster_of(checkout)]
+    for site in sites:
+        site.stop(signal.SIGKILL)
+    assert wait_ended(pids), [(p, state(p)) for p in pids]
+    assert wait_ended(processes_of(checkout))
+
+
+async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
+    """Started by a server killed before it could stop it (here: by hand,
+    with nobody holding its lock): the next server watches and restarts it
+    and stops it at the end; a second server beside it leaves it be."""
+    env = ports()
+    var = os.path.join(checkout, 'var')
+    port = int(env['STICKERS_TARANTOOL_PORT'])
+    tnt = ManagedTarantool(os.path.join(var, 'tarantool'), port=port)
+    os.makedirs(tnt.directory)
+    orphan = subprocess.Popen(
+        ['tarantool', INSTANCE_LUA], cwd=tnt.directory, start_new_session=True,
+        stdin=subprocess.DEVNULL, env=dict(
+            os.environ, TNT_DIR=tnt.directory, TNT_LOG=tnt.log_file,
+            TNT_LISTEN='127.0.0.1:%d' % port,
+            TNT_PID_FILE=os.path.join(tnt.directory, 'tarantool.pid'),
+            TNT_APP_PASSWORD=tnt.address.password,
+            TNT_ADMIN_PASSWORD=tnt.admin_address.password))
+    pg = ManagedPostgres(os.path.join(var, 'postgres'),
+                         port=int(env['STICKERS_POSTGRES_PORT']))
+    pg.start()
+    pg.stop()
+    pg._run('pg_ctl', 'start', '-D', pg.data, '-l', pg.log_file, '-w',
+            '-o', '-p %d' % pg.port)
+    deadline = time.monotonic() + 30
+    while not answers('127.0.0.1', port):
+        assert orphan.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    orphans = {'Tarantool': orphan.pid, 'PostgreSQL': pg.postmaster()}
+    crashes = {'Tarantool': lambda: (orphan.kill(), orphan.wait()),
+               'PostgreSQL': lambda: pg._run('pg_ctl', 'stop', '-D', pg.data,
+                                             '-m', 'immediate')}
+    for engine, name in (('aiohttp-tarantool-one', 'Tarantool'),
+                         ('aiohttp-postgres-pool', 'PostgreSQL')):
+        site = ServerProcess(engine, [], str(tmp_path / (name + '.log')),
+                             root=checkout, env=env)
+        try:
+            adopted = lines(site.output(), 'managed from now on')
+            assert len(adopted) == 1, site.output()
+            assert '%s (pid %d)' % (name, orphans[name]) in adopted[0]
+            second = ServerProcess(engine, [], str(tmp_path / 'second.log'),
+                                   root=checkout, env=env)
+            assert await burst(second.url + '/good', 2) == [200] * 2
+            assert second.stop() == 0
+            assert 'managed from now on' not in second.output()
+            assert state(orphans[name]) not in (None, 'Z')
+            crashes[name]()
+            output = wait_lines(site, '%s restarted' % name, 1)
+            assert len(lines(output, '(pid %d) is gone; restarting'
+                             % orphans[name])) == 1, output
+            await wait_for(site.url + '/good', 200, timeout=10)
+            pid = tarantool_of(checkout) if name == 'Tarantool' else \
+                postmaster_of(checkout)
+            assert pid != orphans[name]
+        finally:
+            assert site.stop() == 0, site.output()
+        assert wait_ended([pid]), site.output()
+    assert not pg.running()
+
+
+@ROOT_ONLY
+def test_root_follows_no_symbolic_link_of_the_postgres_account(tmp_path):
+    """A cluster of the older layout, whose directory postgres owned: a
+    symbolic link it put in place of the port file would have had root
+    write the port into any file. Root's files now live in a directory of
+    root's, and are never opened through a symbolic link."""
+    precious = tmp_path / 'precious'
+    precious.write_text('keep me\n')
+    link = tmp_path / 'link'
+    link.symlink_to(precious)
+    with pytest.raises(OSError, match='symbolic link'):
+        secret(str(link))
+    pg = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                         port=free_port())
+    try:
+        pg.start()
+        pg.stop()
+        # The older layout: the cluster beside root's files, all postgres'.
+        for name in ('data', 'postgres.log', 'superuser.password'):
+            os.rename(os.path.join(pg.home, name),
+                      os.path.join(pg.directory, name))
+        os.rmdir(pg.home)
+        postgres = pwd.getpwnam('postgres')
+        os.chown(pg.directory, postgres.pw_uid, postgres.pw_gid)
+        port = os.path.join(pg.directory, 'port')
+        os.remove(port)
+        os.symlink(str(precious), port)
+        os.lchown(port, postgres.pw_uid, postgres.pw_gid)
+
+        again = ManagedPostgres(pg.directory, port=free_port())
+        assert again.home == pg.directory
+        again.start()
+        try:
+            assert precious.read_text() == 'keep me\n'
+            assert again.home == os.path.join(pg.directory, 'cluster')
+            assert os.stat(pg.directory).st_uid == 0
+            assert not os.path.islink(port)
+            assert int(private.read(port)) == again.port
+            assert again.postmaster() is not None
+        finally:
+            again.stop()
+    finally:
+        remove_postgres(pg)
+
+
+@ROOT_ONLY
+async def test_an_unprivileged_user_runs_the_server(checkout, tmp_path):
+    """Its own databases as its own: Tarantool, and PostgreSQL's initdb and
+    postmaster, all as that user; no root anywhere."""
+    user = pwd.getpwnam('nobody')
+    python = sys.executable
+    runs = subprocess.run(['setpriv', '--reuid', str(user.pw_uid), '--regid',
+                           str(user.pw_gid), '--clear-groups', python, '-c',
+                           'import aiohttp, asyncpg'],
+                          capture_output=True).returncode == 0
+    env = dict(os.environ, HOME=checkout, **ports())
+    if not runs:
+        # This interpreter lives where nobody may not go (a pyenv under
+        # /root): the system's of the same version, with this one's
+        # packages.
+        python = '/usr/bin/python%d.%d' % sys.version_info[:2]
+        import aiohttp
+        env['PYTHONPATH'] = os.path.dirname(os.path.dirname(aiohttp.__file__))
+        if not os.path.exists(python):
+            pytest.skip('no interpreter the user nobody may run')
+    subprocess.run(['chown', '-R', '%d:%d' % (user.pw_uid, user.pw_gid),
+                    checkout], check=True)
+    for engine in ('aiohttp-tarantool-one', 'aiohttp-postgres-pool'):
+        port = free_port()
+        with open(str(tmp_path / (engine + '.log')), 'wb') as log:
+            server = subprocess.Popen(
+                ['setpriv', '--reuid', str(user.pw_uid), '--regid',
+                 str(user.pw_gid), '--clear-groups', python,
+                 os.path.join(checkout, 'server.py'), '-e', engine, '-p',
+                 str(port), '--packs', str(TEST_PACKS)],
+                cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 120
+            while not answers('127.0.0.1', port):
+                assert server.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / (engine + '.log')).read_text()
+                await asyncio.sleep(0.1)
+            assert await burst('http://127.0.0.1:%d/good' % port, 4) == \
+                [200] * 4
+            users = {pwd.getpwuid(os.stat('/proc/%d' % p).st_uid).pw_name
+                     for p in processes_of(checkout)}
+            assert users == {'nobody'}, users
+        finally:
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(60) == 0, (tmp_path / (engine + '.log')
+                                          ).read_text()
+    assert wait_ended(processes_of(checkout))
+    owners = {os.lstat(os.path.join(d, n)).st_uid for d, dirs, files
+              in os.walk(os.path.join(checkout, 'var')) for n in dirs + files}
+    assert owners == {user.pw_uid}
