@@ -95,14 +95,19 @@ def data_for(engine, tarantool=None, postgres=None):
     return tarantool_driver(engine.driver)(tarantool, engine.mode)
 
 
+class Stopped(Exception):
+    """A stop was asked for before the databases were open."""
+
+
 @asynccontextmanager
-async def open_databases(engine, settings):
+async def open_databases(engine, settings, stopped=None):
     """The engine's data interface, started, with data loaded; the local
     databases it needed are started, restarted when they die, and stopped
-    at the end, after the data interface is closed."""
+    at the end, after the data interface is closed. Stopped (with what
+    was started stopped) if the event `stopped` is set while they open."""
     databases = Databases(settings)
     try:
-        data = await databases.open(engine)
+        data = await databases.open(engine, stopped)
         try:
             databases.watch()
             yield data
@@ -179,9 +184,26 @@ class Databases:
             self.postgres_owner_dsn = server.owner_dsn
         return self.postgres_dsn
 
-    async def open(self, engine):
+    async def open(self, engine, stopped=None):
         """A started DataInterface for the engine, with data loaded: close()
-        it before self.close()."""
+        it before self.close(). Stopped if the event `stopped` is set first
+        (a signal while a database starts)."""
+        opening = asyncio.ensure_future(self._open(engine))
+        if stopped is None:
+            return await opening
+        waiting = asyncio.ensure_future(stopped.wait())
+        try:
+            await asyncio.wait([opening, waiting],
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            if not opening.done():
+                await cancel(opening)
+        if opening.cancelled():
+            raise Stopped('stopped while starting')
+        return opening.result()
+
+    async def _open(self, engine):
         if engines.database(engine) == 'postgres':
             data = data_for(engine, postgres=await self.postgres())
             admin = data_for(engine, postgres=self.postgres_owner_dsn)

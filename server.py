@@ -200,12 +200,12 @@ async def serve(engine, s, worker=None):
     from databases import open_databases
     from pages import Site
     adapter = importlib.import_module(engine.framework + '_server')
+    stopped = stop_event()   # before any database starts: none is left
     opened = (workers.given_databases(engine, worker) if worker
-              else open_databases(engine, s))
+              else open_databases(engine, s, stopped))
     async with opened as data:
         site = Site(data, s)
         await site.start()
-        stopped = stop_event()
         if worker:
             workers.watch_parent(stopped)
             ready = asyncio.ensure_future(
@@ -270,10 +270,13 @@ def main(argv=None):
             return 1
         job = (serve_workers(engine, s, argv) if args.workers > 1
                else serve(engine, s))
+    from databases import Stopped
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(job)
+    except Stopped:
+        log.info('stopped while starting')
     except (RuntimeError, OSError, DataUnavailable) as e:
         log.error('%s', e)
         return 1

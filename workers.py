@@ -230,7 +230,7 @@ async def parent(engine, s, argv, stopped):
     """Databases, then s.workers workers until `stopped` is set."""
     databases = Databases(s)
     try:
-        data = await databases.open(engine)
+        data = await databases.open(engine, stopped)
         try:
             databases.watch()
             address = databases.tarantool_address

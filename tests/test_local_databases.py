@@ -244,6 +244,38 @@ def test_a_killed_server_takes_its_databases_along(checkout, tmp_path):
     assert wait_ended(processes_of(checkout))
 
 
+@pytest.mark.parametrize('engine, starting', [
+    ('aiohttp-tarantool-one', 'starting Tarantool'),
+    ('aiohttp-postgres-pool', 'creating a PostgreSQL cluster'),
+])
+def test_a_signal_while_the_database_starts_leaves_none(
+        checkout, tmp_path, engine, starting):
+    log_path = str(tmp_path / 'server.log')
+
+    def output():
+        with open(log_path) as f:
+            return f.read()
+    with open(log_path, 'wb') as log:
+        server = subprocess.Popen(
+            [sys.executable, os.path.join(checkout, 'server.py'), '-e', engine,
+             '-p', str(free_port()), '--packs', str(TEST_PACKS)],
+            cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, **ports()))
+    try:
+        deadline = time.monotonic() + 60
+        while starting not in output():
+            assert server.poll() is None and time.monotonic() < deadline, \
+                output()
+            time.sleep(0.01)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0, output()
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert 'stopped while starting' in output()
+    assert wait_ended(processes_of(checkout)), output()
+
+
 async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
     """Started by a server killed before it could stop it (here: by hand,
     with nobody holding its lock): the next server watches and restarts it
