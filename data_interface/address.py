@@ -35,9 +35,15 @@ def secret(path, default=None, create=False):
 
 def default_tarantool(settings, user=None):
     """The local Tarantool's address, with the password of the account kept
-    under var/ (the user name if there is none)."""
+    under var/; RuntimeError if there is none."""
     user = user or settings.app_user
-    password = secret(settings.password_file('tarantool', user), default=user)
+    path = settings.password_file('tarantool', user)
+    password = secret(path)
+    if not password:
+        raise RuntimeError(
+            'a Tarantool answers at %s:%d but %s holds no password for %s: '
+            'give its address, --tarantool USER:PASSWORD@HOST:PORT'
+            % (settings.db_host, settings.tarantool_port, path, user))
     return TarantoolAddress(settings.db_host, settings.tarantool_port, user,
                             password)
 
@@ -51,6 +57,9 @@ def parse_tarantool(text):
         user, _, password = credentials.partition(':')
         if not user:
             raise ValueError('empty user name in Tarantool address')
+        if not password:
+            raise ValueError('empty password in Tarantool address: '
+                             'USER:PASSWORD@HOST:PORT')
     host, sep, port = text.rpartition(':')
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError('Tarantool address must be HOST:PORT, not %r' % text)

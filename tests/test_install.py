@@ -27,8 +27,10 @@ def run_app_lua(tmp_path, listen, **env):
 
 
 @pytest.mark.parametrize('listen, env', [
-    ('%d', {}),
-    ('0.0.0.0:%d', {'TNT_APP_PASSWORD': 'long-secret'}),
+    ('%d', {'TNT_APP_PASSWORD': 'sticker_app',
+            'TNT_ADMIN_PASSWORD': 'sticker_admin'}),
+    ('0.0.0.0:%d', {'TNT_APP_PASSWORD': 'long-secret',
+                    'TNT_ADMIN_PASSWORD': 'sticker_admin'}),
     ('0.0.0.0:%d', {'TNT_APP_PASSWORD': 'sticker_app',
                     'TNT_ADMIN_PASSWORD': 'long-secret'}),
 ])
@@ -36,7 +38,7 @@ def test_app_lua_refuses_to_listen_outside_with_default_passwords(
         tmp_path, listen, env):
     status, log = run_app_lua(tmp_path, listen % free_port(), **env)
     assert status != 0
-    assert 'refusing to listen' in log and 'default password' in log
+    assert 'refusing to listen' in log and 'account name as password' in log
     assert 'instance ready' not in log
 
 

@@ -430,3 +430,49 @@ async def test_an_unprivileged_user_runs_the_server(checkout, tmp_path):
     owners = {os.lstat(os.path.join(d, n)).st_uid for d, dirs, files
               in os.walk(os.path.join(checkout, 'var')) for n in dirs + files}
     assert owners == {user.pw_uid}
+
+
+@pytest.mark.parametrize('env', [
+    {},
+    {'TNT_APP_PASSWORD': '', 'TNT_ADMIN_PASSWORD': 'long-secret'},
+    {'TNT_APP_PASSWORD': 'long-secret'},
+    {'TNT_APP_PASSWORD': 'long-secret', 'TNT_ADMIN_PASSWORD': ''},
+])
+def test_tarantool_has_no_default_password(tmp_path, env):
+    result = subprocess.run(
+        ['tarantool', INSTANCE_LUA], cwd=str(tmp_path), timeout=30,
+        env=dict(os.environ, TNT_DIR=str(tmp_path),
+                 TNT_LISTEN='127.0.0.1:%d' % free_port(), **env),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert 'refusing to start: set TNT_APP_PASSWORD' in result.stderr
+    assert not os.listdir(str(tmp_path))   # not a file made
+
+
+@pytest.mark.parametrize('text', ['sticker_app:@127.0.0.1:3301',
+                                  'sticker_app@127.0.0.1:3301'])
+def test_an_address_with_an_empty_password_is_refused(text):
+    with pytest.raises(ValueError, match='empty password'):
+        parse_tarantool(text)
+    result = run_server('-e', 'aiohttp-tarantool-one', '--tarantool', text)
+    assert result.returncode == 2 and 'empty password' in result.stderr
+
+
+def test_a_tarantool_found_without_its_password_is_refused(checkout,
+                                                            tmp_path):
+    """One answers at the local address, but var/ holds no password for it:
+    no guess (the account's name), an error that says what to do."""
+    with pytest.raises(RuntimeError, match='holds no password'):
+        default_tarantool(replace(DEFAULTS, root=checkout))
+    db = start_tarantool(str(tmp_path / 'db'))
+    try:
+        result = subprocess.run(
+            [sys.executable, os.path.join(checkout, 'server.py'), '-e',
+             'aiohttp-tarantool-one', '-p', str(free_port())],
+            cwd=checkout, capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, STICKERS_TARANTOOL_PORT=str(db.port)))
+    finally:
+        db.stop()
+    assert result.returncode == 1, result.stderr
+    assert 'holds no password for sticker_app' in result.stderr
+    assert 'Traceback' not in result.stderr

@@ -12,7 +12,7 @@ from asynctnt.exceptions import TarantoolDatabaseError
 
 from conftest import ROOT, ServerProcess, tarantool_address
 import settings
-from data_interface.address import default_tarantool
+from data_interface.address import TarantoolAddress
 from processes import answers
 from bench.pagecheck import ballots, stat
 
@@ -69,7 +69,8 @@ async def first_vote(url):
 
 
 async def test_local_instance_is_started_kept_and_stopped(tmp_path):
-    d = default_tarantool(settings.from_environment())
+    d = settings.from_environment()
+    d = TarantoolAddress(d.db_host, d.tarantool_port, None, None)
     if answers(d.host, d.port):
         pytest.skip('something already answers at %s:%d' % (d.host, d.port))
     server = ServerProcess('aiohttp-tarantool-one', [], str(tmp_path / 'a.log'),

@@ -10,6 +10,16 @@ local function env(name, default)
 end
 
 local dir = env('TNT_DIR', '.')
+-- Checked first, before any file is made: the accounts have no default
+-- passwords.
+local APP_PASSWORD = env('TNT_APP_PASSWORD', nil)
+local ADMIN_PASSWORD = env('TNT_ADMIN_PASSWORD', nil)
+if APP_PASSWORD == nil or ADMIN_PASSWORD == nil then
+    log.error('refusing to start: set TNT_APP_PASSWORD and '
+              .. 'TNT_ADMIN_PASSWORD, the passwords of the sticker_app and '
+              .. 'sticker_admin accounts (empty ones are refused)')
+    os.exit(1)
+end
 -- listen is set at the end, once the accounts' passwords are.
 box.cfg{
     memtx_dir = dir,
@@ -92,10 +102,8 @@ for _, name in ipairs(app.ADMIN_FUNCTIONS) do
     box.schema.user.revoke('sticker_app', 'execute', 'function', name,
                            {if_exists = true})
 end
-local APP_PASSWORD = env('TNT_APP_PASSWORD', nil)
-local ADMIN_PASSWORD = env('TNT_ADMIN_PASSWORD', nil)
-box.schema.user.passwd('sticker_app', APP_PASSWORD or 'sticker_app')
-box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD or 'sticker_admin')
+box.schema.user.passwd('sticker_app', APP_PASSWORD)
+box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD)
 
 -- A Unix socket or a loopback host; a bare port means every interface.
 local function loopback(listen)
@@ -107,11 +115,12 @@ local function loopback(listen)
 end
 
 local LISTEN = env('TNT_LISTEN', '127.0.0.1:3301')
-if not loopback(LISTEN) and (APP_PASSWORD == nil or APP_PASSWORD == 'sticker_app'
-        or ADMIN_PASSWORD == nil or ADMIN_PASSWORD == 'sticker_admin') then
-    log.error('refusing to listen on %s with a default password: set '
-              .. 'TNT_APP_PASSWORD and TNT_ADMIN_PASSWORD, or listen on '
-              .. '127.0.0.1', LISTEN)
+-- The accounts' names, the tests' passwords, only on the loopback.
+if not loopback(LISTEN) and (APP_PASSWORD == 'sticker_app'
+        or ADMIN_PASSWORD == 'sticker_admin') then
+    log.error('refusing to listen on %s with an account name as password: '
+              .. 'set other TNT_APP_PASSWORD and TNT_ADMIN_PASSWORD, or '
+              .. 'listen on 127.0.0.1', LISTEN)
     os.exit(1)
 end
 box.cfg{listen = LISTEN}
