@@ -11,7 +11,10 @@
 
 Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
 any other interpreter the command runs itself again in .venv37. With
---workers N, N processes serve the port (see workers.py).
+--workers N, N processes serve the port (see workers.py). The database
+addresses, which may hold passwords, may come from the environment instead
+(STICKERS_TARANTOOL, STICKERS_POSTGRES) or from a file of arguments, one
+per line: python server.py -e ENGINE @FILE.
 """
 import argparse
 import asyncio
@@ -26,13 +29,19 @@ import settings
 from data_interface import DataUnavailable
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
+# Where --tarantool and --postgres may come from instead, off the command
+# line that `ps` shows.
+ADDRESS_ENVIRONMENT = {'tarantool': 'STICKERS_TARANTOOL',
+                       'postgres': 'STICKERS_POSTGRES'}
 log = logging.getLogger('server')
 
 
 def parse_args(argv):
     from data_interface.address import parse_postgres, parse_tarantool
     d = settings.DEFAULTS
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    # @FILE: arguments from a file, one per line (addresses with passwords).
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
+                                fromfile_prefix_chars='@')
     p.add_argument('-e', '--engine', help='engine name (see --list)')
     p.add_argument('-p', '--port', type=int, default=d.port)
     p.add_argument('-l', '--level', default='INFO', type=str.upper,
@@ -53,7 +62,8 @@ def parse_args(argv):
             raise argparse.ArgumentTypeError(str(e))
     p.add_argument('--tarantool', type=tarantool, metavar='[USER:PASS@]HOST:PORT',
                    help='use this Tarantool (running data_interface/tarantool/'
-                        'instance.lua) instead of a local one under var/')
+                        'instance.lua) instead of a local one under var/ '
+                        '(default: $STICKERS_TARANTOOL)')
 
     def postgres(text):
         try:
@@ -63,7 +73,8 @@ def parse_args(argv):
     p.add_argument('--postgres', type=postgres,
                    metavar='postgresql://USER:PASS@HOST:PORT/DB',
                    help='use this PostgreSQL database (the schema is applied '
-                        'at start) instead of a local cluster under var/')
+                        'at start) instead of a local cluster under var/ '
+                        '(default: $STICKERS_POSTGRES)')
     p.add_argument('--packs', type=int, default=d.packs,
                    help='packs in the generated data set (default %d)'
                    % d.packs)
@@ -72,6 +83,13 @@ def parse_args(argv):
                         'of the generated data set into an empty database')
     add_edge_args(p, d)
     args = p.parse_args(argv)
+    for name, parse in (('tarantool', tarantool), ('postgres', postgres)):
+        given = os.environ.get(ADDRESS_ENVIRONMENT[name])
+        if getattr(args, name) is None and given:
+            try:
+                setattr(args, name, parse(given))
+            except argparse.ArgumentTypeError as e:
+                p.error('%s: %s' % (ADDRESS_ENVIRONMENT[name], e))
     args.settings = build_settings(p, args)
     if not args.list and not args.engine:
         p.error('an engine is required: -e ENGINE (see --list)')

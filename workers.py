@@ -20,6 +20,7 @@ Periodic work, once or per worker:
   outage is a few lines per worker.
 - Tarantool sweeps itself (app.lua): once, in the database.
 """
+import argparse
 import asyncio
 import json
 import logging
@@ -243,7 +244,7 @@ async def parent(engine, s, argv, stopped):
             if not data.sweeps_itself:
                 sweeper = asyncio.ensure_future(
                     sweep_forever(data, s.refresh_every))
-            workers = Workers(s.workers, argv, config)
+            workers = Workers(s.workers, without_addresses(argv), config)
             try:
                 if stopped.is_set():    # a signal while the databases started
                     return
@@ -261,6 +262,16 @@ async def parent(engine, s, argv, stopped):
             await data.close()
     finally:
         await databases.close()
+
+
+def without_addresses(argv):
+    """argv without --tarantool and --postgres (and their values, however
+    abbreviated): a worker gets the addresses on its stdin, and they may
+    hold passwords, which `ps` would show."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument('--tarantool', action='append')
+    p.add_argument('--postgres', action='append')
+    return p.parse_known_args(argv)[1]
 
 
 def read_config():

@@ -116,15 +116,16 @@ class Database:
         finally:
             await loader.close()
 
-    def args(self):
-        """server.py's options: the app account on Tarantool; on PostgreSQL
-        the owner, as a database given by address is used."""
+    def environment(self):
+        """server.py's address of it, in its environment (the passwords off
+        the command line): the app account on Tarantool; on PostgreSQL the
+        owner, as a database given by address is used."""
         s = self.server
         if self.kind == 'tarantool':
             a = s.address
-            return ['--tarantool', '%s:%s@%s:%d' % (a.user, a.password,
-                                                    a.host, a.port)]
-        return ['--postgres', s.owner_dsn]
+            return {'STICKERS_TARANTOOL': '%s:%s@%s:%d' % (
+                a.user, a.password, a.host, a.port)}
+        return {'STICKERS_POSTGRES': s.owner_dsn}
 
     def memory(self):
         """(memory that could grow without bound, shared buffers or 0)."""
@@ -146,8 +147,9 @@ def start_site(engine, db, packs, log):
     url = 'http://127.0.0.1:%d' % free_port()
     server = subprocess.Popen(
         [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine.name,
-         '-p', url.rsplit(':', 1)[1], '--packs', str(packs), '-l', 'WARNING']
-        + db.args(), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+         '-p', url.rsplit(':', 1)[1], '--packs', str(packs), '-l', 'WARNING'],
+        env=dict(os.environ, **db.environment()), stdout=log,
+        stderr=subprocess.STDOUT, cwd=ROOT)
     deadline = time.monotonic() + 120
     while not site_counters(url):
         if server.poll() is not None or time.monotonic() > deadline:

@@ -476,3 +476,45 @@ def test_a_tarantool_found_without_its_password_is_refused(checkout,
     assert result.returncode == 1, result.stderr
     assert 'holds no password for sticker_app' in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def command_lines(pids):
+    found = []
+    for pid in pids:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            found.append(f.read())
+    return found
+
+
+@pytest.mark.parametrize('how', ['argument', 'environment', 'file'])
+def test_workers_get_no_address_on_their_command_line(
+        request, checkout, tmp_path, how):
+    """A DSN with a password, given on the command line, in the
+    environment or in a file of arguments: the site serves from the
+    database given (no cluster of its own), and no worker's command line
+    holds the password."""
+    from test_workers import wait_workers
+    postgres = request.getfixturevalue('postgres')
+    dsn = postgres.dsn
+    args, env = ['--workers', '2'], ports()
+    if how == 'argument':
+        args += ['--postgres', dsn]
+    elif how == 'environment':
+        env['STICKERS_POSTGRES'] = dsn
+    else:
+        with open(str(tmp_path / 'db.args'), 'w') as f:
+            f.write('--postgres\n%s\n' % dsn)
+        args.append('@' + str(tmp_path / 'db.args'))
+    site = ServerProcess('aiohttp-postgres-pool', args,
+                         str(tmp_path / 'server.log'), root=checkout, env=env)
+    try:
+        workers = wait_workers(site)
+        password = postgres.password('sticker_app').encode()
+        assert not [c for c in command_lines(workers) if password in c]
+        parent = command_lines([site.process.pid])[0]
+        assert (password in parent) == (how == 'argument')
+        assert asyncio.run(burst(site.url + '/good', 4)) == [200] * 4
+    finally:
+        assert site.stop() == 0, site.output()
+    assert 'PostgreSQL' not in site.output()
+    assert not os.path.exists(os.path.join(checkout, 'var', 'postgres'))
