@@ -9,16 +9,12 @@ once, and no template runs per request. Parts are UTF-8 bytes formats: a
 page is never built as text and encoded. tests/test_render.py holds the
 parts to what Jinja renders with the values themselves.
 """
+import functools
 import re
 
 import jinja2
 from markupsafe import Markup
 
-from settings import DEFAULTS
-
-TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(DEFAULTS.templates),
-    autoescape=True)
 MARK = '\x00%s\x00'
 MARKS = re.compile(b'\x00([a-z_]+)\x00')
 EMPTY_LIST = b'  <li class="empty">No stickers have been rated yet.</li>'
@@ -50,8 +46,8 @@ class Part:
     that changes gets a new one): format % values is what the template
     renders, in UTF-8. `numbers`: the fields given as integers."""
 
-    def __init__(self, template, fields, numbers=()):
-        self.template = TEMPLATES.get_template(template)
+    def __init__(self, templates, template, fields, numbers=()):
+        self.template = templates.get_template(template)
         self.fields = fields
         self.numbers = numbers
         self.kept = {}
@@ -104,8 +100,8 @@ class Frame:
     """A page template rendered once with a marker for its list; the body of
     a request is the part before, the list, and the part after."""
 
-    def __init__(self, template, hole, **context):
-        text = TEMPLATES.get_template(template).render(
+    def __init__(self, templates, template, hole, **context):
+        text = templates.get_template(template).render(
             **dict(context, **{hole: Markup(MARK % hole)}))
         before, after = text.encode().split((MARK % hole).encode())
         self.before, self.after = before, after
@@ -114,23 +110,44 @@ class Frame:
         return b''.join((self.before, middle, self.after))
 
 
-CARD = Part('card.html', ('place', 'place', 'tone', 'signed', 'votes_plus',
-                          'votes_minus'),
+@functools.lru_cache(maxsize=None)
+def environment(directory):
+    """The Jinja2 templates of a directory, compiled once, autoescaped."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(directory),
+                              autoescape=True)
+
+
+class Renderer:
+    """The site's templates from one directory: whole pages, frames, and the
+    stickers' parts."""
+
+    def __init__(self, directory):
+        self.templates = environment(directory)
+        self.card = Part(self.templates, 'card.html', (
+            'place', 'place', 'tone', 'signed', 'votes_plus', 'votes_minus'),
             numbers=('place', 'votes_plus', 'votes_minus'))
-CONTENDER = Part('contender.html', ('win', 'lose', 'shown'))
+        self.contender = Part(self.templates, 'contender.html',
+                              ('win', 'lose', 'shown'))
 
+    def page(self, template, **context):
+        """A template rendered whole, as text."""
+        return self.templates.get_template(template).render(**context)
 
-def cards(stickers):
-    """The <li> cards of a ranked list, numbered from 1, in UTF-8."""
-    if not stickers:
-        return EMPTY_LIST
-    render = CARD.render
-    return b'\n'.join([render(s, card_values(place, s))
-                       for place, s in enumerate(stickers, 1)])
+    def frame(self, template, hole, **context):
+        return Frame(self.templates, template, hole, **context)
 
+    def cards(self, stickers):
+        """The <li> cards of a ranked list, numbered from 1, in UTF-8."""
+        if not stickers:
+            return EMPTY_LIST
+        render = self.card.render
+        return b'\n'.join([render(s, card_values(place, s))
+                           for place, s in enumerate(stickers, 1)])
 
-def duel(a, b, tokens):
-    """The two contender forms, in UTF-8: each wins with its own ballot."""
-    return VERSUS.join((
-        CONTENDER.render(a, contender_values(a, tokens[0], tokens[1])),
-        CONTENDER.render(b, contender_values(b, tokens[1], tokens[0]))))
+    def duel(self, a, b, tokens):
+        """The two contender forms, in UTF-8: each wins with its own
+        ballot."""
+        render = self.contender.render
+        return VERSUS.join((
+            render(a, contender_values(a, tokens[0], tokens[1])),
+            render(b, contender_values(b, tokens[1], tokens[0]))))

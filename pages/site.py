@@ -11,13 +11,12 @@ import time
 import types
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
-from settings import DEFAULTS
 from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
                    ballot_form, ballot_tokens, clean_text, json_response,
                    text_response)
 from .limits import RateLimit, client_of, parse_rate
 from .outage import Outage
-from .render import TEMPLATES, Frame, cards, duel
+from .render import Renderer
 from .sessions import Sessions
 from .visits import Visits
 
@@ -28,12 +27,6 @@ TOP_COUNT = 9
 UGLY = text_response(200, 'UGLY')
 # The JSON pages; unrouted paths under it are answered in JSON too.
 API = '/stickers'
-# URL prefix -> directory served as static files.
-STATIC = (
-    ('/static', DEFAULTS.static),
-    ('/img', DEFAULTS.images),
-)
-FAVICON = os.path.join(DEFAULTS.static, 'favicon.ico')
 
 VOTE_ERRORS = {
     VoteOutcome.UNKNOWN: (409, 'This ballot is unknown or was already used.'),
@@ -43,33 +36,13 @@ VOTE_ERRORS = {
 }
 
 
-def html(http_status, template, headers=(), **context):
-    body = TEMPLATES.get_template(template).render(**context)
-    return Response(http_status, HTML, body.encode('utf-8'),
-                    FRAMING + tuple(headers) if headers else FRAMING)
-
-
-def error_page(status, message, headers=()):
-    return html(status, 'error.html', headers, status=status, message=message)
-
-
 def sticker_json(s):
     return {'id': s.id, 'pack': s.pack, 'pack_title': s.pack_title,
             'image': s.image, 'rating': s.rating,
             'votes_plus': s.votes_plus, 'votes_minus': s.votes_minus}
 
 
-# The frames of the pages that list stickers (pages.render).
-GOOD = Frame('top.html', 'cards', nav='good', heading='The best %d' % TOP_COUNT)
-BAD = Frame('top.html', 'cards', nav='bad', heading='The worst %d' % TOP_COUNT)
-INDEX = {notice: Frame('index.html', 'duel', notice=notice)
-         for notice in (None, 'Vote counted.')}
-
-# By the kind of page (pages.http.Route).
-UNAVAILABLE = {
-    'html': error_page(503, 'The database is unavailable; try again soon.'),
-    'json': json_response(503, {'error': 'database unavailable'}),
-}
+UNAVAILABLE = 'The database is unavailable; try again soon.'
 # (method, path, handler, kind, waits) of every page of Site, in order.
 PAGES = []
 
@@ -88,15 +61,13 @@ def page(method, path, kind='html', waits=True, guarded=True):
 def guard(kind):
     """Turn a database outage into 503 (of this kind of page) instead of an
     error; log it in a few lines (pages.outage), not one per request."""
-    unavailable = UNAVAILABLE[kind]
-
     def wrap(handler):
         async def guarded_page(self, request, **params):
             try:
                 r = await handler(self, request, **params)
             except DataUnavailable as e:
                 self.outage.down(e)
-                return unavailable
+                return self.unavailable[kind]
             # Some pages answer 4xx without asking the database.
             if self.outage.since is not None and r.status < 400:
                 self.outage.up()
@@ -106,22 +77,33 @@ def guard(kind):
     return wrap
 
 
-def too_many(limit, who='your address'):
-    return error_page(429, 'Too many requests from %s; try again in a '
-                           'moment.' % who,
-                      [('Retry-After', str(limit.retry_after))])
-
-
 class Site:
     """The pages over one started DataInterface (its owner closes it);
     start() before serving."""
 
-    def __init__(self, data, settings=DEFAULTS):
+    def __init__(self, data, settings):
         """settings: a settings.Settings (refresh period, ballot TTL, per-IP
-        limits, the key of session cookies). Expiry limits live in the
-        database."""
+        limits, the key of session cookies, where the templates and static
+        files are). Expiry limits live in the database."""
         self.data = data
         self.settings = settings
+        self.render = Renderer(settings.templates)
+        # URL prefix -> directory served as static files; the favicon.
+        self.static = (('/static', settings.static), ('/img', settings.images))
+        self.favicon = os.path.join(settings.static, 'favicon.ico')
+        # The frames of the pages that list stickers (pages.render).
+        self.good = self.render.frame('top.html', 'cards', nav='good',
+                                      heading='The best %d' % TOP_COUNT)
+        self.bad = self.render.frame('top.html', 'cards', nav='bad',
+                                     heading='The worst %d' % TOP_COUNT)
+        self.index_frames = {
+            notice: self.render.frame('index.html', 'duel', notice=notice)
+            for notice in (None, 'Vote counted.')}
+        # By the kind of page (pages.http.Route).
+        self.unavailable = {
+            'html': self.error_page(503, UNAVAILABLE),
+            'json': json_response(503, {'error': 'database unavailable'}),
+        }
         self.refresh_every = settings.refresh_every
         self.ballot_ttl = settings.ballot_ttl
         self.sessions = Sessions(settings.session_key)
@@ -138,12 +120,26 @@ class Site:
         # share one session cookie).
         self.ballot_limit = ballots and RateLimit(*ballots)
         self.session_ballot_limit = ballots and RateLimit(*ballots)
-        self.refusals = {limit: too_many(limit) for limit in (
+        self.refusals = {limit: self.too_many(limit) for limit in (
             self.session_limit, self.vote_limit, self.ballot_limit) if limit}
         if ballots:
-            self.refusals[self.session_ballot_limit] = too_many(
+            self.refusals[self.session_ballot_limit] = self.too_many(
                 self.session_ballot_limit, 'your session')
         self._task = None
+
+    def html(self, http_status, template, headers=(), **context):
+        body = self.render.page(template, **context)
+        return Response(http_status, HTML, body.encode('utf-8'),
+                        FRAMING + tuple(headers) if headers else FRAMING)
+
+    def error_page(self, status, message, headers=()):
+        return self.html(status, 'error.html', headers, status=status,
+                         message=message)
+
+    def too_many(self, limit, who='your address'):
+        return self.error_page(429, 'Too many requests from %s; try again '
+                                    'in a moment.' % who,
+                               [('Retry-After', str(limit.retry_after))])
 
     def routes(self):
         """Every page (pages.http.Route), its handler bound to this site."""
@@ -172,7 +168,7 @@ class Site:
             await self.data.expire()   # by the database's own limits
         stats = await self.data.stats()
         refreshed = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())
-        self.about_page = html(200, 'about.html', nav='about', stats=stats,
+        self.about_page = self.html(200, 'about.html', nav='about', stats=stats,
                                refreshed=refreshed)
 
     async def _refresh_forever(self):
@@ -220,7 +216,8 @@ class Site:
         tokens = ballot_tokens()
         a, b = await self.data.sticker_pair(session, tokens, self.ballot_ttl)
         self._visited(request, session)
-        return Response(200, HTML, INDEX[notice].body(duel(a, b, tokens)),
+        body = self.index_frames[notice].body(self.render.duel(a, b, tokens))
+        return Response(200, HTML, body,
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 
     @page('GET', '/')
@@ -237,10 +234,10 @@ class Site:
         if refused:
             return refused
         if len(request.body) > MAX_BODY:
-            return error_page(413, 'The form is too large.')
+            return self.error_page(413, 'The form is too large.')
         tokens = ballot_form(request.body)
         if tokens is None:
-            return error_page(400, 'The vote needs two different ballots, '
+            return self.error_page(400, 'The vote needs two different ballots, '
                                    '"win" and "lose".')
         # A vote answers with a new pair: refused before it is cast, so a
         # 429 leaves its ballots unused. An invalid cookie is a new
@@ -251,7 +248,7 @@ class Site:
             return refused
         outcome = await self.data.cast_vote(session, *tokens)
         if outcome != VoteOutcome.OK:
-            return error_page(*VOTE_ERRORS[outcome])
+            return self.error_page(*VOTE_ERRORS[outcome])
         return await self._pair_page(request, session, cookie,
                                      notice='Vote counted.')
 
@@ -261,16 +258,16 @@ class Site:
             return refused
         stickers = await fetch(TOP_COUNT)
         self._visited(request, session)
-        return Response(200, HTML, frame.body(cards(stickers)),
+        return Response(200, HTML, frame.body(self.render.cards(stickers)),
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 
     @page('GET', '/good')
     async def good(self, request):
-        return await self._ranked(request, GOOD, self.data.top_stickers)
+        return await self._ranked(request, self.good, self.data.top_stickers)
 
     @page('GET', '/bad')
     async def bad(self, request):
-        return await self._ranked(request, BAD, self.data.bottom_stickers)
+        return await self._ranked(request, self.bad, self.data.bottom_stickers)
 
     @page('GET', '/ugly', waits=False, guarded=False)
     async def ugly(self, request):
@@ -283,7 +280,7 @@ class Site:
     async def not_found(self, request, **params):
         if request.path.startswith(API):
             return json_response(404, {'error': 'not found'})
-        return error_page(404, 'There is no page here.')
+        return self.error_page(404, 'There is no page here.')
 
     async def _build_packs_page(self):
         # Packs and their counts change only when a data set loads, before

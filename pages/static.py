@@ -4,7 +4,6 @@ import mimetypes
 import os
 
 from .http import Response, text_response
-from .site import FAVICON, STATIC
 
 NOT_FOUND = text_response(404, 'Not Found')
 # The longest name and the most segments a static file has; anything
@@ -42,12 +41,12 @@ def file_response(directory, name):
     return Response(200, content_type, body, ())
 
 
-def static_page(path):
+def static_page(site, path):
     """The response to a GET of `path` if it names a static file (under a
-    pages.STATIC prefix, or the favicon), else None."""
+    prefix of site.static, or the favicon), else None."""
     if path == '/favicon.ico':
-        return file_response(*os.path.split(FAVICON))
-    for prefix, directory in STATIC:
+        return file_response(*os.path.split(site.favicon))
+    for prefix, directory in site.static:
         if path.startswith(prefix + '/'):
             return file_response(directory, path[len(prefix) + 1:])
     return None
@@ -58,7 +57,7 @@ def unrouted(site):
     the site's 404."""
     async def page(request, **params):
         if request.method in ('GET', 'HEAD'):
-            r = static_page(request.path)
+            r = static_page(site, request.path)
             if r is not None:
                 return r
         return await site.not_found(request)

@@ -5,6 +5,9 @@ from markupsafe import Markup
 
 from data_interface import Sticker
 from pages import render
+from settings import DEFAULTS
+
+RENDER = render.Renderer(DEFAULTS.templates)
 
 STICKERS = [
     Sticker(1, 'cats', '/img/cats/1.png', 5, 7, 2, 'Cats & <Dogs>'),
@@ -20,30 +23,30 @@ def test_card_is_what_jinja_renders(s):
         values = render.card_values(place, s)
         # Twice: the first renders and keeps the part, the second uses it.
         for _ in range(2):
-            assert (render.CARD.render(s, values)
-                    == render.CARD.direct(s, values).encode())
-    assert b'data-place="9"' in render.CARD.render(s, render.card_values(9, s))
+            assert (RENDER.card.render(s, values)
+                    == RENDER.card.direct(s, values).encode())
+    assert b'data-place="9"' in RENDER.card.render(s, render.card_values(9, s))
 
 
 @pytest.mark.parametrize('s', STICKERS, ids=lambda s: str(s.id))
 def test_contender_is_what_jinja_renders(s):
     values = render.contender_values(s, 'W' * 22, 'L' * 22)
     for _ in range(2):
-        assert (render.CONTENDER.render(s, values)
-                == render.CONTENDER.direct(s, values).encode())
+        assert (RENDER.contender.render(s, values)
+                == RENDER.contender.direct(s, values).encode())
 
 
 def test_values_of_a_request_are_current():
     s = STICKERS[0]
-    first = render.cards([s]).decode()
-    moved = render.cards([s._replace(rating=-1, votes_plus=7,
+    first = RENDER.cards([s]).decode()
+    moved = RENDER.cards([s._replace(rating=-1, votes_plus=7,
                                      votes_minus=8)]).decode()
     assert 'title="rating">+5<' in first and '▲ 7' in first and '▼ 2' in first
     assert 'class="rating neg" title="rating">-1<' in moved and '▼ 8' in moved
 
 
 def test_texts_are_escaped():
-    text = render.cards(STICKERS[:2]).decode()
+    text = RENDER.cards(STICKERS[:2]).decode()
     assert 'Cats &amp; &lt;Dogs&gt;' in text and '<Dogs>' not in text
     assert 'It&#39;s {0}' in text and '&#34;b&#34;&amp;c={d}' in text
 
@@ -59,24 +62,24 @@ def test_ratings_as_shown():
 
 
 def test_a_template_with_its_values_in_another_order_is_refused():
-    part = render.Part('card.html', ('place', 'tone', 'place', 'signed',
-                                     'votes_plus', 'votes_minus'))
+    part = render.Part(RENDER.templates, 'card.html', (
+        'place', 'tone', 'place', 'signed', 'votes_plus', 'votes_minus'))
     with pytest.raises(ValueError, match='order'):
         part.render(STICKERS[0], render.card_values(1, STICKERS[0]))
 
 
 def test_frame_is_the_page_jinja_renders():
-    frame = render.Frame('top.html', 'cards', nav='good', heading='The best 9')
-    middle = render.cards(STICKERS)
-    page = render.TEMPLATES.get_template('top.html').render(
+    frame = render.Frame(RENDER.templates, 'top.html', 'cards', nav='good', heading='The best 9')
+    middle = RENDER.cards(STICKERS)
+    page = RENDER.templates.get_template('top.html').render(
         nav='good', heading='The best 9', cards=Markup(middle.decode()))
     assert frame.body(middle) == page.encode()
-    assert render.cards([]) in frame.body(render.cards([]))
+    assert RENDER.cards([]) in frame.body(RENDER.cards([]))
 
 
 def test_duel_votes_each_against_the_other():
     a, b = STICKERS[0], STICKERS[2]
-    text = render.duel(a, b, ('A' * 22, 'B' * 22)).decode()
+    text = RENDER.duel(a, b, ('A' * 22, 'B' * 22)).decode()
     forms = text.split('class="vs"')
     assert len(forms) == 2
     assert 'name="win" value="%s"' % ('A' * 22) in forms[0]

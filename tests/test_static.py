@@ -3,7 +3,10 @@ import os
 
 import pytest
 
-from pages import static
+from pages import Site, static
+from settings import DEFAULTS
+
+SITE = Site(None, DEFAULTS)
 
 
 @pytest.fixture
@@ -27,11 +30,11 @@ def file_system_calls(monkeypatch):
 ])
 def test_odd_names_are_refused_without_the_file_system(file_system_calls,
                                                         path):
-    assert static.static_page(path) is static.NOT_FOUND
+    assert static.static_page(SITE, path) is static.NOT_FOUND
     assert file_system_calls == []
 
 
 def test_plain_names_are_served(file_system_calls):
-    assert static.static_page('/static/style.css').status == 200
-    assert static.static_page('/favicon.ico').status == 200
+    assert static.static_page(SITE, '/static/style.css').status == 200
+    assert static.static_page(SITE, '/favicon.ico').status == 200
     assert 'realpath' in file_system_calls
