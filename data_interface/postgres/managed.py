@@ -22,13 +22,10 @@ gets SIGINT, a fast shutdown, when the server dies, however it dies.
 """
 import asyncio
 import glob
-import hashlib
 import logging
 import os
-import pwd
 import shutil
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -38,19 +35,17 @@ from processes import (LISTEN, adopt_orphans, answers, ended, free_port,
                        launcher, lock, reap, reap_orphans, spawn, state,
                        tcp_sockets, unlock)
 from settings import DEFAULTS
+from . import layout
+from .layout import ELSEWHERE, SUPERUSER  # noqa: F401 (tests use ELSEWHERE)
 from .. import private
 from ..address import secret
 
 log = logging.getLogger('postgres')
 
-SUPERUSER = 'postgres'
-ELSEWHERE = '/var/lib/stickers-postgres'
 START_TIMEOUT = 120.0     # seconds for the postmaster to accept connections
 STOP_TIMEOUT = 60.0
 STOP_SIGNALS = {'smart': signal.SIGTERM, 'fast': signal.SIGINT,
                 'immediate': signal.SIGQUIT}
-# What server.py's older versions kept beside the server's files.
-OLD_LAYOUT = ('data', 'postgres.log', 'superuser.password')
 # Appended to postgresql.conf after initdb. Commits do not wait for the WAL
 # flush, like Tarantool's default wal_mode 'write'. No Unix socket (a deep
 # data directory makes too long a socket path): TCP only.
@@ -95,15 +90,6 @@ def bindir():
     return os.path.dirname(versions[-1])
 
 
-def as_root():
-    return os.geteuid() == 0
-
-
-def owner():
-    """The account the cluster's processes run as: postgres when root."""
-    return SUPERUSER if as_root() else None
-
-
 def psql_literal(text):
     """text quoted for psql's set command: within quotes, a backslash
     escapes the next character."""
@@ -127,7 +113,7 @@ class ManagedPostgres:
         self.app, self.owner = settings.app_user, settings.owner_user
         self.database = settings.database
         port = port or settings.postgres_port
-        self.home = self._home()
+        self.home = layout.home_of(self.directory)
         self.port = self._remembered_port() or port
         self.started = False    # managed by this object: stop() stops it
         self.process = None     # the postmaster, if this object started it
@@ -137,34 +123,6 @@ class ManagedPostgres:
         self._held = None    # server.lock while this object manages it
 
     data = property(lambda self: os.path.join(self.home, 'data'))
-
-    def _elsewhere(self):
-        checkout = os.path.dirname(os.path.dirname(self.directory))
-        return os.path.join(ELSEWHERE, '%s-%s' % (
-            os.path.basename(checkout) or 'stickers',
-            hashlib.sha1(self.directory.encode()).hexdigest()[:10]))
-
-    def _home(self):
-        """Where the cluster lives: in directory/cluster if the postgres
-        user can reach it (or it was made there), else in a directory of
-        its own; in directory itself while an older layout's is there."""
-        inside = os.path.join(self.directory, 'cluster')
-        for home in (inside, self.directory, self._elsewhere()):
-            if self._initialised(home):
-                return home
-        if not as_root():
-            return inside
-        parent = os.path.dirname(self.directory)
-        while not os.path.isdir(parent):
-            parent = os.path.dirname(parent)
-        reachable = subprocess.run(
-            launcher(user=SUPERUSER) + ['test', '-x', parent],
-            stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-        return inside if reachable else self._elsewhere()
-
-    @staticmethod
-    def _initialised(home):
-        return os.path.exists(os.path.join(home, 'data', 'PG_VERSION'))
 
     def password(self, role):
         return secret(os.path.join(self.directory, role + '.password'),
@@ -197,7 +155,7 @@ class ManagedPostgres:
     def _run(self, tool, *args, input='', **kwargs):
         command = [os.path.join(bindir(), tool)] + list(args)
         if tool != 'psql':
-            command = launcher(user=owner()) + command
+            command = launcher(user=layout.owner()) + command
         result = subprocess.run(command, input=input, capture_output=True,
                                 text=True, **kwargs)
         if result.returncode != 0:
@@ -205,13 +163,8 @@ class ManagedPostgres:
                 tool, result.returncode, (result.stderr or result.stdout)[-2000:]))
         return result
 
-    def _own(self, path):
-        if as_root():
-            user = pwd.getpwnam(SUPERUSER)
-            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
-
     def initialised(self):
-        return self._initialised(self.home)
+        return layout.initialised(self.home)
 
     def running(self):
         return self.postmaster() is not None
@@ -227,71 +180,31 @@ class ManagedPostgres:
 
     def _manage(self):
         """Hold server.lock (False if another process does), with the
-        directories made, owned and private; a cluster of the older layout
-        (data/ beside the server's files) moved into directory/cluster."""
+        directories settled (layout.settle)."""
         if self._held is not None:
             return True
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        inside = os.path.join(self.directory, 'cluster')
         if self.home == self.directory and self.running():
             raise RuntimeError(
                 'PostgreSQL runs from %s, where older versions made it: stop '
                 'it (pg_ctl stop -D %s, as its owner) and start again'
                 % (self.data, self.data))
-        group = None
-        if as_root():   # first: postgres may own it, from older versions
-            group = pwd.getpwnam(SUPERUSER).pw_gid if self.home in (
-                inside, self.directory) else 0
-            os.chown(self.directory, 0, group)
-        private.tighten(self.directory, 0o710 if group else 0o700, group)
-        if self.home == self.directory:
-            self._move_into(inside)
+        self.home = layout.settle(self.directory, self.home)
         self._held = lock(os.path.join(self.directory, 'server.lock'))
-        if self._held is None:
-            return False
-        if self.home == self._elsewhere():
-            os.makedirs(ELSEWHERE, mode=0o755, exist_ok=True)
-        os.makedirs(self.home, mode=0o700, exist_ok=True)
-        self._own(self.home)
-        private.tighten(self.home)
-        return True
-
-    def _move_into(self, inside):
-        log.info('moving the PostgreSQL cluster of %s into %s',
-                 self.directory, inside)
-        os.makedirs(inside, mode=0o700, exist_ok=True)
-        self._own(inside)
-        for name in OLD_LAYOUT:
-            if os.path.lexists(os.path.join(self.directory, name)):
-                os.rename(os.path.join(self.directory, name),
-                          os.path.join(inside, name))
-        self.home = inside
-        # What postgres may have put in place of the server's own files.
-        for name in os.listdir(self.directory):
-            path = os.path.join(self.directory, name)
-            found = os.lstat(path)
-            if name != 'cluster' and (
-                    found.st_uid != os.geteuid()
-                    or not stat.S_ISREG(found.st_mode)):
-                log.warning('removing %s, not a file of this account', path)
-                if stat.S_ISDIR(found.st_mode):
-                    shutil.rmtree(path)
-                else:
-                    os.remove(path)
+        return self._held is not None
 
     def _unmanage(self):
         unlock(self._held)
         self._held = None
 
     def init(self):
-        if self.home == self._elsewhere():
+        if self.home == layout.elsewhere(self.directory):
             log.info('the postgres user cannot enter %s: the cluster lives '
                      'in %s', self.directory, self.home)
         password = os.path.join(self.home, 'superuser.password')
         if os.path.lexists(password):
             os.remove(password)   # an interrupted initdb's
         secret(password, create=True)
-        self._own(password)
+        layout.own(password)
         log.info('creating a PostgreSQL cluster in %s', self.data)
         shutil.rmtree(self.data, ignore_errors=True)   # an interrupted initdb
         self._run('initdb', '-D', self.data, '-U', SUPERUSER,
@@ -346,7 +259,7 @@ class ManagedPostgres:
                  self.host, self.port, self.data)
         adopt_orphans()
         self.process = spawn(
-            launcher('INT', owner(), self.log_file)
+            launcher('INT', layout.owner(), self.log_file)
             + [os.path.join(bindir(), 'postgres'), '-D', self.data,
                '-p', str(self.port)],
             stdin=subprocess.DEVNULL, cwd='/', start_new_session=True)
@@ -449,8 +362,8 @@ class ManagedPostgres:
                 if not self.started:
                     return
                 self.started = False
-                if self.postmaster() is None and (
-                        self.process is None or self.process.poll() is not None):
+                ours = self.process and self.process.poll() is None
+                if self.postmaster() is None and not ours:
                     log.info('PostgreSQL was not running')
                     return
                 self._shutdown(STOP_SIGNALS[mode])
