@@ -12,6 +12,7 @@ from data_interface.postgres.asyncpg_data import PostgresData
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from pages import Request, Site
 from pages.http import HTML, JSON
+from settings import DEFAULTS
 
 BALLOTS = b'win=' + b'a' * 22 + b'&lose=' + b'b' * 22
 PARAMS = {'pack': 'cats', 'sticker': '1'}
@@ -24,7 +25,7 @@ def request(method='GET', path='/', cookies=None, body=b''):
 @pytest.fixture
 def site():
     gone = TarantoolAddress('127.0.0.1', free_port(), 'sticker_app', 'x')
-    return Site(AsynctntData(gone, 'multi'))
+    return Site(AsynctntData(gone, 'multi'), DEFAULTS)
 
 
 def test_routes_are_the_pages_bound_to_the_site(site):
