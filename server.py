@@ -24,8 +24,8 @@ import os
 import signal
 import sys
 
-import engines
-import settings
+from runtime import engines
+from runtime import settings
 from data_interface import DataUnavailable
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
@@ -213,9 +213,9 @@ def stop_event():
 async def serve(engine, s, worker=None):
     """Serve from this process; a worker (workers.py) uses the databases
     its parent runs, as told in `worker` (the parent's settings)."""
-    import edge
-    import workers
-    from databases import open_databases
+    from runtime import edge
+    from runtime import workers
+    from runtime.databases import open_databases
     from pages import Site
     adapter = importlib.import_module(engine.framework + '_server')
     stopped = stop_event()   # before any database starts: none is left
@@ -242,7 +242,7 @@ async def serve(engine, s, worker=None):
 
 
 async def serve_workers(engine, s, argv):
-    import workers
+    from runtime import workers
     await workers.parent(engine, s, argv, stop_event())
     log.info('stopped')
 
@@ -270,7 +270,7 @@ def main(argv=None):
         logging.getLogger(driver).setLevel(
             max(logging.ERROR, logging.getLevelName(args.level)))
     if args.worker is not None:
-        import workers
+        from runtime import workers
         from pages.sessions import usable_key
         try:
             worker = workers.read_config()
@@ -288,7 +288,7 @@ def main(argv=None):
             return 1
         job = (serve_workers(engine, s, argv) if args.workers > 1
                else serve(engine, s))
-    from databases import Stopped
+    from runtime.databases import Stopped
     loop = new_loop(engine)
     asyncio.set_event_loop(loop)
     try:

@@ -4,7 +4,7 @@ import asyncio
 import aiohttp
 from aiohttp import web, web_response
 
-import edge
+from runtime import edge
 from pages import MAX_BODY, Request
 from pages.http import NOSNIFF, SERVER
 from pages.static import unrouted

@@ -4,7 +4,7 @@ granian_server serve it."""
 import asyncio
 import re
 
-import edge
+from runtime import edge
 from pages import MAX_BODY, Request
 from pages.http import NOSNIFF, SERVER, text_response
 from pages.static import unrouted

@@ -11,7 +11,7 @@ import time
 from .profile import py_spy
 from .runner import Settings
 from .wrk import PAGES, PLAIN_ONLY
-from settings import DEFAULTS as SITE, ROOT
+from runtime.settings import DEFAULTS as SITE, ROOT
 
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
 DEFAULTS = {'duration': 10, 'warmup': 2, 'runs': 3}
@@ -91,7 +91,7 @@ def parser():
 
 def select_engines(patterns, fail, workers=1):
     """(runnable engines, [(name, why not)]) in registry order."""
-    import engines
+    from runtime import engines
     chosen = set()
     for pattern in patterns:
         found = [e.name for e in engines.ENGINES

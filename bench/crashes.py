@@ -22,9 +22,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import engines  # noqa: E402
-from processes import free_port, terminate  # noqa: E402
-from settings import DEFAULTS, ROOT  # noqa: E402
+from runtime import engines  # noqa: E402
+from runtime.processes import free_port, terminate  # noqa: E402
+from runtime.settings import DEFAULTS, ROOT  # noqa: E402
 
 
 def status(url):

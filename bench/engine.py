@@ -4,8 +4,8 @@ import subprocess
 import sys
 import time
 
-from processes import answers, terminate
-from settings import ROOT
+from runtime.processes import answers, terminate
+from runtime.settings import ROOT
 
 
 def tail(path, lines=15):

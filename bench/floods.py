@@ -22,10 +22,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import engines  # noqa: E402
+from runtime import engines  # noqa: E402
 from bench.soak import Database, start_site  # noqa: E402
-from processes import terminate  # noqa: E402
-from settings import ROOT  # noqa: E402
+from runtime.processes import terminate  # noqa: E402
+from runtime.settings import ROOT  # noqa: E402
 
 
 def wrk(url, path, connections, seconds):

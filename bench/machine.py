@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import sys
 
-from settings import ROOT
+from runtime.settings import ROOT
 
 PACKAGES = ('aiohttp', 'sanic', 'uvicorn', 'granian', 'fastapi', 'socketify',
             'uvloop', 'asynctnt', 'asyncpg', 'jinja2')

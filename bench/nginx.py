@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import time
 
-from processes import answers, terminate
+from runtime.processes import answers, terminate
 from .engine import tail
 from .pagecheck import HTML_TYPE, UGLY_TYPE
 

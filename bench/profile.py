@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from settings import ROOT
+from runtime.settings import ROOT
 
 RATE = 200                      # py-spy samples per second
 HZ = os.sysconf('SC_CLK_TCK')

@@ -2,7 +2,7 @@
 timed runs, flagged runs marked, and the ratios that make runs comparable."""
 import os
 
-from .hello import of_engine
+from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .stats import ratio, summarize
 
@@ -38,7 +38,7 @@ def targets(results):
 def counterpart(name):
     """The Tarantool engine a PostgreSQL engine is compared with: same
     framework, loop and connection mode (or the first of framework+loop)."""
-    import engines
+    from runtime import engines
     engine = engines.BY_NAME.get(name)
     if engine is None or engines.database(engine) != 'postgres':
         return None

@@ -7,9 +7,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import hello, machine, profile, stats, verify, wrk
-from processes import free_port
-from settings import DEFAULTS as SITE
+from . import references, machine, profile, stats, verify, wrk
+from runtime.processes import free_port
+from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
 from .nginx import Nginx
 from .progress import Progress
@@ -214,7 +214,7 @@ class Matrix:
         """Start the bare hello world of a framework and loop for an engine's
         ugly runs: the running server, or None (its target says why). Its
         target is recorded once, with the verification of its first start."""
-        name = hello.name(framework, loop)
+        name = references.name(framework, loop)
         t = self.hellos.get(name)
         if t is None:
             t = self.hellos[name] = self.target(name, 'hello')
@@ -223,7 +223,7 @@ class Matrix:
             return None
         log = os.path.join(self.s.out, 'logs', name + '.log')
         t['log'] = os.path.relpath(log, self.s.out)
-        server = hello.HelloServer(framework, loop, free_port(), log,
+        server = references.HelloServer(framework, loop, free_port(), log,
                                    self.s.pin['server'])
         t['command'] = server.argv
         left = target_guess(self.s, 'hello')

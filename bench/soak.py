@@ -30,9 +30,9 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dataset  # noqa: E402
-import engines  # noqa: E402
-from processes import free_port, terminate  # noqa: E402
-from settings import DEFAULTS, ROOT, replace  # noqa: E402
+from runtime import engines  # noqa: E402
+from runtime.processes import free_port, terminate  # noqa: E402
+from runtime.settings import DEFAULTS, ROOT, replace  # noqa: E402
 
 MIB = 1024 * 1024
 STAT = re.compile(r'id="stat-(\w+)">([\d,]+)<')
@@ -92,13 +92,13 @@ class Database:
     def __init__(self, kind, directory, session_ttl, cap, packs):
         self.kind = kind
         if kind == 'tarantool':
-            from data_interface.tarantool.managed import ManagedTarantool
+            from runtime.databases.tarantool import ManagedTarantool
             self.server = ManagedTarantool(
                 directory, port=free_port(), settings=replace(
                     DEFAULTS, session_ttl=session_ttl, max_sessions=cap,
                     max_ballots=cap))
         else:
-            from data_interface.postgres.managed import ManagedPostgres
+            from runtime.databases.postgres import ManagedPostgres
             self.server = ManagedPostgres(directory, port=free_port())
         self.server.start()
         asyncio.run(self.load(dataset.generate(packs=packs)))

@@ -2,7 +2,7 @@
 import os
 import subprocess
 
-from settings import ROOT
+from runtime.settings import ROOT
 from .stats import WrkOutputError, parse_wrk
 
 SCRIPTS = os.path.join(ROOT, 'wrk_scripts')

@@ -5,7 +5,7 @@ import secrets
 from collections import namedtuple
 from urllib.parse import urlsplit
 
-from settings import DEFAULTS
+from runtime.settings import DEFAULTS
 from . import private
 
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')

@@ -7,7 +7,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 
-import edge
+from runtime import edge
 from pages import MAX_BODY
 from pages import Request as PageRequest
 from pages.http import text_response

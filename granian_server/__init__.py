@@ -10,10 +10,10 @@ from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
-import edge
+from runtime import edge
 from asgi_server import make_app
 from pages import MAX_BODY
-from processes import ESTABLISHED, LISTEN, tcp_socket_fds
+from runtime.processes import ESTABLISHED, LISTEN, tcp_socket_fds
 
 # Room for a request head and a body at the limit in granian's read buffer.
 BUFFER = MAX_BODY + 64 * 1024

@@ -8,7 +8,7 @@ is the connection's edge.
 """
 import asyncio
 
-import edge
+from runtime import edge
 from japronto import Application
 from japronto.protocol.cprotocol import Protocol
 from japronto.router import RouteNotFoundException

@@ -33,7 +33,7 @@ japronto.
 import asyncio
 import re
 
-import edge
+from runtime import edge
 
 _TOKEN = br"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 HEAD = re.compile(br'(?:\r?\n)?' + _TOKEN + br' [^\x00-\x20\x7f]+ HTTP/1\.[01]\r?\n(?:'

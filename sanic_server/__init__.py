@@ -7,7 +7,7 @@ from sanic import Sanic
 from sanic.response import HTTPResponse
 from sanic.server.protocols.http_protocol import HttpProtocol
 
-import edge
+from runtime import edge
 from pages import MAX_BODY, Request
 from pages.http import EVERY
 from pages.static import unrouted

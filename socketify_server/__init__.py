@@ -19,7 +19,7 @@ from urllib.parse import unquote_to_bytes
 from socketify import App
 from socketify.native import ffi, lib, library_path
 
-import edge
+from runtime import edge
 from pages import MAX_BODY, Request
 from pages.http import EVERY, text_response
 from pages.static import unrouted

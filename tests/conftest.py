@@ -18,12 +18,12 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dataset  # noqa: E402
-import engines  # noqa: E402
+from runtime import engines  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
-from data_interface.tarantool.managed import ManagedTarantool  # noqa: E402
-from data_interface.postgres.managed import ManagedPostgres  # noqa: E402
-from processes import answers, free_port, terminate  # noqa: E402,F401
-from settings import ROOT  # noqa: E402
+from runtime.databases.tarantool import ManagedTarantool  # noqa: E402
+from runtime.databases.postgres import ManagedPostgres  # noqa: E402
+from runtime.processes import answers, free_port, terminate  # noqa: E402,F401
+from runtime.settings import ROOT  # noqa: E402
 
 TEST_PACKS = 10
 ARTIFACTS = os.path.join(ROOT, 'test-artifacts')

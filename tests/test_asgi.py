@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-import edge
+from runtime import edge
 from asgi_server import make_app, parse_cookies
 from pages import MAX_BODY, Route
 from pages.http import text_response

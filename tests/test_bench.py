@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import cli, hello, profile, report, stats, verify
 from bench.charts import label
-from processes import answers
+from runtime.processes import answers
 from bench.progress import Progress, clock
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
@@ -263,7 +263,7 @@ def test_quick_fills_only_what_was_not_given():
 
 
 def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
-    import engines
+    from runtime import engines
     monkeypatch.setattr(engines, 'runs_here', lambda e: (
         'no: sanic is not installed' if e.framework == 'sanic' else
         'via .venv37 (Python 3.7)' if e.framework == 'japronto' else 'yes'))
@@ -473,7 +473,7 @@ def test_profile_table_and_charts(profile_run):
 
 def test_workers_go_to_server_py_and_single_process_engines_are_skipped(
         monkeypatch):
-    import engines
+    from runtime import engines
     monkeypatch.setattr(engines, 'WORKERS', ('aiohttp',))
     s = cli.settings(['--workers', '3', '--engines', '*-tarantool-one',
                       '--out', '/nonexistent'])

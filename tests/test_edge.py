@@ -11,7 +11,7 @@ import pytest
 from bench.pagecheck import all_stickers, ballots, client, vote_total
 from conftest import (ServerProcess, engine_args, load_small, remove_postgres,
                       start_postgres, start_tarantool, tarantool_address)
-from processes import ESTABLISHED, tcp_sockets
+from runtime.processes import ESTABLISHED, tcp_sockets
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
@@ -152,13 +152,13 @@ class Transport(asyncio.Transport):
 
 
 def edge_connection():
-    import edge
+    from runtime import edge
     gate = edge.Gate(edge.LIMITS, asyncio.new_event_loop())
     return edge.Edge(gate, Inner)
 
 
 def japronto_connection():
-    import edge
+    from runtime import edge
     pytest.importorskip('japronto')     # the legacy environment
     from japronto_server.pipeline import Connection
     gate = edge.Gate(edge.LIMITS, asyncio.new_event_loop())
@@ -173,7 +173,7 @@ def test_a_head_sent_byte_by_byte_is_scanned_once(monkeypatch, make):
     resumes where it stopped, so the bytes searched stay a few times the
     head (from byte 0 on every byte, they were some 10^9), and the request
     still goes through whole."""
-    import edge
+    from runtime import edge
     counting = CountingSearch(edge.HEAD_END)
     monkeypatch.setattr(edge, 'HEAD_END', counting)
     connection = make()
@@ -562,7 +562,7 @@ def test_rate_limit_refills_and_stays_bounded():
 
 
 def test_limits_are_on_by_default_beyond_loopback():
-    import edge
+    from runtime import edge
     import server
     from pages.limits import parse_rate
 

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip('fastapi')
 
-import edge  # noqa: E402
+from runtime import edge  # noqa: E402
 import fastapi_server  # noqa: E402
 from uvicorn_server import serve_app  # noqa: E402
 from pages import MAX_BODY  # noqa: E402

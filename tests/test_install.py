@@ -11,8 +11,8 @@ import asyncpg
 import pytest
 
 from conftest import ServerProcess, free_port
-from data_interface.postgres.managed import ELSEWHERE, ManagedPostgres
-from data_interface.tarantool.managed import INSTANCE_LUA, ManagedTarantool
+from runtime.databases.postgres import ELSEWHERE, ManagedPostgres
+from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
 from test_server import burst
 from test_supervision import copy_checkout, lines
 

@@ -2,7 +2,7 @@
 the ballot limit's defaults."""
 import pytest
 
-import settings
+from runtime import settings
 from pages.limits import RateLimit, client_of, parse_rate
 
 

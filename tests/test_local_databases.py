@@ -27,10 +27,10 @@ from data_interface import Visit
 from data_interface import private
 from data_interface.address import (as_admin, default_tarantool,
                                     parse_tarantool, secret)
-from data_interface.postgres.managed import ManagedPostgres
-from data_interface.tarantool.managed import INSTANCE_LUA, ManagedTarantool
-from processes import answers, state
-from settings import DEFAULTS, replace
+from runtime.databases.postgres import ManagedPostgres
+from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
+from runtime.processes import answers, state
+from runtime.settings import DEFAULTS, replace
 from test_postgres import wait_for
 from test_server import burst, run_server
 from test_supervision import KEEP_OUT, lines, pid_in, wait_lines

@@ -158,7 +158,7 @@ async def test_path_traversal_is_refused(site, path):
 
 def test_engine_list_is_complete():
     assert os.path.exists(os.path.join(os.path.dirname(__file__), '..', 'server.py'))
-    import engines
+    from runtime import engines
     assert set(ENGINES) <= set(engines.BY_NAME)
 
 

@@ -2,7 +2,7 @@
 within the connections the server takes."""
 import pytest
 
-from workers import given_databases, worker_pool_size
+from runtime.workers import given_databases, worker_pool_size
 
 ENGINE = 'aiohttp-postgres-pool-uvloop'
 
@@ -19,7 +19,7 @@ def test_worker_pool_size(limit, workers, size, expected):
 
 
 async def test_a_worker_takes_the_size_it_is_given(postgres):
-    import engines
+    from runtime import engines
     engine = engines.BY_NAME[ENGINE]
     config = {'tarantool': None, 'postgres': postgres.dsn, 'pool_size': 2}
     async with given_databases(engine, config) as data:

@@ -16,7 +16,7 @@ from data_interface import DataUnavailable, Visit
 from data_interface.postgres.asyncpg_data import (RANKED, PostgresData,
                                                   apply_schema)
 from data_interface.postgres.fifo import FifoGate
-from data_interface.postgres.managed import ManagedPostgres
+from runtime.databases.postgres import ManagedPostgres
 from test_server import burst
 
 
@@ -153,9 +153,9 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     """databases.Databases with no DSN: a cluster under var/postgres (here a
     temporary var/, with a free port remembered as if chosen before),
     loaded once, stopped on stop(), found again with its data."""
-    import databases
-    import engines
-    import settings
+    from runtime import databases
+    from runtime import engines
+    from runtime import settings
     root = tempfile.mkdtemp(prefix='stickers-test-var-')
     s = settings.replace(settings.DEFAULTS, root=root, packs=TEST_PACKS,
                          postgres_port=free_port())

@@ -5,7 +5,7 @@ from markupsafe import Markup
 
 from data_interface import Sticker
 from pages import render
-from settings import DEFAULTS
+from runtime.settings import DEFAULTS
 
 RENDER = render.Renderer(DEFAULTS.templates)
 

@@ -12,7 +12,7 @@ from data_interface.postgres.asyncpg_data import PostgresData
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from pages import Request, Site
 from pages.http import HTML, JSON
-from settings import DEFAULTS
+from runtime.settings import DEFAULTS
 
 BALLOTS = b'win=' + b'a' * 22 + b'&lose=' + b'b' * 22
 PARAMS = {'pack': 'cats', 'sticker': '1'}

@@ -11,7 +11,7 @@ import uuid
 import aiohttp
 import pytest
 
-import engines
+from runtime import engines
 from conftest import (ROOT, ServerProcess, engine_args, start_tarantool,
                       tarantool_address)
 

@@ -13,7 +13,7 @@ import pytest
 from bench.pagecheck import ballots, client, session_cookie
 from conftest import ServerProcess, engine_args
 from pages.sessions import Sessions, usable_key
-from settings import DEFAULTS
+from runtime.settings import DEFAULTS
 
 # One engine of each framework's adapter.
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',

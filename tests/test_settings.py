@@ -5,11 +5,11 @@ import sys
 
 import pytest
 
-import engines
-import settings
+from runtime import engines
+from runtime import settings
 from conftest import ROOT, TEST_PACKS, tarantool_address
-from data_interface.tarantool.managed import ManagedTarantool
-from databases import open_databases
+from runtime.databases.tarantool import ManagedTarantool
+from runtime.databases import open_databases
 from pages import Site
 
 

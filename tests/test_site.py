@@ -15,7 +15,7 @@ from conftest import TEST_PACKS
 from pages import Request, Site
 from pages.http import FRAMING, HTML, JSON, TEXT
 from pages.static import unrouted
-from settings import DEFAULTS
+from runtime.settings import DEFAULTS
 
 EXPECTED = dataset.generate(packs=TEST_PACKS)
 FORM = 'win=%s&lose=%s'

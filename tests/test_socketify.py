@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-import edge
+from runtime import edge
 from pages.http import Response, Route, text_response
-from processes import free_port
+from runtime.processes import free_port
 
 socketify_server = pytest.importorskip('socketify_server')
 BIG = b'0123456789abcdef' * 65536     # 1 MiB: more than a 4 KiB window

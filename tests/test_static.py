@@ -4,7 +4,7 @@ import os
 import pytest
 
 from pages import Site, static
-from settings import DEFAULTS
+from runtime.settings import DEFAULTS
 
 SITE = Site(None, DEFAULTS)
 

@@ -15,10 +15,10 @@ import pytest
 from conftest import (ROOT, ServerProcess, free_port, load_small,
                       start_tarantool, tarantool_address)
 from data_interface.address import as_admin
-from data_interface.postgres.managed import ManagedPostgres
+from runtime.databases.postgres import ManagedPostgres
 from data_interface.tarantool.asynctnt_data import AsynctntData
-from processes import answers
-from processes import state
+from runtime.processes import answers
+from runtime.processes import state
 from test_postgres import wait_for
 from test_server import burst
 

@@ -11,9 +11,9 @@ import pytest
 from asynctnt.exceptions import TarantoolDatabaseError
 
 from conftest import ROOT, ServerProcess, tarantool_address
-import settings
+from runtime import settings
 from data_interface.address import TarantoolAddress
-from processes import answers
+from runtime.processes import answers
 from bench.pagecheck import ballots, stat
 
 

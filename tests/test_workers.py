@@ -12,11 +12,11 @@ import uuid
 import aiohttp
 import pytest
 
-import engines
+from runtime import engines
 from bench.pagecheck import ballots, session_cookie
 from conftest import ServerProcess, engine_args, free_port, tarantool_address
 from data_interface import Visit
-from processes import ESTABLISHED, LISTEN, answers, state, tcp_sockets
+from runtime.processes import ESTABLISHED, LISTEN, answers, state, tcp_sockets
 from test_durability import counted
 from test_server import run_server
 from test_supervision import checkout, lines, wait_gone  # noqa: F401
@@ -126,7 +126,7 @@ async def voter(url, tally, votes):
 
 
 def data_of(request, engine):
-    from databases import data_for
+    from runtime.databases import data_for
     if '-postgres-' in engine:
         return data_for(engines.BY_NAME[engine],
                         postgres=request.getfixturevalue('postgres').dsn)
@@ -257,7 +257,7 @@ def test_bad_worker_counts_exit_2(workers):
 async def test_parent_sweeps_for_every_worker(postgres):
     """Where the database does not sweep itself, the parent's one sweep
     removes what any worker's visitors left."""
-    import workers
+    from runtime import workers
     from data_interface.postgres.asyncpg_data import PostgresData
     data = PostgresData(postgres.dsn)
     await data.start()

@@ -5,7 +5,7 @@ import asyncio
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-import edge
+from runtime import edge
 from asgi_server import make_app
 from pages.http import EVERY
 

@@ -31,16 +31,17 @@ import sys
 import time
 from contextlib import asynccontextmanager
 
-import engines
+from runtime import engines
 from data_interface import DataUnavailable
 from data_interface.address import TarantoolAddress
-from databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP, cancel,
+from runtime.databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP, cancel,
                        WATCH_EVERY, Databases, data_for)
 from pages.outage import Outage
-from processes import LISTEN, tcp_sockets
+from runtime.processes import LISTEN, tcp_sockets
 
 log = logging.getLogger('workers')
-SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server.py')
+SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      'server.py')
 STOP_TIMEOUT = 30.0     # seconds for a worker to finish its requests
 READY_TIMEOUT = 120.0   # seconds for a worker to connect and listen
 

@@ -3,8 +3,8 @@ import asyncio
 import importlib
 import sys
 
-from hello import FRAMEWORKS
-from settings import DEFAULTS
+from bench.hello import FRAMEWORKS
+from runtime.settings import DEFAULTS
 
 
 def new_loop(uvloop):
@@ -15,14 +15,14 @@ def new_loop(uvloop):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog='python -m hello',
+    p = argparse.ArgumentParser(prog='python -m bench.hello',
                                 description='a bare /ugly for one framework')
     p.add_argument('framework', choices=FRAMEWORKS)
     p.add_argument('--uvloop', action='store_true', help='uvloop, not asyncio')
     p.add_argument('-p', '--port', type=int, default=DEFAULTS.port)
     p.add_argument('--host', default=DEFAULTS.host)
     args = p.parse_args(argv)
-    module = importlib.import_module('hello.%s_hello' % args.framework)
+    module = importlib.import_module('bench.hello.%s_hello' % args.framework)
     loop = new_loop(args.uvloop)
     asyncio.set_event_loop(loop)
     module.serve(loop, args.host, args.port)

@@ -12,10 +12,10 @@ import time
 from contextlib import asynccontextmanager
 
 import dataset
-import engines
+from runtime import engines
 from data_interface.address import as_admin, default_postgres, default_tarantool
-from data_interface.tarantool.managed import ManagedTarantool
-from processes import answers
+from runtime.databases.tarantool import ManagedTarantool
+from runtime.processes import answers
 
 log = logging.getLogger('databases')
 
@@ -166,7 +166,7 @@ class Databases:
         local cluster, started."""
         if self.postgres_dsn is None:
             from data_interface.postgres.asyncpg_data import can_connect
-            from data_interface.postgres.managed import ManagedPostgres
+            from runtime.databases.postgres import ManagedPostgres
             s = self.settings
             server = await self._blocking(ManagedPostgres, s.postgres_dir,
                                           None, s)

@@ -31,14 +31,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from processes import (LISTEN, adopt_orphans, answers, ended, free_port,
+from runtime.processes import (LISTEN, adopt_orphans, answers, ended, free_port,
                        launcher, lock, reap, reap_orphans, spawn, state,
                        tcp_sockets, unlock)
-from settings import DEFAULTS
-from . import layout
-from .layout import ELSEWHERE, SUPERUSER  # noqa: F401 (tests use ELSEWHERE)
-from .. import private
-from ..address import secret
+from runtime.settings import DEFAULTS
+from . import postgres_layout as layout
+from .postgres_layout import ELSEWHERE, SUPERUSER  # noqa: F401 (tests use ELSEWHERE)
+from data_interface import private
+from data_interface.address import secret
 
 log = logging.getLogger('postgres')
 
@@ -299,7 +299,7 @@ class ManagedPostgres:
 
     def prepare(self):
         """Roles and passwords, then the schema as the owner."""
-        from .asyncpg_data import PostgresData
+        from data_interface.postgres.asyncpg_data import PostgresData
         env = dict(os.environ, PGPASSWORD=private.read(os.path.join(
             self.home, 'superuser.password')).strip())
         names = (('owner', self.owner),

@@ -7,7 +7,7 @@ start from DEFAULTS. A Settings is frozen: change it with replace().
 import os
 from dataclasses import dataclass, field, replace
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Ballot pairs: twice the votes, for a voter as quick as the vote limit
 # allows, plus reloads. Ballots live 10 minutes, so an address then holds
 # at most some 2,600: filling the database's ballot cap (a million or more;

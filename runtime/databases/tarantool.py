@@ -15,15 +15,15 @@ import subprocess
 import threading
 import time
 
-from processes import (LISTEN, Adopted, answers, ended, launcher, lock,
+from runtime.processes import (LISTEN, Adopted, answers, ended, launcher, lock,
                        spawn, tcp_sockets, terminate, unlock)
-from settings import DEFAULTS
-from .. import private
-from ..address import TarantoolAddress, secret
+from runtime.settings import DEFAULTS, ROOT
+from data_interface import private
+from data_interface.address import TarantoolAddress, secret
 
 log = logging.getLogger('tarantool')
 
-INSTANCE_LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+INSTANCE_LUA = os.path.join(ROOT, 'data_interface', 'tarantool',
                             'instance.lua')
 
 

@@ -12,8 +12,8 @@ import shutil
 import stat
 import subprocess
 
-from processes import launcher
-from .. import private
+from runtime.processes import launcher
+from data_interface import private
 
 log = logging.getLogger('postgres')
 

@@ -41,7 +41,8 @@ MODULES = {
 # Modules that only install on CPython 3.7: they live in the legacy
 # environment, which server.py switches to by itself.
 LEGACY_MODULES = ('japronto', 'aiotarantool')
-LEGACY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '.venv37')
+LEGACY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      '.venv37')
 LEGACY_HOWTO = ('needs CPython 3.7: install it (pyenv install 3.7.16) '
                 'and run ./run.sh setup')
 

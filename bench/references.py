@@ -1,4 +1,4 @@
-"""The bare framework references: `python -m hello` per framework and loop
+"""The bare framework references: `python -m bench.hello` per framework and loop
 of the engines in a run, started like the engines."""
 import importlib.util
 import os
@@ -13,14 +13,14 @@ def name(framework, loop):
 
 def of_engine(engine_name):
     """The hello reference an engine's /ugly is compared with, or None."""
-    import engines
+    from runtime import engines
     e = engines.BY_NAME.get(engine_name)
     return e and name(e.framework, e.loop)
 
 
 def python(framework):
     """This interpreter when it has the framework, else the legacy one."""
-    import engines
+    from runtime import engines
     if importlib.util.find_spec(engines.MODULES[framework]) is not None:
         return sys.executable
     legacy = os.path.join(engines.LEGACY, 'bin', 'python')
@@ -30,6 +30,6 @@ def python(framework):
 class HelloServer(EngineServer):
     def __init__(self, framework, loop, port, log_path, pin=()):
         super().__init__(name(framework, loop), port, [], log_path, pin)
-        self.argv = list(pin) + [python(framework), '-m', 'hello', framework,
+        self.argv = list(pin) + [python(framework), '-m', 'bench.hello', framework,
                                  '-p', str(port)] + (
             ['--uvloop'] if loop == 'uvloop' else [])

@@ -23,7 +23,7 @@ import resource
 import socket
 from collections import namedtuple
 
-import settings
+from runtime import settings
 
 # The edge's limits (seconds, connections); reuse_port: bind with
 # SO_REUSEPORT, so that several processes serve one port (server.py

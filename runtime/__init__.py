@@ -1,0 +1,3 @@
+"""The serving runtime: settings, the engine table, the edge in front of
+every framework, worker processes, child processes, and the local
+databases (databases/)."""
