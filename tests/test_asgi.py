@@ -14,6 +14,7 @@ from pages.http import text_response
 
 class Pages:
     """Pages that answer what they were given."""
+    static, favicon = (), ''     # no static files
 
     def routes(self):
         return [Route('GET', '/', self.echo, 'html', True),

@@ -16,6 +16,7 @@ from pages.http import Route, text_response  # noqa: E402
 
 class Site:
     """Pages that record what they were given."""
+    static, favicon = (), ''     # no static files
 
     def __init__(self):
         self.seen = []

@@ -15,6 +15,8 @@ BIG = b'0123456789abcdef' * 65536     # 1 MiB: more than a 4 KiB window
 
 
 class Site:
+    static, favicon = (), ''     # no static files
+
     def routes(self):
         return [Route('GET', '/big', self.big, 'html', True),
                 Route('GET', '/now', self.now, 'html', False)]
