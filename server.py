@@ -11,18 +11,17 @@
 
 Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
 any other interpreter the command runs itself again in .venv37. With
---workers N, N processes serve the port (see workers.py). The database
+--workers N, N processes serve the port (see runtime/workers.py). The database
 addresses, which may hold passwords, may come from the environment instead
 (STICKERS_TARANTOOL, STICKERS_POSTGRES) or from a file of arguments, one
 per line: python server.py -e ENGINE @FILE.
 """
 import argparse
 import asyncio
-import importlib
 import logging
 import os
-import signal
 import sys
+from importlib import import_module
 
 from runtime import engines
 from runtime import settings
@@ -50,8 +49,8 @@ def parse_args(argv):
     p.add_argument('--list', action='store_true',
                    help='list every engine and whether it runs here')
     p.add_argument('--workers', type=int, default=d.workers, metavar='N',
-                   help='processes serving the port (default %d; see --list '
-                        'for the engines that take more)' % d.workers)
+                   help='processes serving the port (default %d)'
+                   % d.workers)
     # Given by the parent to the workers it starts (workers.py).
     p.add_argument('--worker', type=int, help=argparse.SUPPRESS)
 
@@ -97,11 +96,6 @@ def parse_args(argv):
         p.error('port must be 1..65535')
     if not 1 <= args.workers <= 256:
         p.error('--workers must be 1..256')
-    engine = engines.BY_NAME.get(args.engine)
-    if args.workers > 1 and engine and not engines.takes_workers(engine):
-        p.error('--workers: %s serves from one process only (its framework '
-                'does not bind with SO_REUSEPORT here); the engines of %s '
-                'take more' % (engine.name, ', '.join(engines.WORKERS)))
     if not 2 <= args.packs <= 5000:
         p.error('--packs must be 2..5000')
     if args.data:
@@ -169,7 +163,7 @@ def with_session_key(s):
     """s with the key that signs session cookies: the one kept in
     var/session.key, made (random, mode 0600) at the first start, so every
     worker and a restart accept the same cookies. ValueError if unusable."""
-    from data_interface.address import secret
+    from runtime.databases.files import secret
     from pages.sessions import usable_key
     key = secret(s.session_key_file, create=True)
     try:
@@ -201,57 +195,17 @@ def find_engine(name, argv):
     return engine
 
 
-def stop_event():
-    """An event set by SIGINT or SIGTERM."""
-    stopped = asyncio.Event()
-    loop = asyncio.get_event_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopped.set)
-    return stopped
-
-
-async def serve(engine, s, worker=None):
-    """Serve from this process; a worker (workers.py) uses the databases
-    its parent runs, as told in `worker` (the parent's settings)."""
-    from runtime import edge
-    from runtime import workers
-    from runtime.databases import open_databases
-    from pages import Site
-    adapter = importlib.import_module(engine.framework + '_server')
-    stopped = stop_event()   # before any database starts: none is left
-    opened = (workers.given_databases(engine, worker) if worker
-              else open_databases(engine, s, stopped))
-    async with opened as data:
-        site = Site(data, s)
-        await site.start()
-        if worker:
-            workers.watch_parent(stopped)
-            ready = asyncio.ensure_future(
-                workers.report_ready(worker['ready'], s.port))
-        else:
-            log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
-                     s.host, s.port, sys.version.split()[0])
-        try:
-            await adapter.serve(site, s.host, s.port, stopped,
-                                edge.limits_of(s))
-        finally:
-            if worker:
-                ready.cancel()
-            await site.stop()
-        log.info('stopped')
-
-
-async def serve_workers(engine, s, argv):
-    from runtime import workers
-    await workers.parent(engine, s, argv, stop_event())
-    log.info('stopped')
-
-
-def new_loop(engine):
-    if engine.loop == 'uvloop':
-        import uvloop
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
+# framework -> its adapter package, imported on use: each needs its own
+# framework installed, and the legacy environment has only some.
+ADAPTERS = {
+    'aiohttp': lambda: import_module('aiohttp_server'),
+    'sanic': lambda: import_module('sanic_server'),
+    'japronto': lambda: import_module('japronto_server'),
+    'uvicorn': lambda: import_module('uvicorn_server'),
+    'granian': lambda: import_module('granian_server'),
+    'fastapi': lambda: import_module('fastapi_server'),
+    'socketify': lambda: import_module('socketify_server'),
+}
 
 
 def main(argv=None):
@@ -261,6 +215,8 @@ def main(argv=None):
         print(engines.listing())
         return 0
     engine = find_engine(args.engine, argv)
+    from runtime import serve
+    adapter = ADAPTERS[engine.framework]()
     who = '' if args.worker is None else 'worker %d ' % args.worker
     logging.basicConfig(level=args.level, format='%(asctime)s %(levelname)s '
                         + who + '%(name)s: %(message)s')
@@ -275,7 +231,7 @@ def main(argv=None):
         try:
             worker = workers.read_config()
             usable_key(worker['session_key'])
-            job = serve(engine, settings.replace(
+            job = serve.serve(adapter, engine, settings.replace(
                 args.settings, session_key=worker['session_key']), worker)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             log.error('bad settings from the parent: %s', e)
@@ -286,10 +242,10 @@ def main(argv=None):
         except (OSError, ValueError) as e:
             log.error('session key: %s', e)
             return 1
-        job = (serve_workers(engine, s, argv) if args.workers > 1
-               else serve(engine, s))
+        job = (serve.serve_workers(engine, s, argv) if args.workers > 1
+               else serve.serve(adapter, engine, s))
     from runtime.databases import Stopped
-    loop = new_loop(engine)
+    loop = engines.new_loop(engine.loop)
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(job)

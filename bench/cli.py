@@ -9,7 +9,7 @@ import sys
 import time
 
 from .profile import py_spy
-from .runner import Settings
+from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
 from runtime.settings import DEFAULTS as SITE, ROOT
 
@@ -104,8 +104,6 @@ def select_engines(patterns, fail, workers=1):
     for e in engines.ENGINES:
         if e.name in chosen:
             status = engines.runs_here(e)
-            if workers > 1 and not engines.takes_workers(e):
-                status = 'no: serves from one process only (--workers)'
             if status.startswith('no: '):
                 skipped.append((e.name, status[len('no: '):]))
             else:
@@ -179,7 +177,7 @@ def settings(argv):
         fail('wrk is not installed (./run.sh setup, or apt-get install wrk)')
     if args.profile and py_spy() is None:
         fail('--profile needs py-spy (pip install -r requirements.txt)')
-    return Settings(
+    return RunPlan(
         engines=runnable, skipped=skipped, pages=list(dict.fromkeys(args.pages)),
         modes=modes, out=os.path.abspath(out),
         connections=args.connections, duration=args.duration,

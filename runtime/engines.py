@@ -25,10 +25,6 @@ DRIVERS = (
 LEGACY_DRIVERS = ('aiotarantool',)
 CURRENT_ONLY = ('uvicorn', 'granian', 'fastapi', 'socketify')
 LOOPS = ('asyncio', 'uvloop')
-# Frameworks whose adapter binds with edge.Limits.reuse_port, so that
-# server.py --workers N can serve one port from N processes.
-WORKERS = ('aiohttp', 'sanic', 'japronto', 'uvicorn', 'granian', 'fastapi',
-           'socketify')
 
 # What each dimension needs importable in this interpreter.
 MODULES = {
@@ -111,8 +107,31 @@ def runs_here(engine):
     return 'no: ' + why
 
 
-def takes_workers(engine):
-    return engine.framework in WORKERS
+def new_loop(loop):
+    """A new event loop of the LOOPS dimension: 'asyncio' or 'uvloop'."""
+    if loop == 'uvloop':
+        import uvloop
+        return uvloop.new_event_loop()
+    import asyncio
+    return asyncio.new_event_loop()
+
+
+def tarantool_driver(driver):
+    """The DataInterface class of a Tarantool driver of DRIVERS."""
+    if driver == 'aiotarantool':
+        from data_interface.tarantool.aiotarantool_data import AiotarantoolData
+        return AiotarantoolData
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    return AsynctntData
+
+
+def data_for(engine, tarantool=None, postgres=None):
+    """An unstarted DataInterface of the engine's driver and mode at the
+    Tarantool address or PostgreSQL DSN given."""
+    if database(engine) == 'postgres':
+        from data_interface.postgres.asyncpg_data import PostgresData
+        return PostgresData(postgres)
+    return tarantool_driver(engine.driver)(tarantool, engine.mode)
 
 
 def closest(name):
@@ -124,10 +143,10 @@ def closest(name):
 def listing():
     """Human-readable table of all engines and whether they can run here."""
     rows = [('ENGINE', 'FRAMEWORK', 'LOOP', 'DRIVER', 'CONNECTIONS',
-             '--WORKERS', 'RUNS HERE')]
+             'RUNS HERE')]
     for e in ENGINES:
         rows.append((e.name, e.framework, e.loop, e.driver, e.mode,
-                     'N' if takes_workers(e) else '1 only', runs_here(e)))
+                     runs_here(e)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return '\n'.join('  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1]
                      for r in rows)

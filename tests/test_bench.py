@@ -471,16 +471,11 @@ def test_profile_table_and_charts(profile_run):
 
 # --- --workers ----------------------------------------------------------------
 
-def test_workers_go_to_server_py_and_single_process_engines_are_skipped(
-        monkeypatch):
-    from runtime import engines
-    monkeypatch.setattr(engines, 'WORKERS', ('aiohttp',))
-    s = cli.settings(['--workers', '3', '--engines', '*-tarantool-one',
+def test_workers_go_to_server_py():
+    s = cli.settings(['--workers', '3', '--engines', 'aiohttp-tarantool-one',
                       '--out', '/nonexistent'])
     assert s.server_args[-2:] == ['--workers', '3'] and s.workers == 3
     assert [e.name for e in s.engines] == ['aiohttp-tarantool-one']
-    assert ('sanic-tarantool-one',
-            'serves from one process only (--workers)') in s.skipped
     assert '--workers' not in cli.settings(['--out', '/x']).server_args
 
 

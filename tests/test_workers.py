@@ -126,7 +126,7 @@ async def voter(url, tally, votes):
 
 
 def data_of(request, engine):
-    from runtime.databases import data_for
+    from runtime.engines import data_for
     if '-postgres-' in engine:
         return data_for(engines.BY_NAME[engine],
                         postgres=request.getfixturevalue('postgres').dsn)
@@ -232,20 +232,6 @@ def test_managed_databases_start_once_and_stop_last(checkout, tmp_path):  # noqa
         assert site.stop() == 0, site.output()
     assert wait_gone(list(pids) + [tarantool]), site.output()
     assert len(lines(site.output(), 'Tarantool stopped')) == 1
-
-
-def test_engines_that_cannot_take_workers_say_so():
-    listing = run_server('--list').stdout.splitlines()
-    assert '--WORKERS' in listing[0]
-    for engine in engines.ENGINES:
-        row = [l for l in listing if l.split()[0] == engine.name][0]
-        assert (' N ' in row) == engines.takes_workers(engine), row
-    single = [e for e in engines.ENGINES if not engines.takes_workers(e)]
-    if not single:
-        pytest.skip('every engine takes --workers')
-    result = run_server('-e', single[0].name, '--workers', '2')
-    assert result.returncode == 2
-    assert 'serves from one process only' in result.stderr
 
 
 @pytest.mark.parametrize('workers', ['0', '257', 'two'])

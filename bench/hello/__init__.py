@@ -7,5 +7,3 @@ times them next to the engines as each framework's ceiling.
 
 Kept CPython 3.7 compatible: japronto's runs in the legacy environment.
 """
-FRAMEWORKS = ('aiohttp', 'sanic', 'japronto', 'uvicorn', 'granian', 'fastapi',
-              'socketify')

@@ -3,15 +3,8 @@ import asyncio
 import importlib
 import sys
 
-from bench.hello import FRAMEWORKS
+from runtime.engines import FRAMEWORKS, new_loop
 from runtime.settings import DEFAULTS
-
-
-def new_loop(uvloop):
-    if uvloop:
-        import uvloop as module
-        return module.new_event_loop()
-    return asyncio.new_event_loop()
 
 
 def main(argv=None):
@@ -23,7 +16,7 @@ def main(argv=None):
     p.add_argument('--host', default=DEFAULTS.host)
     args = p.parse_args(argv)
     module = importlib.import_module('bench.hello.%s_hello' % args.framework)
-    loop = new_loop(args.uvloop)
+    loop = new_loop('uvloop' if args.uvloop else 'asyncio')
     asyncio.set_event_loop(loop)
     module.serve(loop, args.host, args.port)
     return 0

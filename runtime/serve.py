@@ -1,0 +1,54 @@
+"""Serving from this process (or as one of --workers N), on the engine's
+event loop, with the adapter server.py picked for its framework."""
+import asyncio
+import logging
+import signal
+import sys
+
+from pages import Site
+from . import edge, workers
+from .databases import open_databases
+
+log = logging.getLogger('server')
+
+
+def stop_event():
+    """An event set by SIGINT or SIGTERM."""
+    stopped = asyncio.Event()
+    loop = asyncio.get_event_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopped.set)
+    return stopped
+
+
+async def serve(adapter, engine, s, worker=None):
+    """Serve the site with `adapter` (a *_server package) from this
+    process; a worker (workers.py) uses the databases its parent runs, as
+    told in `worker` (the parent's settings)."""
+    stopped = stop_event()   # before any database starts: none is left
+    opened = (workers.given_databases(engine, worker) if worker
+              else open_databases(engine, s, stopped))
+    async with opened as data:
+        site = Site(data, s)
+        await site.start()
+        if worker:
+            workers.watch_parent(stopped)
+            ready = asyncio.ensure_future(
+                workers.report_ready(worker['ready'], s.port))
+        else:
+            log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
+                     s.host, s.port, sys.version.split()[0])
+        try:
+            await adapter.serve(site, s.host, s.port, stopped,
+                                edge.limits_of(s))
+        finally:
+            if worker:
+                ready.cancel()
+            await site.stop()
+        log.info('stopped')
+
+
+async def serve_workers(engine, s, argv):
+    """The parent of s.workers workers (workers.py)."""
+    await workers.parent(engine, s, argv, stop_event())
+    log.info('stopped')
