@@ -1,51 +1,14 @@
-"""Database addresses: as given on the command line, or the default ones of
-the local databases under var/, whose passwords are kept in files there."""
-import os
-import secrets
+"""Database addresses as given on the command line."""
 from collections import namedtuple
 from urllib.parse import urlsplit
-
-from runtime.settings import DEFAULTS
-from . import private
 
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')
 TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
 
-# The accounts app.lua and schema.sql make.
-APP_USER, ADMIN_USER = DEFAULTS.app_user, DEFAULTS.admin_user
-
-
-def secret(path, default=None, create=False):
-    """The password kept in the file at path (never through a symbolic
-    link); with create, a random one is written there (mode 0600) the
-    first time. Else default if no file."""
-    try:
-        return private.read(path).strip()
-    except FileNotFoundError:
-        if not create:
-            return default
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    password = secrets.token_urlsafe(24)
-    try:
-        private.write(path, password + '\n', exclusive=True)
-    except FileExistsError:   # another process made it first
-        return secret(path)
-    return password
-
-
-def default_tarantool(settings, user=None):
-    """The local Tarantool's address, with the password of the account kept
-    under var/; RuntimeError if there is none."""
-    user = user or settings.app_user
-    path = settings.password_file('tarantool', user)
-    password = secret(path)
-    if not password:
-        raise RuntimeError(
-            'a Tarantool answers at %s:%d but %s holds no password for %s: '
-            'give its address, --tarantool USER:PASSWORD@HOST:PORT'
-            % (settings.db_host, settings.tarantool_port, path, user))
-    return TarantoolAddress(settings.db_host, settings.tarantool_port, user,
-                            password)
+# The accounts app.lua and schema.sql make: the site's, Tarantool's data
+# loader's, PostgreSQL's owner of the schema.
+APP_USER, ADMIN_USER, OWNER_USER = ('sticker_app', 'sticker_admin',
+                                    'sticker_owner')
 
 
 def parse_tarantool(text):
@@ -69,14 +32,6 @@ def parse_tarantool(text):
 def as_admin(address, password=ADMIN_USER):
     """The data loader's account at the same address."""
     return address._replace(user=ADMIN_USER, password=password)
-
-
-def default_postgres(settings):
-    user = settings.app_user
-    password = secret(settings.password_file('postgres', user), default=user)
-    return 'postgresql://%s:%s@%s:%d/%s' % (
-        user, password, settings.db_host, settings.postgres_port,
-        settings.database)
 
 
 def parse_postgres(text):

@@ -56,11 +56,18 @@ def adopt_orphans():
         pass
 
 
+def exit_reason(returncode):
+    """'died with signal 9' or 'exited with status N', from a return code
+    (negative: the signal)."""
+    if returncode < 0:
+        return 'died with signal %d' % -returncode
+    return 'exited with status %d' % returncode
+
+
 def describe(status):
-    """'died with signal 9' or 'exited with status N', from a wait status."""
-    if os.WIFSIGNALED(status):
-        return 'died with signal %d' % os.WTERMSIG(status)
-    return 'exited with status %d' % os.WEXITSTATUS(status)
+    """exit_reason() of a wait status."""
+    return exit_reason(-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                       else os.WEXITSTATUS(status))
 
 
 def reap(pid, timeout=0.0):
@@ -228,9 +235,7 @@ def ended(process):
     """How a process that has ended ended ('is gone' for an Adopted one)."""
     if isinstance(process, Adopted):
         return 'is gone'
-    if process.returncode < 0:
-        return 'died with signal %d' % -process.returncode
-    return 'exited with status %d' % process.returncode
+    return exit_reason(process.returncode)
 
 
 def lock(path):

@@ -7,6 +7,8 @@ start from DEFAULTS. A Settings is frozen: change it with replace().
 import os
 from dataclasses import dataclass, field, replace
 
+from data_interface.address import ADMIN_USER, APP_USER, OWNER_USER
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Ballot pairs: twice the votes, for a voter as quick as the vote limit
 # allows, plus reloads. Ballots live 10 minutes, so an address then holds
@@ -54,9 +56,9 @@ class Settings:
     tarantool_port: int = 3301
     postgres_port: int = 5433      # not 5432: a system cluster there is left alone
     database: str = 'stickers'
-    app_user: str = 'sticker_app'
-    admin_user: str = 'sticker_admin'     # Tarantool's data loader
-    owner_user: str = 'sticker_owner'     # PostgreSQL's schema and loader
+    app_user: str = APP_USER
+    admin_user: str = ADMIN_USER     # Tarantool's data loader
+    owner_user: str = OWNER_USER     # PostgreSQL's schema and loader
     # The managed Tarantool's expiry (app.lua): seconds idle, caps (None:
     # what fits its memory), seconds between sweeps.
     session_ttl: float = 900
@@ -79,27 +81,12 @@ class Settings:
     session_key_file = property(
         lambda self: os.path.join(self.var, 'session.key'))
 
-    def password_file(self, database, user):
-        """Where the local `database` ('tarantool', 'postgres') keeps the
-        password of `user`."""
-        return os.path.join(self.var, database, user + '.password')
-
     def limit(self, what):
         """The per-IP rate of 'sessions', 'votes' or 'ballots' in force."""
         text = getattr(self, 'limit_' + what)
         if text is not None:
             return text
         return '0' if self.host.startswith(LOOPBACK) else REMOTE_LIMITS[what]
-
-    def tarantool_env(self):
-        """app.lua's expiry settings, as its TNT_* environment."""
-        env = {'TNT_SESSION_TTL': '%g' % self.session_ttl,
-               'TNT_SWEEP_EVERY': '%g' % self.sweep_every}
-        if self.max_sessions is not None:
-            env['TNT_MAX_SESSIONS'] = str(self.max_sessions)
-        if self.max_ballots is not None:
-            env['TNT_MAX_BALLOTS'] = str(self.max_ballots)
-        return env
 
 
 DEFAULTS = Settings()

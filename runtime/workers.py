@@ -31,25 +31,19 @@ import sys
 import time
 from contextlib import asynccontextmanager
 
-from runtime import engines
 from data_interface import DataUnavailable
 from data_interface.address import TarantoolAddress
-from runtime.databases import (MAX_RESTART_DELAY, RESTART_DELAY, STAYED_UP, cancel,
-                       WATCH_EVERY, Databases, data_for)
 from pages.outage import Outage
-from runtime.processes import LISTEN, tcp_sockets
+from . import engines
+from .databases import WATCH_EVERY, open_databases
+from .processes import LISTEN, exit_reason, tcp_sockets
+from .supervise import Backoff, cancel
 
 log = logging.getLogger('workers')
 SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       'server.py')
 STOP_TIMEOUT = 30.0     # seconds for a worker to finish its requests
 READY_TIMEOUT = 120.0   # seconds for a worker to connect and listen
-
-
-def ended(returncode):
-    if returncode < 0:
-        return 'died with signal %d' % -returncode
-    return 'exited with status %d' % returncode
 
 
 class Worker:
@@ -59,9 +53,8 @@ class Worker:
         self.index = index
         self.process = None
         self.ready = None       # read end of the pipe it reports ready on
-        self.since = 0.0        # when it started
         self.due = 0.0          # when to start it again
-        self.delay = RESTART_DELAY
+        self.backoff = Backoff()
 
     def start(self, argv, config):
         read, write = os.pipe()
@@ -77,7 +70,7 @@ class Worker:
             os.close(write)
         os.set_blocking(read, False)
         self.ready = read
-        self.since = time.monotonic()
+        self.backoff.started(time.monotonic())
         self.process.stdin.write(json.dumps(dict(config, ready=write))
                                  .encode() + b'\n')
         self.process.stdin.flush()   # and keep it open: EOF means stop
@@ -93,7 +86,8 @@ class Worker:
             return True
         self.process.wait()
         raise RuntimeError('worker %d (pid %d) %s before serving' % (
-            self.index, self.process.pid, ended(self.process.returncode)))
+            self.index, self.process.pid,
+            exit_reason(self.process.returncode)))
 
     def reaped(self):
         """The exit code if it ended (then forgotten), else None."""
@@ -150,17 +144,16 @@ class Workers:
                 pid = w.process.pid if w.process else None
                 code = w.reaped()
                 if code is not None:
-                    if now - w.since > STAYED_UP:
-                        w.delay = RESTART_DELAY
-                    w.due = now + w.delay
+                    delay = w.backoff.next(now)
+                    w.due = now + delay
                     log.warning('worker %d (pid %d) %s; starting another in '
-                                '%.1f s', w.index, pid, ended(code), w.delay)
-                    w.delay = min(w.delay * 2, MAX_RESTART_DELAY)
+                                '%.1f s', w.index, pid, exit_reason(code),
+                                delay)
                 elif w.process is None and now >= w.due:
                     try:
                         w.start(self.argv, self.config)
                     except OSError as e:
-                        w.due = now + w.delay
+                        w.due = now + w.backoff.next(now)
                         log.warning('worker %d did not start (%s)', w.index, e)
 
     async def stop(self):
@@ -229,40 +222,33 @@ async def size_pools(data, workers, config):
 
 
 async def parent(engine, s, argv, stopped):
-    """Databases, then s.workers workers until `stopped` is set."""
-    databases = Databases(s)
-    try:
-        data = await databases.open(engine, stopped)
+    """The databases, opened as for one process, then s.workers workers
+    until `stopped` is set."""
+    async with open_databases(engine, s, stopped) as data:
+        postgres = engines.database(engine) == 'postgres'
+        config = {'tarantool': None if postgres else list(data.address),
+                  'postgres': data.dsn if postgres else None,
+                  'session_key': s.session_key}
+        if postgres:
+            await size_pools(data, s.workers, config)
+        sweeper = None
+        if not data.sweeps_itself:
+            sweeper = asyncio.ensure_future(
+                sweep_forever(data, s.refresh_every))
+        workers = Workers(s.workers, without_addresses(argv), config)
         try:
-            databases.watch()
-            address = databases.tarantool_address
-            config = {'tarantool': list(address) if address else None,
-                      'postgres': databases.postgres_dsn,
-                      'session_key': s.session_key}
-            if engines.database(engine) == 'postgres':
-                await size_pools(data, s.workers, config)
-            sweeper = None
-            if not data.sweeps_itself:
-                sweeper = asyncio.ensure_future(
-                    sweep_forever(data, s.refresh_every))
-            workers = Workers(s.workers, without_addresses(argv), config)
-            try:
-                if stopped.is_set():    # a signal while the databases started
-                    return
-                await workers.start()
-                log.info('serving %s on http://%s:%d/ from %d workers, pids '
-                         '%s (Python %s)', engine.name, s.host, s.port,
-                         s.workers, ' '.join(map(str, workers.pids())),
-                         sys.version.split()[0])
-                await stopped.wait()
-            finally:
-                await workers.stop()
-                if sweeper is not None:
-                    sweeper.cancel()
+            if stopped.is_set():    # a signal while the databases opened
+                return
+            await workers.start()
+            log.info('serving %s on http://%s:%d/ from %d workers, pids '
+                     '%s (Python %s)', engine.name, s.host, s.port,
+                     s.workers, ' '.join(map(str, workers.pids())),
+                     sys.version.split()[0])
+            await stopped.wait()
         finally:
-            await data.close()
-    finally:
-        await databases.close()
+            await workers.stop()
+            if sweeper is not None:
+                await cancel(sweeper)
 
 
 def without_addresses(argv):
@@ -292,7 +278,7 @@ def read_config():
 @asynccontextmanager
 async def given_databases(engine, config):
     """The worker's data interface to the databases the parent runs."""
-    data = data_for(engine, config['tarantool'], config['postgres'])
+    data = engines.data_for(engine, config['tarantool'], config['postgres'])
     if config.get('pool_size'):
         data.max_size = config['pool_size']
         data.min_size = min(data.min_size, data.max_size)

@@ -24,9 +24,9 @@ import dataset
 from conftest import (ROOT, TEST_PACKS, ServerProcess, free_port, load_small,
                       remove_postgres, start_tarantool, tarantool_address)
 from data_interface import Visit
-from data_interface import private
-from data_interface.address import (as_admin, default_tarantool,
-                                    parse_tarantool, secret)
+from data_interface.address import as_admin, parse_tarantool
+from runtime.databases import files as private
+from runtime.databases.files import secret
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
 from runtime.processes import answers, state
@@ -463,7 +463,8 @@ def test_a_tarantool_found_without_its_password_is_refused(checkout,
     """One answers at the local address, but var/ holds no password for it:
     no guess (the account's name), an error that says what to do."""
     with pytest.raises(RuntimeError, match='holds no password'):
-        default_tarantool(replace(DEFAULTS, root=checkout))
+        ManagedTarantool(replace(DEFAULTS, root=checkout).tarantool_dir
+                         ).found_address('sticker_app')
     db = start_tarantool(str(tmp_path / 'db'))
     try:
         result = subprocess.run(

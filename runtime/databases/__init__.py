@@ -7,92 +7,29 @@ and load the generated data set into an empty database.
 """
 import asyncio
 import logging
-import os
 import time
 from contextlib import asynccontextmanager
 
-import dataset
-from runtime import engines
-from data_interface.address import as_admin, default_postgres, default_tarantool
-from runtime.databases.tarantool import ManagedTarantool
-from runtime.processes import answers
+from data_interface.address import as_admin
+from .. import engines
+from ..engines import data_for
+from ..processes import answers
+from ..settings import DEFAULTS
+from ..supervise import Backoff, cancel
+from .load import load_if_empty
+from .postgres import ManagedPostgres
+from .tarantool import ManagedTarantool
 
 log = logging.getLogger('databases')
 
 WATCH_EVERY = 0.25        # seconds between looks at the managed databases
-RESTART_DELAY, MAX_RESTART_DELAY = 0.5, 10.0
-STAYED_UP = 30.0          # seconds up after which a death is a new one
 
 
-async def cancel(task):
-    """Cancel an asyncio task and wait until it has ended."""
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass
-
-
-def write_images(images, packs):
-    """Write the generated sticker images once per data set size."""
-    stamp = os.path.join(images, '.complete-%d' % packs)
-    if os.path.exists(stamp):
-        return
-    started = time.monotonic()
-    written = dataset.write_images(images, packs=packs)
-    open(stamp, 'w').close()
-    log.info('wrote %d sticker images in %.1f s', written,
-             time.monotonic() - started)
-
-
-async def load_if_empty(data, admin_data, settings):
-    """Load the data set (a JSON dump, or the generated one) into an empty
-    database; refuse a dump the database does not already hold."""
-    packs, dump = settings.packs, settings.dump
-    loop = asyncio.get_event_loop()   # files and CPU work off the loop
-    if dump is None:
-        await loop.run_in_executor(None, write_images, settings.images, packs)
-        chosen = await loop.run_in_executor(None, dataset.generate, packs)
-    else:
-        chosen = await loop.run_in_executor(None, dataset.read_dump, dump)
-    stickers = (await data.stats()).stickers
-    if stickers:
-        if dump is not None:
-            first = chosen.stickers[0]
-            held = await data.sticker(first.pack, first.id)
-            if held is None or held.image != first.image:
-                raise RuntimeError(
-                    'the database already holds %d other stickers: load %s '
-                    'into an empty one (local databases live in %s)'
-                    % (stickers, dump, settings.var))
-        return 0
-    log.info('loading %d stickers in %d packs', len(chosen.stickers),
-             len(chosen.packs))
-    await admin_data.start()
-    try:
-        inserted = await admin_data.load(chosen)
-    finally:
-        await admin_data.close()
-    log.info('loaded %d stickers', inserted)
-    return inserted
-
-
-def tarantool_driver(driver):
-    """The DataInterface class of a Tarantool driver of engines.DRIVERS."""
-    if driver == 'aiotarantool':
-        from data_interface.tarantool.aiotarantool_data import AiotarantoolData
-        return AiotarantoolData
-    from data_interface.tarantool.asynctnt_data import AsynctntData
-    return AsynctntData
-
-
-def data_for(engine, tarantool=None, postgres=None):
-    """An unstarted DataInterface of the engine's driver and mode at the
-    Tarantool address or PostgreSQL DSN given."""
-    if engines.database(engine) == 'postgres':
-        from data_interface.postgres.asyncpg_data import PostgresData
-        return PostgresData(postgres)
-    return tarantool_driver(engine.driver)(tarantool, engine.mode)
+def managed(kind, directory, port=None, settings=DEFAULTS):
+    """The local database of `kind` ('tarantool' or 'postgres', as
+    engines.database() names them) in `directory`, not started."""
+    server = {'tarantool': ManagedTarantool, 'postgres': ManagedPostgres}[kind]
+    return server(directory, port=port, settings=settings)
 
 
 class Stopped(Exception):
@@ -143,17 +80,17 @@ class Databases:
         the local one found running is adopted if no server manages it."""
         s = self.settings
         if self.tarantool_address is None:
-            server = ManagedTarantool(s.tarantool_dir, settings=s)
+            server = managed('tarantool', s.tarantool_dir, settings=s)
             if not await self._blocking(answers, s.db_host, s.tarantool_port):
                 await self._start(server)
             elif await self._blocking(server.adopt):
                 self.managed.append(server)
             else:
-                default = default_tarantool(s)
-                self.tarantool_address = default
-                self.tarantool_admin = as_admin(default, default_tarantool(
-                    s, s.admin_user).password)
-                return default
+                found = server.found_address(s.app_user)
+                self.tarantool_address = found
+                self.tarantool_admin = as_admin(found, server.found_address(
+                    s.admin_user).password)
+                return found
             self.tarantool_address = server.address
             self.tarantool_admin = server.admin_address
         elif self.tarantool_admin is None:
@@ -166,11 +103,10 @@ class Databases:
         local cluster, started."""
         if self.postgres_dsn is None:
             from data_interface.postgres.asyncpg_data import can_connect
-            from runtime.databases.postgres import ManagedPostgres
             s = self.settings
-            server = await self._blocking(ManagedPostgres, s.postgres_dir,
+            server = await self._blocking(managed, 'postgres', s.postgres_dir,
                                           None, s)
-            default = default_postgres(s)
+            default = server.found_dsn()
             if await self._blocking(server.running):
                 if await self._blocking(server.adopt):
                     self.managed.append(server)
@@ -226,7 +162,7 @@ class Databases:
             self._watcher = asyncio.ensure_future(self._watch())
 
     async def _watch(self):
-        backoff = {}
+        backoff = {}    # server -> Backoff
         while True:
             await asyncio.sleep(WATCH_EVERY)
             for server in self.managed:
@@ -240,24 +176,22 @@ class Databases:
                     await self._restart(server, death, backoff)
 
     async def _restart(self, server, death, backoff):
-        """Start it again, with backoff while it keeps failing: 0.5 s,
-        doubling up to 10 s, back to 0.5 s once it stayed up a while."""
-        delay, up_since = backoff.get(server, (RESTART_DELAY, None))
-        if up_since is not None and time.monotonic() - up_since > STAYED_UP:
-            delay = RESTART_DELAY
+        """Start it again, with backoff while it keeps failing (supervise)."""
+        delays = backoff.setdefault(server, Backoff())
+        delay = delays.next(time.monotonic())
         log.warning('%s (pid %s) %s; restarting in %.1f s', server.name,
                     server.pid, death, delay)
         while True:
             await asyncio.sleep(delay)
-            delay = min(delay * 2, MAX_RESTART_DELAY)
             try:
                 await self._blocking(server.restart)
                 break
             except (RuntimeError, OSError) as e:
+                delay = delays.next(time.monotonic())
                 log.warning('%s did not restart (%s); again in %.1f s',
                             server.name, ' '.join(str(e).split())[-300:],
                             delay)
-        backoff[server] = (delay, time.monotonic())
+        delays.started(time.monotonic())
         log.info('%s restarted (pid %s)', server.name, server.pid)
 
     async def close(self):

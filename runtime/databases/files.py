@@ -1,9 +1,10 @@
 """Files of the local databases that only their account may read: made 0600
 (directories 0700), and opened without following a symbolic link, so that
 whoever can write to a directory cannot send root's reads and writes to
-another file through one."""
+another file through one; among them the accounts' passwords."""
 import errno
 import os
+import secrets
 import stat
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY   # a FIFO: no wait
@@ -67,3 +68,21 @@ def tighten(directory, mode=0o700, group=None):
                 os.fchmod(fd, stat.S_IMODE(now) & 0o700)
         finally:
             os.close(fd)
+
+
+def secret(path, default=None, create=False):
+    """The password kept in the file at path (never through a symbolic
+    link); with create, a random one is written there (mode 0600) the
+    first time. Else default if no file."""
+    try:
+        return read(path).strip()
+    except FileNotFoundError:
+        if not create:
+            return default
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    password = secrets.token_urlsafe(24)
+    try:
+        write(path, password + '\n', exclusive=True)
+    except FileExistsError:   # another process made it first
+        return secret(path)
+    return password

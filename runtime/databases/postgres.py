@@ -27,18 +27,18 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from runtime.processes import (LISTEN, adopt_orphans, answers, ended, free_port,
-                       launcher, lock, reap, reap_orphans, spawn, state,
-                       tcp_sockets, unlock)
-from runtime.settings import DEFAULTS
+from ..processes import (LISTEN, adopt_orphans, answers, ended, free_port,
+                         launcher, reap, reap_orphans, spawn, state,
+                         tcp_sockets)
+from ..settings import DEFAULTS
+from . import files
 from . import postgres_layout as layout
+from .files import secret
+from .local import LocalDatabase
 from .postgres_layout import ELSEWHERE, SUPERUSER  # noqa: F401 (tests use ELSEWHERE)
-from data_interface import private
-from data_interface.address import secret
 
 log = logging.getLogger('postgres')
 
@@ -104,11 +104,11 @@ def in_thread(coroutine):
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class ManagedPostgres:
+class ManagedPostgres(LocalDatabase):
     name = 'PostgreSQL'
 
     def __init__(self, directory, port=None, settings=DEFAULTS):
-        self.directory = os.path.abspath(directory)
+        super().__init__(directory)
         self.host = settings.db_host
         self.app, self.owner = settings.app_user, settings.owner_user
         self.database = settings.database
@@ -118,9 +118,6 @@ class ManagedPostgres:
         self.started = False    # managed by this object: stop() stops it
         self.process = None     # the postmaster, if this object started it
         self.pid = None         # the postmaster's
-        self._lock = threading.Lock()   # start() and stop() one at a time
-        self._stopping = False
-        self._held = None    # server.lock while this object manages it
 
     data = property(lambda self: os.path.join(self.home, 'data'))
 
@@ -142,13 +139,21 @@ class ManagedPostgres:
         """The owner's: applies the schema, loads data."""
         return self._dsn(self.owner)
 
+    def found_dsn(self):
+        """The site's DSN for a database found answering at this port: the
+        password kept here, if any, else the role's name."""
+        password = secret(os.path.join(self.directory, self.app + '.password'),
+                          default=self.app)
+        return 'postgresql://%s:%s@%s:%d/%s' % (
+            self.app, password, self.host, self.port, self.database)
+
     @property
     def log_file(self):
         return os.path.join(self.home, 'postgres.log')
 
     def _remembered_port(self):
         try:
-            return int(private.read(os.path.join(self.directory, 'port')))
+            return int(files.read(os.path.join(self.directory, 'port')))
         except (OSError, ValueError):
             return None
 
@@ -172,29 +177,20 @@ class ManagedPostgres:
     def postmaster(self):
         """The pid in data/postmaster.pid if that process runs, else None."""
         try:
-            pid = int(private.read(os.path.join(self.data, 'postmaster.pid'))
+            pid = int(files.read(os.path.join(self.data, 'postmaster.pid'))
                       .split('\n', 1)[0])
         except (OSError, ValueError):
             return None
         return pid if state(pid) not in (None, 'Z', 'X') else None
 
-    def _manage(self):
-        """Hold server.lock (False if another process does), with the
-        directories settled (layout.settle)."""
-        if self._held is not None:
-            return True
+    def _prepare(self):
+        """The directories settled (layout.settle)."""
         if self.home == self.directory and self.running():
             raise RuntimeError(
                 'PostgreSQL runs from %s, where older versions made it: stop '
                 'it (pg_ctl stop -D %s, as its owner) and start again'
                 % (self.data, self.data))
         self.home = layout.settle(self.directory, self.home)
-        self._held = lock(os.path.join(self.directory, 'server.lock'))
-        return self._held is not None
-
-    def _unmanage(self):
-        unlock(self._held)
-        self._held = None
 
     def init(self):
         if self.home == layout.elsewhere(self.directory):
@@ -210,41 +206,16 @@ class ManagedPostgres:
         self._run('initdb', '-D', self.data, '-U', SUPERUSER,
                   '--pwfile', password, '-A', 'scram-sha-256', '-E', 'UTF8',
                   '--no-locale')
-        private.append(os.path.join(self.data, 'postgresql.conf'), CONFIG)
+        files.append(os.path.join(self.data, 'postgresql.conf'), CONFIG)
 
-    def start(self):
-        """Start (blocking: run it off the event loop), set the roles up
-        and apply the schema. A restart keeps the port."""
-        with self._lock:
-            self._stopping = False
-            if not self._manage():
-                raise RuntimeError('another server manages the PostgreSQL '
-                                   'cluster of %s' % self.directory)
-            self._start()
+    def _orphan(self):
+        pid = self.postmaster()
+        if pid is not None and tcp_sockets(pid, self.port, LISTEN):
+            return pid
+        return None
 
-    def restart(self):
-        """start(), unless a stop() came first."""
-        with self._lock:
-            if self._stopping:
-                raise RuntimeError('PostgreSQL is being stopped')
-            self._start()
-
-    def adopt(self):
-        """Manage the cluster running here, if no server does any more
-        (its own was killed before it could stop it): True if adopted,
-        then watched, restarted and stopped as if started here."""
-        with self._lock:
-            if not self._manage():
-                return False
-            pid = self.postmaster()
-            if pid is None or not tcp_sockets(pid, self.port, LISTEN):
-                self._unmanage()
-                return False
-            self._stopping = False
-            self.started, self.pid, self.process = True, pid, None
-            log.info('PostgreSQL (pid %d) in %s runs with no server managing '
-                     'it: managed from now on', pid, self.data)
-            return True
+    def _take(self, pid):
+        self.started, self.pid, self.process = True, pid, None
 
     def _start(self):
         if not self.initialised():
@@ -277,13 +248,13 @@ class ManagedPostgres:
                 raise RuntimeError('PostgreSQL did not start within %.0f s: '
                                    '%s' % (START_TIMEOUT, self._log_tail()))
             time.sleep(0.05)
-        private.write(os.path.join(self.directory, 'port'), str(self.port))
+        files.write(os.path.join(self.directory, 'port'), str(self.port))
         self.prepare()
 
     def _ready(self):
         """The postmaster says it accepts connections, and does."""
         try:
-            lines = private.read(os.path.join(self.data, 'postmaster.pid'))
+            lines = files.read(os.path.join(self.data, 'postmaster.pid'))
         except OSError:
             return False
         lines = lines.split('\n')
@@ -293,14 +264,14 @@ class ManagedPostgres:
 
     def _log_tail(self):
         try:
-            return private.read(self.log_file, tail=2000)
+            return files.read(self.log_file, tail=2000)
         except OSError as e:
             return str(e)
 
     def prepare(self):
         """Roles and passwords, then the schema as the owner."""
         from data_interface.postgres.asyncpg_data import PostgresData
-        env = dict(os.environ, PGPASSWORD=private.read(os.path.join(
+        env = dict(os.environ, PGPASSWORD=files.read(os.path.join(
             self.home, 'superuser.password')).strip())
         names = (('owner', self.owner),
                  ('owner_password', self.password(self.owner)),

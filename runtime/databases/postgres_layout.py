@@ -13,7 +13,7 @@ import stat
 import subprocess
 
 from runtime.processes import launcher
-from data_interface import private
+from . import files
 
 log = logging.getLogger('postgres')
 
@@ -81,7 +81,7 @@ def settle(directory, home):
         group = pwd.getpwnam(SUPERUSER).pw_gid if home in (
             inside, directory) else 0
         os.chown(directory, 0, group)
-    private.tighten(directory, 0o710 if group else 0o700, group)
+    files.tighten(directory, 0o710 if group else 0o700, group)
     if home == directory:
         move_into(directory, inside)
         home = inside
@@ -89,7 +89,7 @@ def settle(directory, home):
         os.makedirs(ELSEWHERE, mode=0o755, exist_ok=True)
     os.makedirs(home, mode=0o700, exist_ok=True)
     own(home)
-    private.tighten(home)
+    files.tighten(home)
     return home
 
 

@@ -12,14 +12,15 @@ import logging
 import os
 import shutil
 import subprocess
-import threading
 import time
 
-from runtime.processes import (LISTEN, Adopted, answers, ended, launcher, lock,
-                       spawn, tcp_sockets, terminate, unlock)
-from runtime.settings import DEFAULTS, ROOT
-from data_interface import private
-from data_interface.address import TarantoolAddress, secret
+from data_interface.address import TarantoolAddress
+from ..processes import (LISTEN, Adopted, answers, ended, launcher, spawn,
+                         tcp_sockets, terminate)
+from ..settings import DEFAULTS, ROOT
+from . import files
+from .files import secret
+from .local import LocalDatabase
 
 log = logging.getLogger('tarantool')
 
@@ -27,21 +28,30 @@ INSTANCE_LUA = os.path.join(ROOT, 'data_interface', 'tarantool',
                             'instance.lua')
 
 
-class ManagedTarantool:
+def instance_env(settings):
+    """app.lua's expiry settings, as its TNT_* environment."""
+    env = {'TNT_SESSION_TTL': '%g' % settings.session_ttl,
+           'TNT_SWEEP_EVERY': '%g' % settings.sweep_every}
+    if settings.max_sessions is not None:
+        env['TNT_MAX_SESSIONS'] = str(settings.max_sessions)
+    if settings.max_ballots is not None:
+        env['TNT_MAX_BALLOTS'] = str(settings.max_ballots)
+    return env
+
+
+class ManagedTarantool(LocalDatabase):
     name = 'Tarantool'
+    start_timeout = 30.0    # seconds with nothing new in its log
 
     def __init__(self, directory, host=None, port=None, env=None,
                  settings=DEFAULTS):
         """env: TNT_* settings over those of `settings` (tests)."""
-        self.directory = os.path.abspath(directory)
+        super().__init__(directory)
         self.host = host or settings.db_host
         self.port = port or settings.tarantool_port
         self.users = settings.app_user, settings.admin_user
-        self.env = dict(settings.tarantool_env(), **(env or {}))
+        self.env = dict(instance_env(settings), **(env or {}))
         self.process = None
-        self._lock = threading.Lock()   # start() and stop() one at a time
-        self._stopping = False
-        self._held = None    # server.lock while this object manages it
 
     @property
     def log_file(self):
@@ -64,61 +74,41 @@ class ManagedTarantool:
             user=self.users[1],
             password=self._password(self.users[1], 'TNT_ADMIN_PASSWORD'))
 
-    def start(self, timeout=30.0):
-        """Start and wait until ready (blocking: run it off the event
-        loop); a stop() meanwhile ends the wait and the process."""
-        with self._lock:
-            self._stopping = False
-            if not self._manage():
-                raise RuntimeError('another server manages the Tarantool in '
-                                   '%s' % self.directory)
-            self._start(timeout)
+    def found_address(self, user):
+        """The address of an instance found answering here, with the
+        password of `user` kept in the directory (none is made);
+        RuntimeError if there is none."""
+        path = os.path.join(self.directory, user + '.password')
+        password = secret(path)
+        if not password:
+            raise RuntimeError(
+                'a Tarantool answers at %s:%d but %s holds no password for '
+                '%s: give its address, --tarantool USER:PASSWORD@HOST:PORT'
+                % (self.host, self.port, path, user))
+        return TarantoolAddress(self.host, self.port, user, password)
 
-    def adopt(self):
-        """Manage the instance running here, if no server does any more
-        (its own was killed before it could stop it): True if adopted,
-        then watched, restarted and stopped as if started here."""
-        with self._lock:
-            if not self._manage():
-                return False
-            try:
-                pid = int(private.read(os.path.join(
-                    self.directory, 'tarantool.pid')).split()[0])
-            except (OSError, ValueError, IndexError):
-                pid = None
-            passwords = all(os.path.exists(os.path.join(
-                self.directory, user + '.password')) for user in self.users)
-            if not (pid and passwords
-                    and tcp_sockets(pid, self.port, LISTEN)):
-                self._unmanage()
-                return False
-            self._stopping = False
-            self.process = Adopted(pid)
-            log.info('Tarantool (pid %d) in %s runs with no server managing '
-                     'it: managed from now on', pid, self.directory)
-            return True
+    def _orphan(self):
+        try:
+            pid = int(files.read(os.path.join(
+                self.directory, 'tarantool.pid')).split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        passwords = all(os.path.exists(os.path.join(
+            self.directory, user + '.password')) for user in self.users)
+        if passwords and tcp_sockets(pid, self.port, LISTEN):
+            return pid
+        return None
 
-    def _manage(self):
-        """Hold server.lock (False if another process does), with the
-        directory and its files made private."""
-        if self._held is None:
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            private.tighten(self.directory)
-            self._held = lock(os.path.join(self.directory, 'server.lock'))
-        return self._held is not None
+    def _take(self, pid):
+        self.process = Adopted(pid)
 
-    def _unmanage(self):
-        unlock(self._held)
-        self._held = None
+    def _prepare(self):
+        """The directory and its files made private."""
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        files.tighten(self.directory)
 
-    def restart(self, timeout=30.0):
-        """start(), unless a stop() came first."""
-        with self._lock:
-            if self._stopping:
-                raise RuntimeError('Tarantool is being stopped')
-            self._start(timeout)
-
-    def _start(self, timeout):
+    def _start(self):
+        timeout = self.start_timeout
         binary = shutil.which('tarantool')
         if binary is None:
             raise RuntimeError('tarantool is not installed: run ./run.sh setup '

@@ -1,0 +1,69 @@
+"""What every local database shares: one start or stop at a time, the
+lock that says which server manages it, and taking over one that no
+server manages any more."""
+import logging
+import os
+import threading
+
+from ..processes import lock, unlock
+
+log = logging.getLogger('databases')
+
+
+class LocalDatabase:
+    """A subclass sets name and directory, and gives _prepare() (make its
+    directories ready), _start(), _orphan() (the pid of an instance running
+    here, or None) and _take(pid) (manage that one)."""
+    name = None
+
+    def __init__(self, directory):
+        self.directory = os.path.abspath(directory)
+        self._lock = threading.Lock()   # start() and stop() one at a time
+        self._stopping = False
+        self._held = None    # server.lock while this object manages it
+
+    def start(self):
+        """Start and wait until ready (blocking: run it off the event
+        loop); a stop() meanwhile ends the wait and the process."""
+        with self._lock:
+            self._stopping = False
+            if not self._manage():
+                raise RuntimeError('another server manages the %s in %s'
+                                   % (self.name, self.directory))
+            self._start()
+
+    def restart(self):
+        """start(), unless a stop() came first."""
+        with self._lock:
+            if self._stopping:
+                raise RuntimeError('%s is being stopped' % self.name)
+            self._start()
+
+    def adopt(self):
+        """Manage the instance running here, if no server does any more
+        (its own was killed before it could stop it): True if adopted,
+        then watched, restarted and stopped as if started here."""
+        with self._lock:
+            if not self._manage():
+                return False
+            pid = self._orphan()
+            if pid is None:
+                self._unmanage()
+                return False
+            self._stopping = False
+            self._take(pid)
+            log.info('%s (pid %d) in %s runs with no server managing it: '
+                     'managed from now on', self.name, pid, self.directory)
+            return True
+
+    def _manage(self):
+        """Hold server.lock (False if another process does), with the
+        directories ready."""
+        if self._held is None:
+            self._prepare()
+            self._held = lock(os.path.join(self.directory, 'server.lock'))
+        return self._held is not None
+
+    def _unmanage(self):
+        unlock(self._held)
+        self._held = None
