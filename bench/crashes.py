@@ -20,11 +20,9 @@ import time
 import urllib.error
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from runtime import engines  # noqa: E402
-from runtime.processes import free_port, terminate  # noqa: E402
-from runtime.settings import DEFAULTS, ROOT  # noqa: E402
+from runtime import engines
+from runtime.processes import free_port, terminate
+from runtime.settings import DEFAULTS, ROOT
 
 
 def status(url):

@@ -20,12 +20,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from runtime import engines  # noqa: E402
-from bench.soak import Database, start_site  # noqa: E402
-from runtime.processes import terminate  # noqa: E402
-from runtime.settings import ROOT  # noqa: E402
+from runtime import engines
+from bench.soak import Database, start_site
+from runtime.processes import terminate
+from runtime.settings import ROOT
 
 
 def wrk(url, path, connections, seconds):

@@ -12,6 +12,8 @@ from runtime.processes import answers, terminate
 from .engine import tail
 from .pagecheck import HTML_TYPE, UGLY_TYPE
 
+# The pages nginx serves as a reference.
+NGINX_PAGES = ('ugly', 'about')
 # Without a master process nginx runs one worker whatever worker_processes
 # says: it has one from 2 workers on.
 CONFIG = '''daemon off;

@@ -2,12 +2,12 @@
 timed runs, flagged runs marked, and the ratios that make runs comparable."""
 import os
 
+from .nginx import NGINX_PAGES
 from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .stats import ratio, summarize
 
 NGINX = 'nginx'
-NGINX_PAGES = ('ugly', 'about')
 FLAG = '⚠'
 
 

@@ -11,16 +11,16 @@ from . import references, machine, profile, stats, verify, wrk
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
-from .nginx import Nginx
+from .nginx import NGINX_PAGES, Nginx
 from .progress import Progress
 
-NGINX_PAGES = ('ugly', 'about')
 # Rough seconds, only for the time left on the progress bar.
 START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
 
 
 @dataclass
-class Settings:
+class RunPlan:
+    """What a run measures and how, from bench.py's options."""
     engines: list                       # engines.Engine that can run here
     skipped: list                       # (engine name, why it cannot run)
     pages: list

@@ -20,19 +20,17 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import dataset  # noqa: E402
-from runtime import engines  # noqa: E402
-from runtime.processes import free_port, terminate  # noqa: E402
-from runtime.settings import DEFAULTS, ROOT, replace  # noqa: E402
+import dataset
+from runtime import engines
+from runtime.databases import managed
+from runtime.processes import free_port, terminate
+from runtime.settings import DEFAULTS, ROOT, replace
 
 MIB = 1024 * 1024
 STAT = re.compile(r'id="stat-(\w+)">([\d,]+)<')
@@ -91,15 +89,9 @@ class Database:
 
     def __init__(self, kind, directory, session_ttl, cap, packs):
         self.kind = kind
-        if kind == 'tarantool':
-            from runtime.databases.tarantool import ManagedTarantool
-            self.server = ManagedTarantool(
-                directory, port=free_port(), settings=replace(
-                    DEFAULTS, session_ttl=session_ttl, max_sessions=cap,
-                    max_ballots=cap))
-        else:
-            from runtime.databases.postgres import ManagedPostgres
-            self.server = ManagedPostgres(directory, port=free_port())
+        self.server = managed(kind, directory, free_port(), replace(
+            DEFAULTS, session_ttl=session_ttl, max_sessions=cap,
+            max_ballots=cap))
         self.server.start()
         asyncio.run(self.load(dataset.generate(packs=packs)))
 
