@@ -138,7 +138,6 @@ def settings(argv):
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
-    sys.path.insert(0, ROOT)
     runnable, skipped = select_engines(args.engines, fail, args.workers)
     unknown = [page for page in args.pages if page not in PAGES]
     if unknown or not args.pages:
@@ -149,18 +148,20 @@ def settings(argv):
     for key, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    server_args = []
+    # The addresses may hold passwords: server.py gets them in its
+    # environment, never on a command line that `ps` or results.json shows.
+    server_args, server_env = [], {}
     if args.tarantool:
         from data_interface.address import parse_tarantool
         try:
             parse_tarantool(args.tarantool)
         except ValueError as e:
             fail('--tarantool: %s' % e)
-        server_args += ['--tarantool', args.tarantool]
+        server_env['STICKERS_TARANTOOL'] = args.tarantool
     if args.postgres:
         if not server_accepts('--postgres'):
             fail('--postgres: this server.py has no PostgreSQL option')
-        server_args += ['--postgres', args.postgres]
+        server_env['STICKERS_POSTGRES'] = args.postgres
     if args.packs:
         server_args += ['--packs', str(args.packs)]
     if args.workers > 1:
@@ -183,7 +184,8 @@ def settings(argv):
         connections=args.connections, duration=args.duration,
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
-        server_args=server_args, pin=pinning(args.no_pin, args.workers),
+        server_args=server_args, server_env=server_env,
+        pin=pinning(args.no_pin, args.workers),
         profile=args.profile, workers=args.workers)
 
 

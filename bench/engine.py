@@ -21,8 +21,10 @@ class EngineServer:
     """start() returns when the port answers; the managed databases server.py
     starts are its children and share its CPU pinning."""
 
-    def __init__(self, name, port, args, log_path, pin=()):
+    def __init__(self, name, port, args, log_path, pin=(), env=None):
+        """env: added to server.py's environment."""
         self.name, self.port = name, port
+        self.env = dict(os.environ, **(env or {}))
         self.url = 'http://127.0.0.1:%d' % port
         self.log_path = log_path
         self.argv = list(pin) + [sys.executable, os.path.join(ROOT, 'server.py'),
@@ -35,7 +37,8 @@ class EngineServer:
         with open(self.log_path, 'ab') as log:
             self.process = subprocess.Popen(
                 self.argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
+                stderr=subprocess.STDOUT, start_new_session=True,
+                env=self.env)
         deadline = time.monotonic() + timeout
         while not answers('127.0.0.1', self.port):
             if self.process.poll() is not None:

@@ -35,6 +35,7 @@ class RunPlan:
     timeout: int = 2
     port: int = SITE.port
     server_args: list = field(default_factory=list)
+    server_env: dict = field(default_factory=dict)     # database addresses
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False
     workers: int = 1                    # server.py --workers; nginx's too
@@ -145,7 +146,7 @@ class Matrix:
         t = self.target(name, 'engine')
         log = self.log(t)
         server = EngineServer(name, self.s.port, self.s.server_args, log,
-                              self.s.pin['server'])
+                              self.s.pin['server'], self.s.server_env)
         t['command'] = server.argv
         left = target_guess(self.s, 'engine')
         ref = None      # the hello reference, running for the ugly runs

@@ -479,6 +479,20 @@ def test_workers_go_to_server_py():
     assert '--workers' not in cli.settings(['--out', '/x']).server_args
 
 
+def test_database_passwords_stay_off_command_lines_and_results():
+    s = cli.settings(['--tarantool', 'sticker_app:hush1@127.0.0.1:3301',
+                      '--postgres', 'postgresql://a:hush2@127.0.0.1:5/db',
+                      '--out', '/x'])
+    assert s.server_env == {
+        'STICKERS_TARANTOOL': 'sticker_app:hush1@127.0.0.1:3301',
+        'STICKERS_POSTGRES': 'postgresql://a:hush2@127.0.0.1:5/db'}
+    from bench.engine import EngineServer
+    server = EngineServer('aiohttp-tarantool-one', 1, s.server_args, '/x',
+                          env=s.server_env)
+    assert 'hush' not in ' '.join(server.argv + s.server_args)
+    assert server.env['STICKERS_TARANTOOL'].endswith('@127.0.0.1:3301')
+
+
 def test_workers_get_the_last_cores_and_wrk_the_others(monkeypatch):
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(8)))
     monkeypatch.setattr(shutil, 'which', lambda name: '/usr/bin/' + name)
