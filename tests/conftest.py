@@ -52,6 +52,16 @@ async def load_small(data):
         await data.close()
 
 
+async def fetch(url, cookie=None, form=None):
+    """(status, headers, text) of a GET, or a POST of `form`, with the
+    session `cookie`."""
+    from bench.pagecheck import client
+    async with client(cookie) as s:
+        method = s.post if form else s.get
+        async with method(url, data=form) as r:
+            return r.status, r.headers, await r.text()
+
+
 def load_small_dataset(data):
     # In a thread: a fixture may be set up from inside a running event loop.
     with ThreadPoolExecutor(1) as pool:

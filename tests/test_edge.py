@@ -9,8 +9,9 @@ import time
 import pytest
 
 from bench.pagecheck import all_stickers, ballots, client, vote_total
-from conftest import (ServerProcess, engine_args, load_small, remove_postgres,
-                      start_postgres, start_tarantool, tarantool_address)
+from conftest import (ServerProcess, engine_args, fetch, load_small,
+                      remove_postgres, start_postgres, start_tarantool,
+                      tarantool_address)
 from runtime.processes import ESTABLISHED, tcp_sockets
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
@@ -372,13 +373,6 @@ async def test_long_static_paths_are_refused(short):
         assert b'import' not in body
     [(status, _, _)] = await answers(short.port, get(b'/static/style.css'))
     assert status == 200
-
-
-async def fetch(url, cookie=None, form=None):
-    async with client(cookie) as s:
-        method = s.post if form else s.get
-        async with method(url, data=form) as r:
-            return r.status, r.headers, await r.text()
 
 
 async def test_limits_refuse_a_burst_and_count_what_they_allow(

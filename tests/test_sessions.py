@@ -10,8 +10,8 @@ from collections import namedtuple
 
 import pytest
 
-from bench.pagecheck import ballots, client, session_cookie
-from conftest import ServerProcess, engine_args
+from bench.pagecheck import ballots, session_cookie
+from conftest import ServerProcess, engine_args, fetch
 from pages.sessions import Sessions, usable_key
 from runtime.settings import DEFAULTS
 
@@ -73,13 +73,6 @@ def test_a_key_too_short_to_sign_with_is_refused(key):
 @pytest.fixture(scope='module', params=ENGINES)
 def engine(request):
     return request.param
-
-
-async def fetch(url, cookie=None, form=None):
-    async with client(cookie) as s:
-        method = s.post if form else s.get
-        async with method(url, data=form) as r:
-            return r.status, r.headers, await r.text()
 
 
 async def test_only_issued_cookies_are_sessions_and_pairs_are_limited(
