@@ -211,7 +211,7 @@ class Connection(edge.Edge):
             raise Refused(413)
         end = head.end() + int(length)
         alone = b'connection' in fields or not HTTP11.match(buffer, start)
-        self.searched = end
+        self.searched = 0   # for the request after it, from its start
         if end > len(buffer):
             self.pending = start, end, alone
             return None

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import cli, hello, profile, report, stats, verify
+from bench import cli, profile, references, report, stats, verify
 from bench.charts import label
 from runtime.processes import answers
 from bench.progress import Progress, clock
@@ -154,10 +154,10 @@ def test_bare_hello_uses_the_reference_runs_paired_with_the_engine():
 
 
 def test_an_engine_s_hello_reference_is_its_framework_and_loop():
-    assert hello.of_engine('sanic-postgres-pool-uvloop') == 'hello-sanic-uvloop'
-    assert hello.of_engine('japronto-tarantool-one') == 'hello-japronto'
-    assert hello.of_engine('aiohttp-tarantool-multi-uvloop') == 'hello-aiohttp-uvloop'
-    assert hello.of_engine('nginx') is None
+    assert references.of_engine('sanic-postgres-pool-uvloop') == 'hello-sanic-uvloop'
+    assert references.of_engine('japronto-tarantool-one') == 'hello-japronto'
+    assert references.of_engine('aiohttp-tarantool-multi-uvloop') == 'hello-aiohttp-uvloop'
+    assert references.of_engine('nginx') is None
 
 
 # --- profile arithmetic -----------------------------------------------------

@@ -188,6 +188,28 @@ def test_a_head_sent_byte_by_byte_is_scanned_once(monkeypatch, make):
     assert counting.scanned < 16 * len(head)
 
 
+@pytest.mark.parametrize('make', [
+    edge_connection,
+    pytest.param(japronto_connection, marks=pytest.mark.legacy)])
+def test_a_body_sent_byte_by_byte_is_not_scanned_again(monkeypatch, make):
+    """Behind a request, a POST whose body arrives a byte at a time: its
+    head is searched for once, not once per byte of the body, and both
+    requests go through whole."""
+    from runtime import edge
+    counting = CountingSearch(edge.HEAD_END)
+    monkeypatch.setattr(edge, 'HEAD_END', counting)
+    connection = make()
+    connection.connection_made(Transport())
+    body = b'win=' + b'w' * 8000
+    sent = (get(b'/ugly') + b'POST / HTTP/1.1\r\nHost: t\r\nContent-Length: '
+            + str(len(body)).encode() + b'\r\n\r\n')
+    connection.data_received(sent + body[:100])
+    for i in range(100, len(body)):
+        connection.data_received(body[i:i + 1])
+    assert connection.inner.received == sent + body
+    assert counting.scanned < 4 * len(sent + body)
+
+
 async def test_idle_connection_is_closed(request, engine, start_server):
     short = start_server(engine, *(engine_args(request, engine) + [
         '--keepalive-timeout', '1', '--header-timeout', '60',
