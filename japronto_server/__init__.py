@@ -173,12 +173,16 @@ async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     app = make_app(site)
     loop = asyncio.get_event_loop()
+    # japronto has no public way to serve on a given loop (app.run() forks
+    # a worker with a loop of its own): set what run() would, by hand.
     app._loop = loop
     app._Application__finalize()    # router -> matcher, idle reaper
     connections = set()
     prefixes = at_once_prefixes(site)
     gate = edge.Gate(limits, loop)
-    protocol = _Limited if site.session_limit or site.vote_limit else Connection
+    # Any per-IP or per-session limit may answer 429, which japronto
+    # cannot render: those connections write through a _Transport.
+    protocol = _Limited if site.refusals else Connection
     server = await loop.create_server(
         lambda: protocol(gate, lambda: Protocol(app), prefixes, MAX_BODY,
                          connections),
@@ -190,4 +194,4 @@ async def serve(site, host, port, stopped, limits=edge.LIMITS):
         server.close()
         await server.wait_closed()
         await drain(connections)
-        app._reaper.stop()
+        app._reaper.stop()     # what run() stops at its end

@@ -111,6 +111,27 @@ async def test_only_issued_cookies_are_sessions_and_pairs_are_limited(
     assert int(headers['Retry-After']) >= 1
 
 
+async def test_each_limit_alone_answers_429(request, engine, start_server):
+    """Each limit on by itself is a 429 with its page, never an error
+    (japronto writes a 429 itself, on every connection any limit is on)."""
+    for limit, page in (('--limit-ballots', '/'), ('--limit-votes', '/'),
+                        ('--limit-sessions', '/good')):
+        server = start_server(engine, *(engine_args(request, engine) + [
+            limit, '1/m']))
+        status, headers, html = await fetch(server.url + '/')
+        cookie = session_cookie(headers)
+        form = None
+        if limit == '--limit-votes':
+            _, win, lose = ballots(html)[0]
+            form = {'win': win, 'lose': lose}
+        else:
+            cookie = cookie if page == '/' else None
+        statuses = [(await fetch(server.url + page, cookie, form))[0]
+                    for _ in range(2)]
+        assert statuses[-1] == 429, (limit, statuses)
+        assert server.process.poll() is None
+
+
 async def test_the_key_is_kept_for_every_start(request, tmp_path):
     """A restarted server accepts the cookies it issued before: the key
     lives in var/session.key, readable by its owner only."""
