@@ -526,3 +526,22 @@ def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     log = (out / engine['log']).read_text()
     assert 'from 2 workers' in log, log
     assert '- Processes: 2 per engine' in (out / 'results.md').read_text()
+
+
+@pytest.mark.parametrize('framework', [
+    f for f in __import__('runtime.engines').engines.FRAMEWORKS])
+def test_every_bare_hello_starts_and_answers(framework, tmp_path):
+    from runtime import engines
+    python = sys.executable
+    if framework in engines.LEGACY_MODULES:
+        python = os.path.join(engines.LEGACY, 'bin', 'python')
+        if not os.access(python, os.X_OK):
+            pytest.skip('needs .venv37 (./run.sh setup with CPython 3.7)')
+    server = references.HelloServer(framework, 'asyncio', free_port(),
+                                    str(tmp_path / 'log'), (), python, 'hello')
+    try:
+        server.start(timeout=60)
+        checks = verify.hello(server.url)
+    finally:
+        server.stop()
+    assert verify.failure(checks) is None, checks

@@ -3,7 +3,7 @@ loop (as the engines are served)."""
 from granian.constants import HTTPModes, Interfaces
 from granian.server.embed import Server
 
-from hello.asgi_ugly import app
+from .asgi_ugly import app
 
 
 def serve(loop, host, port):

@@ -2,7 +2,7 @@
 given loop."""
 import uvicorn
 
-from hello.asgi_ugly import app
+from .asgi_ugly import app
 
 
 def serve(loop, host, port):
