@@ -5,7 +5,7 @@
 #   ./run.sh test [pytest options]       install, then run every test
 #   ./run.sh bench [bench.py options]    install, then run the benchmark
 #   ./run.sh soak --engine E [--minutes M]  install, then soak one engine
-#   ./run.sh setup                       only install
+#   ./run.sh setup [--pythons 3.12,3.13] only install (and more interpreters)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -96,7 +96,13 @@ run_tests() {
 command=${1:-help}
 [ $# -gt 0 ] && shift
 case "$command" in
-    setup) setup "$TEST_PACKAGES" ;;
+    setup)
+        setup "$TEST_PACKAGES"
+        case "${1:-}" in
+            "") ;;
+            --pythons) "$VENV/bin/python" -m bench.pythons "${2:?--pythons 3.12,3.13}" ;;
+            *) echo "run.sh setup: unknown option $1 (--pythons V,...)" >&2; exit 2 ;;
+        esac ;;
     serve)
         setup "$SERVE_PACKAGES"
         [[ " $* " == *" -e "* || " $* " == *" --engine"* || " $* " == *" --list "* ]] \

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .profile import ALL_LAYERS  # noqa: E402
-from .report import FLAG, NGINX, cells, targets  # noqa: E402
+from .pythons import short as minor  # noqa: E402
+from .report import FLAG, NGINX, cells, python_rows, targets  # noqa: E402
 from .wrk import PATHS  # noqa: E402
 
 COLORS = {'plain': '#3b75af', 'pipelined': '#ef8636'}
@@ -28,7 +29,12 @@ def short(value):
 
 
 def label(name):
-    """aiohttp-tarantool-one-uvloop -> three short lines."""
+    """aiohttp-tarantool-one-uvloop -> three short lines ('@3.12' goes on
+    the first)."""
+    name, at, version = name.partition('@')
+    if at:
+        first, _, rest = label(name).partition('\n')
+        return '%s %s\n%s' % (first, version, rest)
     parts = name.split('-')
     if parts[0] == 'hello':
         return 'hello\n%s\n%s' % (parts[1], parts[2] if len(parts) > 2 else 'asyncio')
@@ -156,6 +162,55 @@ def profile_chart(results, page, path):
     return path
 
 
+PYTHON_COLORS = ('#3b75af', '#ef8636', '#519e3e', '#c53a32', '#8d69b8',
+                 '#84584e')
+
+
+def python_chart(results, table, page, path):
+    """One group of bars per engine, one bar per interpreter, for the first
+    mode the page ran in."""
+    modes = [m for m in results['settings']['modes']
+             if any(k[1:] == (page, m) for k in table)]
+    if not results['settings'].get('several_pythons') or not modes:
+        return None
+    versions, rows = python_rows(results, table, page, modes[0])
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(max(7.5, 0.9 * len(rows) * len(versions)
+                                        / 2 + 2.5), 5.6), dpi=110)
+    width = 0.8 / len(versions)
+    for i, version in enumerate(versions):
+        xs, heights = [], []
+        for x, (_, by) in enumerate(rows):
+            if version in by:
+                xs.append(x + (i - (len(versions) - 1) / 2) * width)
+                heights.append(by[version]['rps'])
+        ax.bar(xs, heights, width * 0.92, label='Python ' + minor(version),
+               color=PYTHON_COLORS[i % len(PYTHON_COLORS)])
+        for x, h in zip(xs, heights):
+            ax.annotate(short(h), (x, h), xytext=(0, 3), fontsize=7,
+                        textcoords='offset points', ha='center', va='bottom')
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([label(name) for name, _ in rows], fontsize=8)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: short(v)))
+    ax.set_ylabel('requests per second')
+    ax.set_ylim(0, max(c['rps'] for _, by in rows for c in by.values()) * 1.18)
+    ax.grid(axis='y', alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.set_title('%s %s, %s: requests per second by interpreter, higher is '
+                 'better' % ('POST' if page == 'vote' else 'GET', PATHS[page],
+                             modes[0]), fontsize=11, loc='left')
+    ax.legend(loc='upper left', fontsize=8, frameon=False, ncol=len(versions))
+    fig.text(0.01, 0.01, 'median of %d run(s) x %d s; the runs of an engine on '
+             'every interpreter took turns' % (results['settings']['runs'],
+                                               results['settings']['duration']),
+             fontsize=7.5, color='#555555', va='bottom')
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write(results, out):
     table = cells(results)
     paths = []
@@ -167,6 +222,10 @@ def write(results, out):
     for page in results['settings']['pages']:
         path = page_chart(results, table, page,
                           os.path.join(out, 'chart-%s.png' % page))
+        if path:
+            paths.append(path)
+        path = python_chart(results, table, page,
+                            os.path.join(out, 'chart-pythons-%s.png' % page))
         if path:
             paths.append(path)
     return paths

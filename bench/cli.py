@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from . import pythons
 from .profile import py_spy
 from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
@@ -83,14 +84,24 @@ def parser():
     p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
     p.add_argument('--packs', type=positive, metavar='N',
                    help='passed to server.py: packs in the generated data set')
+    p.add_argument('--pythons', '--python', type=comma_list, metavar='V,…',
+                   help='run every engine and its bare hello once per '
+                        'interpreter: versions (3.12) or paths (default: '
+                        'this one); each gets its own environment '
+                        '(.venv-3.12) from requirements.txt, made on first use')
+    p.add_argument('--list', action='store_true',
+                   help='say which engines run on each interpreter, then exit')
     p.add_argument('--workers', type=positive, default=1, metavar='N',
                    help='passed to server.py: processes per engine (default '
                         '1); nginx gets as many, the hello references one')
     return p
 
 
-def select_engines(patterns, fail, workers=1):
-    """(runnable engines, [(name, why not)]) in registry order."""
+def select_engines(patterns, fail, interpreters=None):
+    """(engines that can run, {engine name: [Interpreter]}, [(name, why
+    not)]) in registry order. An engine runs on each interpreter that has
+    its packages; one that none has but the legacy environment does runs
+    there."""
     from runtime import engines
     chosen = set()
     for pattern in patterns:
@@ -100,15 +111,46 @@ def select_engines(patterns, fail, workers=1):
             fail('no engine matches %r; the engines are:\n\n%s'
                  % (pattern, engines.listing()))
         chosen.update(found)
-    runnable, skipped = [], []
+    several = interpreters is not None and len(interpreters) > 1
+    interpreters = interpreters or [pythons.MAIN]
+    try:
+        status = [pythons.engines_on(i) for i in interpreters]
+    except LookupError as e:
+        fail(str(e))
+    runnable, where, skipped = [], {}, []
     for e in engines.ENGINES:
-        if e.name in chosen:
-            status = engines.runs_here(e)
-            if status.startswith('no: '):
-                skipped.append((e.name, status[len('no: '):]))
-            else:
-                runnable.append(e)
-    return runnable, skipped
+        if e.name not in chosen:
+            continue
+        on = [i for i, s in zip(interpreters, status) if s[e.name][0] == 'yes']
+        if not on and any(s[e.name][0].startswith('via ') for s in status):
+            on = [pythons.legacy()]     # legacy engines keep their 3.7
+        elif not on:
+            why = [(pythons.label(e.name, i, several), s[e.name][0][len('no: '):])
+                   for i, s in zip(interpreters, status)]
+            skipped += why if several else why[:1]
+        elif several:
+            skipped += [(pythons.label(e.name, i, several), s[e.name][1])
+                        for i, s in zip(interpreters, status) if i not in on]
+        if on:
+            runnable.append(e)
+            where[e.name] = on
+    return runnable, where, skipped
+
+
+def listing(patterns, interpreters, fail):
+    """Which engines run on each interpreter, as a table."""
+    from runtime import engines
+    try:
+        status = [pythons.engines_on(i) for i in interpreters]
+    except LookupError as e:
+        fail(str(e))
+    names = [e.name for e in engines.ENGINES
+             if any(fnmatch.fnmatchcase(e.name, p) for p in patterns)]
+    rows = [['ENGINE'] + ['PYTHON ' + i.version for i in interpreters]]
+    rows += [[n] + [s[n][0] for s in status] for n in names]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return '\n'.join('  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  '
+                     + r[-1] for r in rows)
 
 
 def server_accepts(option):
@@ -138,7 +180,14 @@ def settings(argv):
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
-    runnable, skipped = select_engines(args.engines, fail, args.workers)
+    try:
+        interpreters = pythons.prepare(args.pythons) if args.pythons else None
+    except (LookupError, subprocess.CalledProcessError) as e:
+        fail('--pythons: %s' % e)
+    if args.list:
+        print(listing(args.engines, interpreters or [pythons.MAIN], fail))
+        sys.exit(0)
+    runnable, where, skipped = select_engines(args.engines, fail, interpreters)
     unknown = [page for page in args.pages if page not in PAGES]
     if unknown or not args.pages:
         fail('unknown pages %s; choose from %s' % (','.join(unknown), ','.join(PAGES)))
@@ -179,8 +228,9 @@ def settings(argv):
     if args.profile and py_spy() is None:
         fail('--profile needs py-spy (pip install -r requirements.txt)')
     return RunPlan(
-        engines=runnable, skipped=skipped, pages=list(dict.fromkeys(args.pages)),
-        modes=modes, out=os.path.abspath(out),
+        engines=runnable, where=where, skipped=skipped,
+        pythons=interpreters or [], several=bool(interpreters and len(interpreters) > 1),
+        pages=list(dict.fromkeys(args.pages)), modes=modes, out=os.path.abspath(out),
         connections=args.connections, duration=args.duration,
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,

@@ -21,13 +21,15 @@ class EngineServer:
     """start() returns when the port answers; the managed databases server.py
     starts are its children and share its CPU pinning."""
 
-    def __init__(self, name, port, args, log_path, pin=(), env=None):
-        """env: added to server.py's environment."""
-        self.name, self.port = name, port
+    def __init__(self, name, port, args, log_path, pin=(), env=None,
+                 python=sys.executable, label=None):
+        """env: added to server.py's environment; python: the interpreter
+        of server.py; label: the name in results, if not the engine's."""
+        self.name, self.port = label or name, port
         self.env = dict(os.environ, **(env or {}))
         self.url = 'http://127.0.0.1:%d' % port
         self.log_path = log_path
-        self.argv = list(pin) + [sys.executable, os.path.join(ROOT, 'server.py'),
+        self.argv = list(pin) + [python, os.path.join(ROOT, 'server.py'),
                                  '-e', name, '-p', str(port)] + list(args)
         self.process = None
 

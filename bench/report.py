@@ -5,6 +5,7 @@ import os
 from .nginx import NGINX_PAGES
 from .references import of_engine
 from .profile import PYTHON_LAYERS
+from .pythons import short
 from .stats import ratio, summarize
 
 NGINX = 'nginx'
@@ -39,6 +40,7 @@ def counterpart(name):
     """The Tarantool engine a PostgreSQL engine is compared with: same
     framework, loop and connection mode (or the first of framework+loop)."""
     from runtime import engines
+    name, at, version = name.partition('@')     # on the same interpreter
     engine = engines.BY_NAME.get(name)
     if engine is None or engines.database(engine) != 'postgres':
         return None
@@ -46,7 +48,7 @@ def counterpart(name):
             and (e.framework, e.loop) == (engine.framework, engine.loop)]
     exact = [e for e in same if e.mode == engine.mode]
     found = (exact or same)[:1]
-    return found[0].name if found else None
+    return found[0].name + at + version if found else None
 
 
 def ratios(table, name, page, mode):
@@ -151,6 +153,50 @@ def ratio_overview(table, names, pages, mode):
     return table_md(headers, rows) if rows else []
 
 
+def python_rows(results, table, page, mode):
+    """(versions, [(engine or reference, {version: cell}) …]) of a run on
+    several interpreters: each name's cells by interpreter."""
+    versions = results['settings'].get('pythons') or []
+    rows = {}
+    for name in targets(results):
+        base, _, version = name.partition('@')
+        cell = table.get((name, page, mode))
+        if base != NGINX and cell and cell['rps']:
+            rows.setdefault(base, {})[next(
+                v for v in versions if short(v) == version)] = cell
+    return versions, list(rows.items())
+
+
+def python_tables(results, table, pages, modes):
+    """Per page and mode, engine × interpreter, when there were several."""
+    if not results['settings'].get('several_pythons'):
+        return []
+    lines = ['', '## Interpreters', '',
+             'Median requests/s of each engine and bare hello on each '
+             'interpreter; the runs of one engine on all of them took '
+             'turns; "3.x ÷ %s" is the ratio to the first interpreter given. '
+             'Legacy engines (japronto, aiotarantool) run on 3.7 only.'
+             % short(results['settings']['pythons'][0])]
+    for page in pages:
+        for mode in modes:
+            versions, rows = python_rows(results, table, page, mode)
+            if not rows:
+                continue
+            first = versions[0]
+            rps = lambda by, v: by.get(v, {}).get('rps')  # noqa: E731
+            compared = [v for v in versions[1:]
+                        if any(rps(by, v) and rps(by, first) for _, by in rows)]
+            lines += ['', '### %s · %s' % (page, mode), '',
+                      '![%s by interpreter](chart-pythons-%s.png)' % (page, page), '']
+            headers = (['engine'] + ['Python %s' % short(v) for v in versions]
+                       + ['%s ÷ %s' % (short(v), short(first)) for v in compared])
+            lines += table_md(headers, [
+                [name] + [number(rps(by, v)) for v in versions]
+                + [times(ratio(rps(by, v), rps(by, first))) for v in compared]
+                for name, by in rows])
+    return lines
+
+
 def memory(text):
     """'24683656 kB' -> '23.5 GiB'."""
     try:
@@ -176,7 +222,8 @@ def header(results):
         '- Machine: %s, %s cores, %s memory; %s (Debian %s), kernel %s' % (
             m['cpu'], m['cores'], memory(m['memory']), m['os'], m['debian_version'],
             m['kernel'].split()[0]),
-        '- Python %s; %s' % (v['python'], packages),
+        '- Python %s; %s' % (', '.join(s.get('pythons') or [v['python']]),
+                             packages),
         '- Tools: %s' % tools,
         '- Load: wrk with %d thread(s) and %d connections; %d timed run(s) of '
         '%d s after %d s of warmup per page and mode; pipelined runs keep %d '
@@ -283,6 +330,7 @@ def render(results):
             if any(k[1:] == (page, mode) for k in table):
                 lines += ['', '### %s · %s' % (page, mode), '']
                 lines += page_table(table, names, page, mode)
+    lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)
     return '\n'.join(lines) + '\n'
 

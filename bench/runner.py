@@ -7,7 +7,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import references, machine, profile, stats, verify, wrk
+from . import machine, profile, pythons, references, stats, verify, wrk
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
@@ -39,10 +39,9 @@ class RunPlan:
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False
     workers: int = 1                    # server.py --workers; nginx's too
-
-
-class TargetDied(RuntimeError):
-    pass
+    where: dict = field(default_factory=dict)   # name -> [pythons.Interpreter]
+    pythons: list = field(default_factory=list)  # as given; [] = this one
+    several: bool = False               # names carry '@3.12'
 
 
 def combos(settings, kind):
@@ -66,6 +65,14 @@ def series_guess(settings, page):
 def profile_mode(settings, page):
     """The mode of a page's profiled run: its first timed one."""
     return next(m for p, m in combos(settings, 'engine') if p == page)
+
+
+def used_pythons(settings):
+    """Versions of the interpreters the engines run on: those given, in
+    their order, then the legacy one if some engine needs it."""
+    given = [i.version for i in settings.pythons or [pythons.MAIN]]
+    used = {i.version for where in settings.where.values() for i in where}
+    return [v for v in given if v in used] + sorted(used - set(given))
 
 
 def target_guess(settings, kind):
@@ -95,6 +102,10 @@ class Matrix:
                 'profile': settings.profile,
                 # Processes per engine and for nginx; hello references: 1.
                 'workers': settings.workers,
+                # Each engine's interpreters: the run's (several: names
+                # carry '@3.12'), or the legacy one where only it can.
+                'pythons': used_pythons(settings),
+                'several_pythons': settings.several,
             },
             'pinning': {'server': ' '.join(settings.pin['server']) or None,
                         'wrk': ' '.join(settings.pin['wrk']) or None,
@@ -103,7 +114,9 @@ class Matrix:
         }
         self.results.update(machine.describe())
         self.hellos = {}    # hello reference name -> its target record
-        planned = sum(target_guess(settings, 'engine') for _ in settings.engines)
+        self.python_of = {}     # target name -> its interpreter's version
+        planned = sum(target_guess(settings, 'engine') * len(
+            settings.where.get(e.name) or [None]) for e in settings.engines)
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
         self.progress = Progress(planned, stream)
@@ -142,57 +155,89 @@ class Matrix:
         self.progress.drop(guess_left)
 
     def engine(self, engine):
-        name = engine.name
+        """Start the engine once per interpreter, verify each, then time its
+        pages with the runs on different interpreters taking turns; the
+        first one started manages the databases the others use."""
+        crew = []       # (target, server, interpreter), started and verified
+        refs = {}       # engine target name -> its hello, for the ugly runs
+        plan = list(combos(self.s, 'engine'))
+        ugly = [m for p, m in plan if p == 'ugly']
+        try:
+            for i, python in enumerate(self.s.where.get(engine.name) or
+                                       [pythons.MAIN]):
+                member = self.start_engine(engine, python, i == 0)
+                if member:
+                    crew.append(member)
+            database = None
+            for step, (page, mode) in enumerate(plan):
+                if not crew:
+                    return
+                if page == 'ugly' and mode == ugly[0]:
+                    refs = {t['name']: self.hello(engine.framework, engine.loop,
+                                                  python)
+                            for t, _, python in crew}
+                turn = []
+                for t, server, _ in crew:
+                    turn.append((t['name'], server, None))
+                    ref = refs.get(t['name']) if page == 'ugly' else None
+                    if ref:
+                        turn.append((ref.name, ref, t['name']))
+                dead = self.turns(turn, page, mode)
+                if page == 'ugly' and mode == ugly[-1]:
+                    for ref in refs.values():
+                        if ref:
+                            ref.stop()      # idle, but some poll
+                    refs = {}
+                if self.s.profile and mode == profile_mode(self.s, page):
+                    for t, server, _ in crew:
+                        if server.alive():
+                            if database is None:
+                                database = self.database(server) or ()
+                            self.profiled(t['name'], server, page, mode, database)
+                for member in list(crew):
+                    t, server, _ = member
+                    if t['name'] in dead or not server.alive():
+                        crew.remove(member)
+                        server.stop()
+                        self.fail(t, 'server.py died during %s %s:\n%s' % (
+                            page, mode, tail(server.log_path)),
+                            sum(series_guess(self.s, p) for p, _ in plan[step + 1:]))
+        finally:
+            for ref in refs.values():
+                if ref:
+                    ref.stop()
+            for _, server, _ in reversed(crew):
+                server.stop()
+
+    def start_engine(self, engine, python, first):
+        """(target, server, interpreter) of one interpreter's server.py,
+        started and verified, or None (its target says why)."""
+        name = pythons.label(engine.name, python, self.s.several)
         t = self.target(name, 'engine')
+        t['python'] = self.python_of[name] = python.version
         log = self.log(t)
-        server = EngineServer(name, self.s.port, self.s.server_args, log,
-                              self.s.pin['server'], self.s.server_env)
+        port = self.s.port if first else free_port()
+        server = EngineServer(engine.name, port, self.s.server_args, log,
+                              self.s.pin['server'], self.s.server_env,
+                              python=python.python, label=name)
         t['command'] = server.argv
         left = target_guess(self.s, 'engine')
-        ref = None      # the hello reference, running for the ugly runs
-        try:
-            if not self.started(t, server, left):
-                return
-            self.progress.advance(START_GUESS)
-            left -= START_GUESS
-            self.progress.show('%s · verifying' % name)
-            t['verification'] = verify.engine(server.url)
-            self.progress.advance(VERIFY_GUESS)
-            left -= VERIFY_GUESS
-            why = verify.failure(t['verification'])
-            if why:
-                return self.fail(t, 'verification failed: ' + why, left)
-            if self.about is None and 'about' in self.s.pages:
-                self.about = verify.page(server.url, '/about')
-                t['about_copied'] = True
-            database = None
-            ugly = [m for p, m in combos(self.s, 'engine') if p == 'ugly']
-            for page, mode in combos(self.s, 'engine'):
-                try:
-                    if page == 'ugly' and mode == ugly[0]:
-                        ref = self.hello(engine.framework, engine.loop)
-                        left -= target_guess(self.s, 'hello')
-                    if page == 'ugly' and ref is not None:
-                        self.paired_series(name, server, ref, page, mode)
-                        if mode == ugly[-1]:
-                            ref.stop()      # idle, but some poll
-                            ref = None
-                    else:
-                        self.series(name, server.url, page, mode, server.alive)
-                    if self.s.profile and mode == profile_mode(self.s, page):
-                        if database is None:
-                            database = self.database(server) or ()
-                        self.profiled(name, server, page, mode, database)
-                        if not server.alive():
-                            raise TargetDied()
-                except TargetDied:
-                    return self.fail(t, 'server.py died during %s %s:\n%s' % (
-                        page, mode, tail(log)), left)
-                left -= series_guess(self.s, page)
-        finally:
+        if not self.started(t, server, left):
+            return None
+        self.progress.advance(START_GUESS)
+        self.progress.show('%s · verifying' % name)
+        t['verification'] = verify.engine(server.url)
+        self.progress.advance(VERIFY_GUESS)
+        why = verify.failure(t['verification'])
+        if why:
             server.stop()
-            if ref is not None:
-                ref.stop()
+            self.fail(t, 'verification failed: ' + why,
+                      left - START_GUESS - VERIFY_GUESS)
+            return None
+        if self.about is None and 'about' in self.s.pages:
+            self.about = verify.page(server.url, '/about')
+            t['about_copied'] = True
+        return t, server, python
 
     def log(self, t):
         """The log file of a target's server, noted in its record."""
@@ -211,21 +256,24 @@ class Matrix:
             return False
         return True
 
-    def hello(self, framework, loop):
-        """Start the bare hello world of a framework and loop for an engine's
-        ugly runs: the running server, or None (its target says why). Its
-        target is recorded once, with the verification of its first start."""
-        name = references.name(framework, loop)
+    def hello(self, framework, loop, python):
+        """Start the bare hello world of a framework and loop on an
+        interpreter for an engine's ugly runs: the running server, or None
+        (its target says why). Its target is recorded once, with the
+        verification of its first start."""
+        name = pythons.label(references.name(framework, loop), python,
+                             self.s.several)
         t = self.hellos.get(name)
         if t is None:
             t = self.hellos[name] = self.target(name, 'hello')
+            t['python'] = self.python_of[name] = python.version
         elif t['status'] != 'ok':
             self.progress.drop(target_guess(self.s, 'hello'))
             return None
         log = os.path.join(self.s.out, 'logs', name + '.log')
         t['log'] = os.path.relpath(log, self.s.out)
         server = references.HelloServer(framework, loop, free_port(), log,
-                                   self.s.pin['server'])
+                                        self.s.pin['server'], python.python, name)
         t['command'] = server.argv
         left = target_guess(self.s, 'hello')
         if not self.started(t, server, left, timeout=60):
@@ -317,11 +365,9 @@ class Matrix:
                 if page == 'about' and about is None:
                     self.progress.drop(series_guess(self.s, page))
                     continue
-                try:
-                    self.series('nginx', server.url, page, mode, server.alive)
-                except TargetDied:
-                    return self.fail(t, 'nginx died during %s %s' % (page, mode), left)
                 left -= series_guess(self.s, page)
+                if self.turns([('nginx', server, None)], page, mode):
+                    return self.fail(t, 'nginx died during %s %s' % (page, mode), left)
         finally:
             server.stop()
 
@@ -331,42 +377,35 @@ class Matrix:
                                 self.s.pin['wrk'])
         return wrk.run(argv, env, duration)
 
-    def series(self, name, url, page, mode, alive):
-        label = '%s · %s · %s' % (name, page, mode)
-        self.warmup(label, name, url, page, mode)
+    def turns(self, members, page, mode):
+        """Warm up, then time every member (name, server, the engine a
+        reference is paired with or None) run by run, taking turns, so that
+        all see the same minutes of a machine whose speed drifts. The names
+        of members that died; a dead one sits out the rest."""
+        label = '%s · %s · %s' % (members[0][0], page, mode)
+        for name, server, pair in members:
+            self.warmup(label, name, server.url, page, mode, pair=pair)
+        dead = set()
         for run in range(1, self.s.runs + 1):
-            if not alive():
-                raise TargetDied()
-            self.progress.show('%s · run %d/%d' % (label, run, self.s.runs))
-            self.timed(name, url, page, mode, run)
-        if not alive():
-            raise TargetDied()
-
-    def paired_series(self, name, server, ref, page, mode):
-        """The engine's runs taking turns with its hello reference's, so that
-        both see the same minutes of a machine whose speed drifts; the
-        reference's runs name the engine they were paired with."""
-        label = '%s · %s · %s' % (name, page, mode)
-        self.warmup(label, name, server.url, page, mode)
-        self.warmup(label, ref.name, ref.url, page, mode, pair=name)
-        for run in range(1, self.s.runs + 1):
-            if not server.alive():
-                raise TargetDied()
-            self.progress.show('%s · run %d/%d, with %s' % (
-                label, run, self.s.runs, ref.name))
-            self.timed(name, server.url, page, mode, run)
-            if ref.alive():
-                self.timed(ref.name, ref.url, page, mode, run, pair=name,
-                           guess=self.s.duration + RUN_GUESS)
-        if not server.alive():
-            raise TargetDied()
+            for name, server, pair in members:
+                if name in dead or (pair and pair in dead):
+                    continue
+                if not server.alive():
+                    dead.add(name)
+                    continue
+                self.progress.show('%s · %s · %s · run %d/%d' % (
+                    name, page, mode, run, self.s.runs))
+                self.timed(name, server.url, page, mode, run, pair=pair,
+                           guess=self.s.duration + RUN_GUESS if pair else None)
+        return dead | {name for name, server, _ in members if not server.alive()}
 
     def warmup(self, label, name, url, page, mode, pair=None):
         if not self.s.warmup:
             return
         self.progress.show(label + ' · warmup')
         record = self.wrk(url, page, mode, self.s.warmup)
-        record.update(target=name, page=page, mode=mode, run=0, warmup=True)
+        record.update(target=name, page=page, mode=mode, run=0, warmup=True,
+                      python=self.python_of.get(name))
         if pair:
             record['pair'] = pair
         self.results['runs'].append(record)
@@ -375,7 +414,8 @@ class Matrix:
     def timed(self, name, url, page, mode, run, pair=None, guess=None):
         before = self.votes(url) if page == 'vote' else None
         record = self.wrk(url, page, mode, self.s.duration)
-        record.update(target=name, page=page, mode=mode, run=run, warmup=False)
+        record.update(target=name, page=page, mode=mode, run=run, warmup=False,
+                      python=self.python_of.get(name))
         if pair:
             record['pair'] = pair
         if page == 'vote':

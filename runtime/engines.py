@@ -6,6 +6,7 @@ named FRAMEWORK-DRIVER-MODE[-uvloop], e.g. sanic-tarantool-one-uvloop.
 import difflib
 import glob
 import importlib.util
+import json
 import os
 import sys
 from collections import namedtuple
@@ -70,14 +71,27 @@ def _modules(engine):
     return [MODULES[part] for part in parts if part in MODULES]
 
 
+def not_built():
+    """{package: pip's reason} of this environment's pins that have no
+    build for its interpreter (bench/pythons.py notes them)."""
+    try:
+        with open(os.path.join(sys.prefix, 'missing.json')) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def unavailable(engine):
     """Why the engine cannot run in this interpreter, or None if it can."""
+    version = '%d.%d' % sys.version_info[:2]
     for module in _modules(engine):
         if importlib.util.find_spec(module) is None:
-            if module in LEGACY_MODULES and sys.version_info[:2] != (3, 7):
+            if module in LEGACY_MODULES and version != '3.7':
                 return '%s %s' % (module, LEGACY_HOWTO)
-            return '%s is not installed for Python %d.%d' % (
-                module, sys.version_info[0], sys.version_info[1])
+            why = not_built().get(module)
+            if why:
+                return '%s has no build for Python %s: %s' % (module, version, why)
+            return '%s is not installed for Python %s' % (module, version)
     return None
 
 

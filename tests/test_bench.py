@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import cli, profile, references, report, stats, verify
+from bench import cli, profile, pythons, references, report, stats, verify
 from bench.charts import label
 from runtime.processes import answers
 from bench.progress import Progress, clock
@@ -267,11 +267,14 @@ def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     monkeypatch.setattr(engines, 'runs_here', lambda e: (
         'no: sanic is not installed' if e.framework == 'sanic' else
         'via .venv37 (Python 3.7)' if e.framework == 'japronto' else 'yes'))
-    runnable, skipped = cli.select_engines(['*-tarantool-one'],
-                                           lambda m: pytest.fail(m))
+    monkeypatch.setattr(engines, 'unavailable', lambda e: None)
+    runnable, where, skipped = cli.select_engines(['*-tarantool-one'],
+                                                  lambda m: pytest.fail(m))
     assert [e.name for e in runnable] == [
         f + '-tarantool-one' for f in engines.FRAMEWORKS if f != 'sanic']
     assert skipped == [('sanic-tarantool-one', 'sanic is not installed')]
+    assert where['aiohttp-tarantool-one'] == [pythons.MAIN]
+    assert where['japronto-tarantool-one'] == [pythons.legacy()]
 
 
 def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
