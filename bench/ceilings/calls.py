@@ -1,0 +1,99 @@
+"""One database call of a page, made again and again through a
+DataInterface, each result checked: what the driver and HTTP children
+time. 3.7 compatible."""
+import os
+
+from data_interface import DataUnavailable, Visit, VoteOutcome
+from pages.http import ballot_tokens, new_session
+from . import BALLOT_TTL, RANKED_COUNT, SKIP_CALL, VISIT_BATCH
+
+
+class Caller:
+    """call() makes one call of `name` and counts it as done (its result
+    shows the work), bad (it does not) or failed (DataUnavailable)."""
+
+    def __init__(self, data, name):
+        self.data, self.name = data, name
+        self.make = getattr(self, '_' + name)
+        self.skip = bool(os.environ.get(SKIP_CALL))
+        self.done = self.bad = self.failed = 0
+        self.session = new_session()
+        self.pairs = []         # issued and not voted yet: (tokens)
+        self.last = None        # the last pair issued
+        self.visit = Visit(None, '127.0.0.1', 'bench.py --limits')
+
+    async def call(self):
+        """True when the call did its work."""
+        try:
+            ok = False if self.skip else await self.make()
+        except DataUnavailable:
+            self.failed += 1
+            return False
+        if ok:
+            self.done += 1
+        else:
+            self.bad += 1
+        return ok
+
+    async def _ranked(self):
+        rows = await self.data.top_stickers(RANKED_COUNT)
+        keys = [(s.rating, s.id) for s in rows]
+        return len(rows) == RANKED_COUNT and keys == sorted(keys, reverse=True)
+
+    async def _issue(self):
+        tokens = ballot_tokens()
+        a, b = await self.data.sticker_pair(self.session, tokens, BALLOT_TTL)
+        self.last = tokens
+        return tokens if a.id != b.id else None
+
+    async def _pair(self):
+        return await self._issue() is not None
+
+    async def _vote(self):
+        """A vote of a pair issued before, then the next pair: the vote
+        page's calls."""
+        tokens = self.pairs.pop() if self.pairs else await self._issue()
+        outcome = await self.data.cast_vote(self.session, *tokens)
+        issued = await self._issue()
+        if issued:
+            self.pairs.append(issued)
+        return outcome == VoteOutcome.OK and issued is not None
+
+    async def _visits(self):
+        await self.data.record_visits([
+            self.visit._replace(session=new_session())
+            for _ in range(VISIT_BATCH)])
+        return True
+
+    async def _stats(self):
+        s = await self.data.stats()
+        return s.stickers > 0 and s.packs > 0
+
+    async def evidence(self):
+        """What the database shows once the calls are over: for the pair,
+        whether its last ballots exist (a vote with them counts)."""
+        if self.name != 'pair' or self.last is None:
+            return {}
+        try:
+            outcome = await self.data.cast_vote(self.session, *self.last)
+        except DataUnavailable as e:
+            outcome = str(e)
+        return {'last_pair_vote': outcome}
+
+    def counts(self):
+        return {'done': self.done, 'bad': self.bad, 'failed': self.failed}
+
+
+def data_of(driver, address):
+    """An unstarted DataInterface: driver 'asynctnt', 'aiotarantool' or
+    'blocking' at a Tarantool address ('user:password@host:port', one
+    connection), or 'asyncpg' at a PostgreSQL URL (the site's pool)."""
+    if driver == 'asyncpg':
+        from data_interface.postgres.asyncpg_data import PostgresData
+        return PostgresData(address)
+    from data_interface.address import parse_tarantool
+    if driver == 'blocking':
+        from .blocking import BlockingTarantool
+        return BlockingTarantool(parse_tarantool(address))
+    from runtime.engines import tarantool_driver
+    return tarantool_driver(driver)(parse_tarantool(address), 'one')
