@@ -228,4 +228,7 @@ def write(results, out):
                             os.path.join(out, 'chart-pythons-%s.png' % page))
         if path:
             paths.append(path)
+    if results.get('limits'):
+        from .ceilings import chart
+        paths += [p for p in [chart.write(results, out)] if p]
     return paths

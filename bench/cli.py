@@ -41,9 +41,9 @@ def parser():
         prog='bench.py', description='Verify, then time every engine with wrk '
         '(plus nginx as a C reference); write results.json, results.md and '
         'charts.')
-    p.add_argument('--engines', type=comma_list, default=['*'], metavar='A,B,…',
-                   help='engine names or globs (default: all; see '
-                        'python server.py --list)')
+    p.add_argument('--engines', type=comma_list, metavar='A,B,…',
+                   help='engine names or globs (default: all, none with '
+                        '--limits; see python server.py --list)')
     p.add_argument('--pages', type=comma_list, default=list(PAGES),
                    metavar='P,…', help='of %s (default all)' % ','.join(PAGES))
     modes = p.add_mutually_exclusive_group()
@@ -73,6 +73,10 @@ def parser():
                    help='one extra run per engine and page under py-spy: '
                         'CPU per request by layer (framework, pages, '
                         'templates, driver, kernel, database)')
+    p.add_argument('--limits', action='store_true',
+                   help='time each database call of the pages inside the '
+                        'database, through each driver alone and through '
+                        'HTTP, and each page rendered without I/O')
     p.add_argument('--out', metavar='DIR',
                    help='output directory (default results/<timestamp>)')
     p.add_argument('--port', type=positive, default=SITE.port,
@@ -180,6 +184,10 @@ def settings(argv):
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
+    if args.engines is None:
+        args.engines = [] if args.limits else ['*']
+        if args.limits:     # the limits alone: no page to time
+            args.pages = []
     try:
         interpreters = pythons.prepare(args.pythons) if args.pythons else None
     except (LookupError, subprocess.CalledProcessError) as e:
@@ -189,7 +197,7 @@ def settings(argv):
         sys.exit(0)
     runnable, where, skipped = select_engines(args.engines, fail, interpreters)
     unknown = [page for page in args.pages if page not in PAGES]
-    if unknown or not args.pages:
+    if unknown or not (args.pages or args.limits):
         fail('unknown pages %s; choose from %s' % (','.join(unknown), ','.join(PAGES)))
     if args.threads > args.connections:
         fail('--threads (%d) cannot exceed --connections (%d)'
@@ -220,7 +228,8 @@ def settings(argv):
             fail('--workers: this server.py has no such option')
         server_args += ['--workers', str(args.workers)]
     modes = args.modes or ['plain', 'pipelined']
-    if modes == ['pipelined'] and set(args.pages) <= set(PLAIN_ONLY):
+    if (args.pages and modes == ['pipelined']
+            and set(args.pages) <= set(PLAIN_ONLY)):
         fail('nothing to time: %s runs plain only' % ','.join(PLAIN_ONLY))
     out = args.out or os.path.join(ROOT, 'results', time.strftime('%Y%m%d-%H%M%S'))
     if shutil.which('wrk') is None:
@@ -236,7 +245,7 @@ def settings(argv):
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
         server_args=server_args, server_env=server_env,
         pin=pinning(args.no_pin, args.workers),
-        profile=args.profile, workers=args.workers)
+        profile=args.profile, workers=args.workers, limits=args.limits)
 
 
 def interrupt(signum, frame):

@@ -100,8 +100,10 @@ RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('pipelined', 'pipelined ÷ plain'))
 
 
-def page_table(table, names, page, mode):
-    """Markdown lines of one page and mode, then its flag notes."""
+def page_table(table, names, page, mode, ceilings=None):
+    """Markdown lines of one page and mode, then its flag notes; ceilings:
+    {engine: the rate of its page's call through its driver alone}."""
+    ceilings = ceilings or {}
     present = [n for n in names if (n, page, mode) in table]
     computed = {n: ratios(table, n, page, mode) for n in present}
     shown = [(k, h) for k, h in RATIO_HEADERS
@@ -111,6 +113,9 @@ def page_table(table, names, page, mode):
     checked = any(table[(n, page, mode)]['votes_checked'] for n in present)
     if checked:
         headers.append('vote totals add up')
+    shared = any(n in ceilings for n in present)
+    if shared:
+        headers.append('share of the ceiling')
     rows, notes = [], []
     for name in present:
         c = table[(name, page, mode)]
@@ -120,7 +125,9 @@ def page_table(table, names, page, mode):
                      ms(c['p50']), ms(c['p99']), errors]
                     + [times(computed[name][k]) for k, _ in shown]
                     + (['%d/%d runs' % (c['votes_ok'], c['votes_checked'])]
-                       if checked else []))
+                       if checked else [])
+                    + ([times(ratio(c['rps'], ceilings.get(name)))]
+                       if shared else []))
         notes.extend('%s %s %s' % (FLAG, name, f) for f in c['flags'])
     lines = table_md(headers, rows)
     if notes:
@@ -311,6 +318,7 @@ def profile_note(p):
 
 
 def render(results):
+    from .ceilings import report as limits
     table = cells(results)
     names = targets(results)
     pages = [p for p in results['settings']['pages']
@@ -329,9 +337,11 @@ def render(results):
         for mode in modes:
             if any(k[1:] == (page, mode) for k in table):
                 lines += ['', '### %s · %s' % (page, mode), '']
-                lines += page_table(table, names, page, mode)
+                lines += page_table(table, names, page, mode,
+                                    limits.ceilings(results, page))
     lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)
+    lines += limits.section(results)
     return '\n'.join(lines) + '\n'
 
 

@@ -13,6 +13,7 @@ from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
 from .nginx import NGINX_PAGES, Nginx
 from .progress import Progress
+from .ceilings import run as ceilings
 
 # Rough seconds, only for the time left on the progress bar.
 START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
@@ -42,6 +43,7 @@ class RunPlan:
     where: dict = field(default_factory=dict)   # name -> [pythons.Interpreter]
     pythons: list = field(default_factory=list)  # as given; [] = this one
     several: bool = False               # names carry '@3.12'
+    limits: bool = False                # bench.ceilings, after the engines
 
 
 def combos(settings, kind):
@@ -119,6 +121,8 @@ class Matrix:
             settings.where.get(e.name) or [None]) for e in settings.engines)
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
+        if settings.limits:
+            planned += ceilings.guess(settings)
         self.progress = Progress(planned, stream)
         self.about = None
         os.makedirs(os.path.join(settings.out, 'logs'), exist_ok=True)
@@ -139,6 +143,8 @@ class Matrix:
             self.save()
         if any(True for _ in combos(self.s, 'nginx')):
             self.nginx()
+        if self.s.limits:
+            ceilings.run(self)
         self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
         self.save()
         self.progress.close()
