@@ -37,6 +37,9 @@ def write(results, out):
                             textcoords='offset points', ha='center',
                             va='bottom', fontsize=6.5, rotation=90)
         ax.set_yscale('log')
+        top = max((r['rate'] for k, r in found.items()
+                   if k[0] == database and r['rate']), default=1)
+        ax.set_ylim(top=top * 6)    # room for the labels and the legend
         ax.set_xticks(range(len(CALLS)))
         ax.set_xticklabels(CALLS, fontsize=9)
         ax.set_title('%s: calls per second by layer, log scale' % database,
@@ -44,7 +47,7 @@ def write(results, out):
         ax.set_ylabel('calls per second (log scale)')
         ax.grid(axis='y', alpha=0.3)
         ax.set_axisbelow(True)
-        ax.legend(loc='upper right', fontsize=7.5, frameon=False)
+        ax.legend(loc='upper center', fontsize=7.5, frameon=False, ncol=3)
     limits = results['limits']
     fig.text(0.01, 0.01, 'one %d s run per call and layer; vote: a vote and '
              'the next pair; visits: %d per call' % (
