@@ -53,11 +53,12 @@ def _output(argv, stderr=False):
     return text.strip().splitlines()[0] if text.strip() else None
 
 
-def postgres_binary():
-    found = shutil.which('postgres')
+def postgres_binary(name='postgres'):
+    """A PostgreSQL program on PATH, else Debian's newest, else None."""
+    found = shutil.which(name)
     if found:
         return found
-    candidates = sorted(glob.glob('/usr/lib/postgresql/*/bin/postgres'))
+    candidates = sorted(glob.glob('/usr/lib/postgresql/*/bin/' + name))
     return candidates[-1] if candidates else None
 
 

@@ -1,7 +1,6 @@
 """The calls inside each database: Tarantool's stored functions in a loop
 of fibers (fibers.lua, in a scratch instance of instance.lua holding the
 same data set), PostgreSQL's under pgbench with a script per call."""
-import glob
 import json
 import os
 import secrets
@@ -13,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 import dataset
 from runtime.databases.tarantool import INSTANCE_LUA
 from runtime.processes import free_port
+from ..machine import postgres_binary
 from . import BALLOT_TTL, RANKED_COUNT, SKIP_CALL, VISIT_BATCH
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,14 +46,6 @@ def pgbench_script(call):
         from data_interface.postgres.asyncpg_data import RANKED
         return RANKED[True] % RANKED_COUNT + ';\n'
     return PGBENCH_SCRIPTS[call]
-
-
-def pgbench_binary():
-    found = shutil.which('pgbench')
-    if found:
-        return found
-    versions = sorted(glob.glob('/usr/lib/postgresql/*/bin/pgbench'))
-    return versions[-1] if versions else None
 
 
 def tarantool_fibers(calls, seconds, fibers, packs, pin, log):
@@ -104,7 +96,7 @@ def pgbench(call, dsn, seconds, clients, pin, session):
     with open(script, 'w') as f:
         f.write(pgbench_script(call))
     argv = list(pin) + [
-        pgbench_binary(), '-n', '-M', 'prepared', '-f', script,
+        postgres_binary('pgbench'), '-n', '-M', 'prepared', '-f', script,
         '-c', str(clients), '-j', '1', '-T', str(seconds),
         '-D', 'session=' + session, '-D', 'win=' + UNISSUED,
         '-D', 'lose=' + UNISSUED[:-1] + 'B',

@@ -13,6 +13,7 @@ from urllib.request import urlopen
 
 from .. import profile, references, wrk
 from ..engine import EngineServer, tail
+from ..machine import postgres_binary
 from runtime import engines
 from runtime.processes import free_port
 from runtime.settings import ROOT, from_environment
@@ -293,7 +294,7 @@ class Limits:
 
     def pgbench(self):
         s = self.s
-        if inside.pgbench_binary() is None:
+        if postgres_binary('pgbench') is None:
             return self.skip('postgres', 'database', 'pgbench is not '
                              'installed (Debian: postgresql-client)')
         from pages.http import new_session
