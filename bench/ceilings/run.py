@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 from .. import profile, references, wrk
@@ -113,9 +114,17 @@ def addresses(database, s):
     return server.dsn, server.owner_dsn
 
 
-def port_of(database, address):
-    return int(address.rsplit(':', 1)[1] if database == 'tarantool'
-               else address.rsplit('/', 1)[0].rsplit(':', 1)[1])
+def local_database(database, address):
+    """The pid of the database process at this address when it runs on
+    this machine, else None (its CPU is not ours to read)."""
+    if database == 'tarantool':
+        host, port = address.rsplit('@', 1)[-1].rsplit(':', 1)
+    else:
+        url = urlsplit(address)
+        host, port = url.hostname, url.port or 5432
+    if not host.startswith(('127.', 'localhost', '::1', '[::1]')):
+        return None
+    return profile.listener(int(port))
 
 
 async def _snapshot(database, address, owner, session):
@@ -221,7 +230,7 @@ class Limits:
                                  'start: %s' % e, failed=True)
             self.m.progress.advance(START_GUESS)
             self.address, self.owner = address, owner
-            self.db_pid = profile.listener(port_of(database, address))
+            self.db_pid = local_database(database, address)
             try:
                 self.layers(database)
             except Exception as e:   # a database gone: report what ran
