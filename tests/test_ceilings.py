@@ -37,6 +37,9 @@ def test_a_call_is_held_to_what_the_database_shows():
         record('vote', after=[1, 10, 0, 0, 99, 0, 0]))
     assert checks.failure(record('vote', after=[1, 10, 0, 0, 90, 0, 0],
                                  slack=16)) is None
+    assert 'winner' in checks.failure(record(
+        'vote', after=[1, 10, 0, 0, 100, 0, 0],
+        evidence={'winner_votes_moved': False}))
     assert 'views moved by 0' in checks.failure(record('visits'))
     # Ballots: the last pair counts, the session holds two per call, or
     # the scratch instance holds them all (up to its cap).
@@ -112,9 +115,11 @@ def test_limits_report_every_call_on_both_databases(limits_run):
     if limits['http']['framework'] == 'japronto':
         assert all(found[('tarantool', 'http-sync', c)]['failure'] is None
                    for c in CALLS)
-    # The vote moved the rating: the vote total, by one a call.
+    # The vote moved the rating: the vote total, by one a call, and the
+    # last winner's votes.
     vote = found[('tarantool', 'asynctnt', 'vote')]
     assert vote['after'][4] - vote['before'][4] == vote['done']
+    assert vote['evidence'] == {'winner_votes_moved': True}
     assert set(limits['renders']) == {'good', 'bad', 'index', 'vote'}
     assert all(r['rate'] > 0 for r in limits['renders'].values())
     assert {t['name']: t['status'] for t in results['targets']} == {

@@ -18,8 +18,9 @@ class Caller:
         self.skip = bool(os.environ.get(SKIP_CALL))
         self.done = self.bad = self.failed = 0
         self.session = new_session()
-        self.pairs = []         # issued and not voted yet: (tokens)
+        self.pairs = []         # issued, not voted yet: (tokens, winner)
         self.last = None        # the last pair issued
+        self.winner = None      # the sticker of the last vote counted
         self.visit = Visit(None, '127.0.0.1', 'bench.py --limits')
 
     async def call(self):
@@ -41,10 +42,11 @@ class Caller:
         return len(rows) == RANKED_COUNT and keys == sorted(keys, reverse=True)
 
     async def _issue(self):
+        """(tokens, the sticker the first one votes for), or None."""
         tokens = ballot_tokens()
         a, b = await self.data.sticker_pair(self.session, tokens, BALLOT_TTL)
-        self.last = tokens
-        return tokens if a.id != b.id else None
+        self.last = tokens, a
+        return (tokens, a) if a.id != b.id else None
 
     async def _pair(self):
         return await self._issue() is not None
@@ -52,8 +54,11 @@ class Caller:
     async def _vote(self):
         """A vote of a pair issued before, then the next pair: the vote
         page's calls."""
-        tokens = self.pairs.pop() if self.pairs else await self._issue()
+        tokens, winner = self.pairs.pop() if self.pairs else \
+            await self._issue()
         outcome = await self.data.cast_vote(self.session, *tokens)
+        if outcome == VoteOutcome.OK:
+            self.winner = winner
         issued = await self._issue()
         if issued:
             self.pairs.append(issued)
@@ -71,14 +76,19 @@ class Caller:
 
     async def evidence(self):
         """What the database shows once the calls are over: for the pair,
-        whether its last ballots exist (a vote with them counts)."""
-        if self.name != 'pair' or self.last is None:
-            return {}
+        whether its last ballots exist (a vote with them counts); for the
+        vote, whether the last winner's votes moved."""
         try:
-            outcome = await self.data.cast_vote(self.session, *self.last)
+            if self.name == 'pair' and self.last:
+                return {'last_pair_vote': await self.data.cast_vote(
+                    self.session, *self.last[0])}
+            if self.name == 'vote' and self.winner:
+                s = await self.data.sticker(self.winner.pack, self.winner.id)
+                return {'winner_votes_moved': s is not None
+                        and s.votes_plus > self.winner.votes_plus}
         except DataUnavailable as e:
-            outcome = str(e)
-        return {'last_pair_vote': outcome}
+            return {'unavailable': str(e)}
+        return {}
 
     def counts(self):
         return {'done': self.done, 'bad': self.bad, 'failed': self.failed}

@@ -35,6 +35,11 @@ def failure(record):
     if 'answered' in record and record['answered'] > done:
         return '%d answers but %d calls did their work' % (
             record['answered'], done)
+    if evidence.get('winner_votes_moved') is False:
+        return "the last vote's winner has no more votes than before"
+    if 'unavailable' in evidence:
+        return 'the database could not show the work: %s' % (
+            evidence['unavailable'])
     if call == 'vote':
         # pgbench: the first vote of each client finds no pair.
         return within(moved(record, VOTES), done, slack, 'the vote total')
