@@ -64,14 +64,16 @@ def section(results):
         'scratch instance holding the same data set; PostgreSQL: pgbench, '
         '%d connections, on the other core), through each driver alone '
         '(%d calls in flight, one connection; asyncpg: the site\'s pool), '
-        'and through HTTP (%s, %s: a page that makes just that call and '
-        'answers a short text, loaded by wrk like the engines). Calls per '
+        'and through HTTP on %s with %s (%s): a page that makes just that '
+        'call and answers a short text, loaded by wrk like the engines. '
+        'Calls per '
         'second; the vote is the vote page\'s work (a vote, then the next '
         'pair); visits: %s visits per call. How to read it: '
         'docs/benchmark.md.' % (
             limits['seconds'], limits['fibers'], limits['pgbench_clients'],
-            limits['in_flight'], http.get('framework', 'none'),
-            http.get('why', 'no server'), limits.get('visit_batch', 100)),
+            limits['in_flight'], http.get('framework', 'no server'),
+            http.get('loop', 'no loop'), http.get('why', 'none runs here'),
+            limits.get('visit_batch', 100)),
         '', '![limits](chart-limits.png)', '']
     rows, cpu_rows, notes = [], [], []
     for database in ('tarantool', 'postgres'):

@@ -71,14 +71,16 @@ def http_server(results):
                 and r['mode'] == 'plain' and r.get('wrk')):
             best.setdefault(name, []).append(r['wrk']['requests_per_sec'])
     if best:
-        name = max(best, key=lambda n: sorted(best[n])[len(best[n]) // 2])
+        median = {n: sorted(v)[len(v) // 2] for n, v in best.items()}
+        name = max(median, key=median.get)
         parts = name.split('-')
         return (parts[1], 'uvloop' if parts[-1] == 'uvloop' else 'asyncio',
-                'the fastest bare hello of this run (%s)' % name)
+                'the fastest bare hello of this run, %s at {:,.0f} req/s'
+                .format(median[name]) % name)
     for framework in FALLBACK_SERVERS:
         if runnable(framework):
             return (framework, 'uvloop', 'no hello ran: the fastest bare '
-                    'hello on this VM that runs here (docs/benchmark.md)')
+                    'hello on this VM that runs here, docs/benchmark.md')
     return None
 
 
