@@ -27,7 +27,7 @@ def ceilings(results, page):
     found = runs(results)
     rates = {}
     for t in results['targets']:
-        engine = engines.BY_NAME.get(t['name'])
+        engine = engines.BY_NAME.get(t['name'].partition('@')[0])
         if engine is None or call is None:
             continue
         r = found.get((engines.database(engine),

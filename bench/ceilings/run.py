@@ -12,7 +12,7 @@ import time
 from urllib.parse import urlsplit
 from urllib.request import urlopen
 
-from .. import profile, references, wrk
+from .. import profile, wrk
 from ..engine import EngineServer, tail
 from ..machine import postgres_binary
 from runtime import engines
@@ -56,9 +56,13 @@ def python(driver):
     return legacy if os.access(legacy, os.X_OK) else None
 
 
-def runnable(framework):
+def framework_python(framework):
+    """The interpreter that runs a framework here (this one, else the
+    legacy one), or None."""
     engine = engines.BY_NAME['%s-tarantool-one-uvloop' % framework]
-    return not engines.runs_here(engine).startswith('no: ')
+    if engines.unavailable(engine) is None:
+        return sys.executable
+    return engines.legacy_python(engine)
 
 
 def http_server(results):
@@ -73,12 +77,12 @@ def http_server(results):
     if best:
         median = {n: sorted(v)[len(v) // 2] for n, v in best.items()}
         name = max(median, key=median.get)
-        parts = name.split('-')
+        parts = name.partition('@')[0].split('-')
         return (parts[1], 'uvloop' if parts[-1] == 'uvloop' else 'asyncio',
                 'the fastest bare hello of this run, %s at {:,.0f} req/s'
                 .format(median[name]) % name)
     for framework in FALLBACK_SERVERS:
-        if runnable(framework):
+        if framework_python(framework):
             return (framework, 'uvloop', 'no hello ran: the fastest bare '
                     'hello on this VM that runs here, docs/benchmark.md')
     return None
@@ -91,7 +95,7 @@ class CallServer(EngineServer):
         super().__init__('limits-' + framework, port, [], log, pin,
                          {'STICKERS_LIMITS_ADDRESS': address})
         self.argv = list(pin) + [
-            references.python(framework), '-m', 'bench.ceilings.serve',
+            framework_python(framework), '-m', 'bench.ceilings.serve',
             framework, '--loop', loop, '--driver', driver, '-p', str(port)
         ] + (['--sync'] if sync else [])
 
@@ -387,6 +391,9 @@ class Limits:
             return
         framework, loop = self.record['http']['framework'], \
             self.record['http']['loop']
+        if framework_python(framework) is None:
+            return self.skip(database, 'http', '%s does not run here'
+                             % framework, failed=True)
         variants = [('http-async', 'asyncpg' if database == 'postgres'
                      else 'asynctnt', False)]
         if database == 'tarantool' and framework == 'japronto':
