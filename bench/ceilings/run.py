@@ -9,16 +9,15 @@ import os
 import subprocess
 import sys
 import time
-from urllib.parse import urlsplit
-from urllib.request import urlopen
 
-from .. import profile, wrk
+from .. import profile
 from ..engine import EngineServer, tail
 from ..machine import postgres_binary
 from runtime import engines
 from runtime.processes import free_port
 from runtime.settings import ROOT, from_environment
-from . import CALLS, SKIP_CALL, VISIT_BATCH, checks, inside
+from . import CALLS, SKIP_CALL, VISIT_BATCH, checks, http_layer, inside
+from .databases import addresses, local_database, snapshot
 
 DATABASES = ('tarantool', 'postgres')
 DRIVERS = {'tarantool': ('asynctnt', 'aiotarantool'), 'postgres': ('asyncpg',)}
@@ -33,9 +32,6 @@ HOLDERS = {'tarantool': 'aiohttp-tarantool-one-uvloop',
 IN_FLIGHT = 100         # calls in flight through a driver alone
 FIBERS = 100            # Tarantool fibers calling in a loop
 PGBENCH_CLIENTS = 16    # pgbench connections: the site's pool
-# The HTTP server when the run timed no hello: the fastest bare hello on
-# the 2-core VM (docs/benchmark.md), else the fastest of the main stack.
-FALLBACK_SERVERS = ('japronto', 'socketify')
 START_GUESS = 6.0
 
 
@@ -56,126 +52,6 @@ def python(driver):
     return legacy if os.access(legacy, os.X_OK) else None
 
 
-def framework_python(framework):
-    """The interpreter that runs a framework here (this one, else the
-    legacy one), or None."""
-    engine = engines.BY_NAME['%s-tarantool-one-uvloop' % framework]
-    if engines.unavailable(engine) is None:
-        return sys.executable
-    return engines.legacy_python(engine)
-
-
-def http_server(results):
-    """(framework, loop, why) of the HTTP layer: the framework of the
-    fastest bare hello in the run, else a fixed choice."""
-    best = {}
-    for r in results['runs']:
-        name = r['target']
-        if (name.startswith('hello-') and not r.get('warmup')
-                and r['mode'] == 'plain' and r.get('wrk')):
-            best.setdefault(name, []).append(r['wrk']['requests_per_sec'])
-    if best:
-        median = {n: sorted(v)[len(v) // 2] for n, v in best.items()}
-        name = max(median, key=median.get)
-        parts = name.partition('@')[0].split('-')
-        return (parts[1], 'uvloop' if parts[-1] == 'uvloop' else 'asyncio',
-                'the fastest bare hello of this run, %s at {:,.0f} req/s'
-                .format(median[name]) % name)
-    for framework in FALLBACK_SERVERS:
-        if framework_python(framework):
-            return (framework, 'uvloop', 'no hello ran: the fastest bare '
-                    'hello on this VM that runs here, docs/benchmark.md')
-    return None
-
-
-class CallServer(EngineServer):
-    """python -m bench.ceilings.serve, started like an engine."""
-
-    def __init__(self, framework, loop, driver, sync, port, log, pin, address):
-        super().__init__('limits-' + framework, port, [], log, pin,
-                         {'STICKERS_LIMITS_ADDRESS': address})
-        self.argv = list(pin) + [
-            framework_python(framework), '-m', 'bench.ceilings.serve',
-            framework, '--loop', loop, '--driver', driver, '-p', str(port)
-        ] + (['--sync'] if sync else [])
-
-
-def addresses(database, s):
-    """(the site's address, the owner's) as the holder's server.py uses
-    them: given to bench.py, else the local database's."""
-    from runtime.databases import managed
-    settings = from_environment()
-    if database == 'tarantool':
-        from data_interface.address import parse_tarantool
-        given = s.server_env.get('STICKERS_TARANTOOL')
-        a = (parse_tarantool(given) if given else managed(
-            'tarantool', settings.tarantool_dir, settings=settings
-        ).found_address(settings.app_user))
-        text = '%s:%s@%s:%d' % (a.user, a.password, a.host, a.port)
-        return text, text
-    given = s.server_env.get('STICKERS_POSTGRES')
-    if given:
-        return given, given
-    server = managed('postgres', settings.postgres_dir, settings=settings)
-    return server.dsn, server.owner_dsn
-
-
-def local_database(database, address):
-    """The pid of the database process at this address when it runs on
-    this machine, else None (its CPU is not ours to read)."""
-    if database == 'tarantool':
-        host, port = address.rsplit('@', 1)[-1].rsplit(':', 1)
-    else:
-        url = urlsplit(address)
-        host, port = url.hostname, url.port or 5432
-    if not host.startswith(('127.', 'localhost', '::1', '[::1]')):
-        return None
-    return profile.listener(int(port))
-
-
-async def _snapshot(database, address, owner, session):
-    if database == 'tarantool':
-        from .calls import data_of
-        data = data_of('asynctnt', address)
-        await data.start()
-        try:
-            return {'stats': list(await data.stats())}
-        finally:
-            await data.close()
-    import asyncpg
-    conn = await asyncpg.connect(owner, timeout=5)
-    try:
-        reads = dict(await conn.fetch(
-            "SELECT relname, CASE relname WHEN 'stickers' THEN idx_scan "
-            "ELSE seq_scan END FROM pg_stat_user_tables "
-            "WHERE relname IN ('stickers', 'server')"))
-        return {'stats': list(await conn.fetchval('SELECT site_stats()')),
-                'session_ballots': await conn.fetchval(
-                    'SELECT count(*) FROM ballots WHERE data->>1 = $1',
-                    session), 'reads': reads}
-    finally:
-        await conn.close()
-
-
-def fetch(url):
-    with urlopen(url, timeout=30) as f:
-        return json.load(f)
-
-
-def settled(url, call, timeout=30.0):
-    """The server's counts of a call once no call is left in flight (a
-    load's last requests end after wrk stops)."""
-    deadline = time.monotonic() + timeout
-    counts = fetch('%s/counts/%s' % (url, call))
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
-        again = fetch('%s/counts/%s' % (url, call))
-        if again == counts:
-            break
-        counts = again
-    return counts
-
-
 class Limits:
     def __init__(self, matrix):
         self.m, self.s = matrix, matrix.s
@@ -189,7 +65,7 @@ class Limits:
 
     def run(self):
         self.m.results['limits'] = self.record
-        server = http_server(self.m.results)
+        server = http_layer.http_server(self.m.results)
         if server:
             self.record['http'] = dict(zip(('framework', 'loop', 'why'),
                                            server))
@@ -208,8 +84,9 @@ class Limits:
             self.target.update(status='failed', reason='; '.join(failed))
             self.m.progress.note('limits: FAILED: %s' % failed[0])
         else:
-            self.target['note'] = '%d runs, each checked; %d pages rendered' % (
-                len(self.record['runs']), len(self.record['renders']))
+            self.target['note'] = '%d runs, each checked; %d pages ' \
+                'rendered' % (len(self.record['runs']),
+                              len(self.record['renders']))
         if os.environ.get(SKIP_CALL):
             self.target['note'] = '%s set: no call was made' % SKIP_CALL
 
@@ -253,11 +130,11 @@ class Limits:
             self.pgbench()
         for driver in DRIVERS[database]:
             self.driver(database, driver)
-        self.http(database)
+        http_layer.run(self, database)
 
     def snapshot(self, database, session=None):
-        return asyncio.run(_snapshot(database, self.address, self.owner,
-                                     session))
+        return asyncio.run(snapshot(database, self.address, self.owner,
+                                    session))
 
     def db_cpu(self):
         return profile.database_cpu(self.db_pid) if self.db_pid else {}
@@ -385,90 +262,6 @@ class Limits:
                       'evidence': r['evidence'],
                       'how': 'python -m bench.ceilings.driver: Python %s, '
                       '%d in flight' % (r['python'], IN_FLIGHT)}, cpu)
-
-    def http(self, database):
-        if not self.record['http']:
-            return
-        framework, loop = self.record['http']['framework'], \
-            self.record['http']['loop']
-        if framework_python(framework) is None:
-            return self.skip(database, 'http', '%s does not run here'
-                             % framework, failed=True)
-        variants = [('http-async', 'asyncpg' if database == 'postgres'
-                     else 'asynctnt', False)]
-        if database == 'tarantool' and framework == 'japronto':
-            variants.append(('http-sync', 'blocking', True))
-        else:
-            self.skip(database, 'http-sync', 'no synchronous driver for %s'
-                      % framework if database == 'tarantool' else
-                      'no synchronous PostgreSQL driver is installed')
-        for layer, driver, sync in variants:
-            log = os.path.join(self.logs, 'limits-%s-%s.log' % (database,
-                                                                layer))
-            server = CallServer(framework, loop, driver, sync, free_port(),
-                                log, self.s.pin['server'], self.address)
-            self.m.progress.show('limits · %s · %s · starting' % (
-                database, layer))
-            try:
-                server.start(timeout=60)
-            except RuntimeError as e:
-                self.skip(database, layer, 'did not start: %s' % e,
-                          failed=True)
-                continue
-            try:
-                for call in CALLS:
-                    self.http_call(database, layer, server, call)
-            finally:
-                server.stop()
-
-    def http_call(self, database, layer, server, call):
-        s = self.s
-        label = 'limits · %s · %s · %s' % (database, layer, call)
-
-        def load(seconds):
-            # wrk's plain GET script, at this call's path
-            argv, env = wrk.command(server.url, 'ugly', 'plain',
-                                    s.connections, seconds, s.threads,
-                                    s.timeout, s.pipeline, s.pin['wrk'])
-            env['WRK_PATH'] = '/' + call
-            return argv, wrk.run(argv, env, seconds)
-        try:
-            if s.warmup:
-                self.m.progress.show(label + ' · warmup')
-                load(s.warmup)
-            first = settled(server.url, call)
-            before = self.snapshot(database)
-            self.m.progress.show(label)
-            stat, cpu = profile.stat(server.process.pid), self.db_cpu()
-            argv, run = load(s.duration)
-            stat_after = profile.stat(server.process.pid)
-            cpu = profile.cpu_delta(cpu, self.db_cpu())
-            last = settled(server.url, call)
-            after = self.snapshot(database)
-            evidence = fetch(server.url + '/evidence/' + call)
-        except (OSError, ValueError) as e:
-            return self.skip(database, layer, '%s: no counts: %s\n%s' % (
-                call, e, tail(server.log_path)), failed=True)
-        finally:
-            self.m.progress.advance(s.warmup + s.duration + 1)
-        report = run.get('wrk') or {}
-        requests = report.get('requests') or 0
-        record = dict({k: last[k] - first[k] for k in last},
-                      database=database, layer=layer, call=call,
-                      rate=report.get('requests_per_sec'),
-                      seconds=report.get('seconds') or s.duration,
-                      answered=requests - report.get('non2xx', 0),
-                      before=before['stats'], after=after['stats'],
-                      evidence=evidence, how=' '.join(argv),
-                      server=server.argv)
-        if stat and stat_after and requests:
-            record['server_us'] = (sum(stat_after[1:3]) - sum(stat[1:3])) \
-                * 1e6 / requests
-        if requests:
-            record['database_us'] = cpu * 1e6 / requests
-        if run.get('error'):
-            record['bad'] = record['bad'] or requests or 1
-        self.add(record)
 
     def renders(self):
         s = self.s
