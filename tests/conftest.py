@@ -267,5 +267,5 @@ def new_data(backend):
 
 
 # The benchmark's tests need the main environment (matplotlib, 3.8+).
-collect_ignore = (['test_bench.py', 'test_ceilings.py']
+collect_ignore = (['test_bench.py', 'test_ceilings.py', 'test_pythons.py']
                   if sys.version_info < (3, 8) else [])
