@@ -172,3 +172,57 @@ def test_results_md_has_the_engine_by_interpreter_table(two_pythons):
     assert abs(float(cells[3]) - medians[1] / medians[0]) < 0.01
     for page in ('ugly', 'good'):
         assert (out / ('chart-pythons-%s.png' % page)).is_file()
+
+
+def server_pids(python):
+    """Pids of server.py processes run by this interpreter."""
+    found = []
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if pid.isdigit() and argv[0] == python.encode() and any(
+                a.endswith(b'server.py') for a in argv):
+            found.append(int(pid))
+    return found
+
+
+def test_an_interpreter_s_server_that_dies_fails_alone(tarantool, tmp_path):
+    """The 3.7 copy of an engine is killed mid-run: it is failed with its
+    log, and this interpreter's copy finishes its pages."""
+    if not os.access(LEGACY_PYTHON, os.X_OK):
+        pytest.skip('needs .venv37 (./run.sh setup with CPython 3.7)')
+    import signal
+    from conftest import TEST_PACKS, free_port, tarantool_address
+    a = tarantool_address(tarantool)
+    out = tmp_path / 'out'
+    bench = subprocess.Popen(
+        [sys.executable, 'bench.py', '--engines', 'aiohttp-tarantool-one',
+         '--pages', 'ugly,good', '--plain', '--duration', '2', '--warmup', '0',
+         '--runs', '2', '--pythons', '%s,3.7' % MAIN_MINOR,
+         '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
+         '--port', str(free_port()), '--out', str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    said = []
+    try:
+        for line in bench.stdout:     # the progress, a line a step
+            said.append(line)
+            if '@3.7 · ugly · plain · run 1/2' in line:
+                break                   # verified, into its timed runs
+        for pid in server_pids(LEGACY_PYTHON):
+            os.kill(pid, signal.SIGKILL)
+        said = ''.join(said) + bench.communicate(timeout=180)[0]
+    finally:
+        bench.kill()
+    assert bench.returncode == 1, said
+    with open(out / 'results.json') as f:
+        results = json.load(f)
+    status = {t['name']: t for t in results['targets']}
+    assert status['aiohttp-tarantool-one@3.7']['status'] == 'failed'
+    assert 'server.py died during' in status['aiohttp-tarantool-one@3.7']['reason']
+    assert status['aiohttp-tarantool-one@' + MAIN_MINOR]['status'] == 'ok'
+    good = [r for r in results['runs'] if r['page'] == 'good' and not r['warmup']]
+    assert [r['target'] for r in good] == ['aiohttp-tarantool-one@' + MAIN_MINOR] * 2
+    assert all(r['wrk']['requests'] > 0 for r in good)
