@@ -27,6 +27,9 @@ def failure(record):
     call, done = record['call'], record['done']
     slack = record.get('slack', 0)
     evidence = record.get('evidence') or {}
+    if not done and record.get('answered') == 0 and not (
+            record.get('bad') or record.get('failed')):
+        return None     # nothing came back within the run: flag() says so
     if not done:
         return 'no call did its work (%d wrong results, %d failed)' % (
             record.get('bad', 0), record.get('failed', 0))
