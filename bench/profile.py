@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from runtime.processes import ESTABLISHED, LISTEN, socket_fds, tcp_table
 from runtime.settings import ROOT
 
 RATE = 200                      # py-spy samples per second
@@ -129,50 +130,22 @@ def cpu_delta(before, after):
 
 # --- which process is the database ------------------------------------------
 
-def _tcp_table():
-    """[(local port, remote port, state, inode)] of every IPv4/6 TCP socket."""
-    rows = []
-    for name in ('tcp', 'tcp6'):
-        try:
-            with open('/proc/net/' + name) as f:
-                lines = f.readlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            p = line.split()
-            rows.append((int(p[1].rsplit(':', 1)[1], 16),
-                         int(p[2].rsplit(':', 1)[1], 16), p[3], int(p[9])))
-    return rows
-
-
 def _socket_inodes(pid):
-    inodes = set()
-    try:
-        names = os.listdir('/proc/%d/fd' % pid)
-    except OSError:
-        return inodes
-    for name in names:
-        try:
-            target = os.readlink('/proc/%d/fd/%s' % (pid, name))
-        except OSError:
-            continue
-        if target.startswith('socket:['):
-            inodes.add(int(target[8:-1]))
-    return inodes
+    return {inode for _, inode in socket_fds(pid)}
 
 
 def database_ports(server_pid, listen_port):
     """Ports the server has connections out to (its database)."""
     mine = _socket_inodes(server_pid)
-    return {remote for local, remote, state, inode in _tcp_table()
-            if inode in mine and state == '01' and local != listen_port}
+    return {remote for local, remote, state, inode in tcp_table()
+            if inode in mine and state == ESTABLISHED and local != listen_port}
 
 
 def listener(port):
     """The process listening on a local TCP port (the root one when several
     share the socket), or None."""
-    inodes = {inode for local, _, state, inode in _tcp_table()
-              if local == port and state == '0A'}
+    inodes = {inode for local, _, state, inode in tcp_table()
+              if local == port and state == LISTEN}
     owners = [pid for pid in pids() if _socket_inodes(pid) & inodes]
     roots = [p for p in owners if (stat(p) or (0,))[0] not in owners]
     return (roots or owners or [None])[0]

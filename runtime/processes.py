@@ -122,25 +122,48 @@ def tcp_sockets(pid, port, tcp_state=LISTEN):
     return len(tcp_socket_fds(pid, port, tcp_state))
 
 
-def tcp_socket_fds(pid, port, tcp_state=LISTEN):
-    """The descriptors of those sockets in process pid."""
-    inodes = set()
+def tcp_table():
+    """[(local port, remote port, state, inode)] of every IPv4/6 TCP socket
+    of this machine (Linux /proc)."""
+    rows = []
     for table in ('/proc/net/tcp', '/proc/net/tcp6'):
         try:
             with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if (fields[3] == tcp_state
-                            and int(fields[1].rsplit(':', 1)[1], 16) == port):
-                        inodes.add('socket:[%s]' % fields[9])
-        except (OSError, IndexError, ValueError, StopIteration):
+                lines = f.readlines()[1:]
+        except OSError:
             continue
+        for line in lines:
+            p = line.split()
+            try:
+                rows.append((int(p[1].rsplit(':', 1)[1], 16),
+                             int(p[2].rsplit(':', 1)[1], 16), p[3], int(p[9])))
+            except (IndexError, ValueError):
+                continue
+    return rows
+
+
+def socket_fds(pid):
+    """[(descriptor, socket inode)] of process pid's sockets."""
     found = []
     try:
         fds = os.listdir('/proc/%d/fd' % pid)
     except OSError:
         return found
+    for fd in fds:
+        try:
+            target = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith('socket:['):
+            found.append((int(fd), int(target[8:-1])))
+    return found
+
+
+def tcp_socket_fds(pid, port, tcp_state=LISTEN):
+    """The descriptors of those sockets in process pid."""
+    inodes = {inode for local, _, state, inode in tcp_table()
+              if state == tcp_state and local == port}
+    return [fd for fd, inode in socket_fds(pid) if inode in inodes]
     for fd in fds:
         try:
             if os.readlink('/proc/%d/fd/%s' % (pid, fd)) in inodes:
