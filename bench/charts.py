@@ -231,4 +231,5 @@ def write(results, out):
     if results.get('limits'):
         from .ceilings import chart
         paths += [p for p in [chart.write(results, out)] if p]
-    return paths
+    from .latency import chart as latency
+    return paths + latency.write(results, out)

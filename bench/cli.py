@@ -9,6 +9,7 @@ import sys
 import time
 
 from . import pythons
+from .latency import budget, oha
 from .profile import py_spy
 from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
@@ -32,6 +33,23 @@ def not_negative(text):
     return 0 if text.strip() == '0' else positive(text)
 
 
+def rates(text):
+    try:
+        values = [float(x) for x in comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a list of requests/s' % text)
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError('rates must be above zero')
+    return sorted(set(values))
+
+
+def slo(text):
+    try:
+        return budget.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def comma_list(text):
     return [x.strip() for x in text.split(',') if x.strip()]
 
@@ -44,7 +62,7 @@ def parser():
     p.add_argument('--engines', type=comma_list, metavar='A,B,…',
                    help='engine names or globs (default: all, none with '
                         '--limits; see python server.py --list)')
-    p.add_argument('--pages', type=comma_list, default=list(PAGES),
+    p.add_argument('--pages', type=comma_list,
                    metavar='P,…', help='of %s (default all)' % ','.join(PAGES))
     modes = p.add_mutually_exclusive_group()
     modes.add_argument('--plain', dest='modes', action='store_const',
@@ -77,6 +95,19 @@ def parser():
                    help='time each database call of the pages inside the '
                         'database, through each driver alone and through '
                         'HTTP, and each page rendered without I/O')
+    p.add_argument('--latency', action='store_true',
+                   help='after each page\'s closed-loop runs, offer it fixed '
+                        'rates with oha (open model, latency counted from '
+                        'when each request was due) and search the highest '
+                        'rate within --slo')
+    p.add_argument('--rates', type=rates, metavar='R,…',
+                   help='with --latency: requests/s to offer (default %s of '
+                        'each page\'s own saturation rate)' % ', '.join(
+                            '%d%%' % (f * 100) for f in RunPlan.fractions))
+    p.add_argument('--slo', type=slo, metavar='PCT=BUDGET',
+                   help='with --latency: the latency budget of the capacity '
+                        'search (default %s; percentiles %s)' % (
+                            budget.DEFAULT, ', '.join(oha.FIGURES)))
     p.add_argument('--out', metavar='DIR',
                    help='output directory (default results/<timestamp>)')
     p.add_argument('--port', type=positive, default=SITE.port,
@@ -178,12 +209,31 @@ def pinning(no_pin, workers=1):
 def settings(argv):
     p = parser()
     args = p.parse_args(argv)
+    pages_given = args.pages is not None
+    args.pages = list(PAGES) if args.pages is None else args.pages
 
     def fail(message):
         p.print_usage(sys.stderr)
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
+    if (args.rates or args.slo) and not args.latency:
+        fail('--rates and --slo go with --latency')
+    if args.latency:
+        if args.modes == ['pipelined']:
+            fail('--latency: oha sends one request at a time per connection; '
+                 'its runs are plain')
+        if 'vote' in args.pages:
+            if pages_given:
+                fail('--latency: the vote page needs the ballot of the answer '
+                     'before it, which a fixed-rate generator of independent '
+                     'requests cannot carry; time it without --latency')
+            args.pages = [x for x in args.pages if x != 'vote']
+        args.modes = args.modes or ['plain']
+        args.slo = args.slo or budget.parse(budget.DEFAULT)
+        args.oha = oha.find()
+        if args.oha is None:
+            fail('--latency: ' + oha.INSTALL)
     if args.engines is None:
         args.engines = [] if args.limits else ['*']
         if args.limits:     # the limits alone: no page to time
@@ -245,7 +295,10 @@ def settings(argv):
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
         server_args=server_args, server_env=server_env,
         pin=pinning(args.no_pin, args.workers),
-        profile=args.profile, workers=args.workers, limits=args.limits)
+        profile=args.profile, workers=args.workers, limits=args.limits,
+        latency=args.latency, rates=args.rates, slo=args.slo,
+        oha=getattr(args, 'oha', None),
+        oha_version=args.latency and oha.version(args.oha))
 
 
 def interrupt(signum, frame):

@@ -237,6 +237,7 @@ def header(results):
         'requests in flight per connection; wrk timeout %d s' % (
             s['wrk_threads'], s['connections'], s['runs'], s['duration'],
             s['warmup'], s['pipeline'], s['wrk_timeout']),
+    ] + ([latency_line(results)] if s.get('latency') else []) + [
         '- Processes: %d per engine (server.py --workers) and for nginx; '
         'the hello references run one, started for each engine: its ugly '
         'runs take turns with the engine\'s, and "÷ bare hello" compares '
@@ -253,6 +254,11 @@ def header(results):
     if results.get('interrupted'):
         lines[-1:-1] = ['**Interrupted: only part of the matrix ran.**', '']
     return lines
+
+
+def latency_line(results):
+    from .latency.report import header_line
+    return header_line(results)
 
 
 def status_table(results):
@@ -319,13 +325,16 @@ def profile_note(p):
 
 def render(results):
     from .ceilings import report as limits
+    from .latency import report as latency
     table = cells(results)
     names = targets(results)
     pages = [p for p in results['settings']['pages']
              if any(k[1] == p for k in table)]
     modes = [m for m in results['settings']['modes']
              if any(k[2] == m for k in table)]
-    lines = header(results) + ['', '## Engines', ''] + status_table(results)
+    first, fixed = latency.sections(results, names)
+    lines = header(results) + ([''] + first if first else [])
+    lines += ['', '## Engines', ''] + status_table(results)
     for mode in modes:
         lines += ['', '## Median requests/s, %s' % mode, '']
         lines += overview(table, names, pages, mode)
@@ -339,6 +348,7 @@ def render(results):
                 lines += ['', '### %s · %s' % (page, mode), '']
                 lines += page_table(table, names, page, mode,
                                     limits.ceilings(results, page))
+        lines += fixed.get(page, [])
     lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)
     lines += limits.section(results)

@@ -14,6 +14,8 @@ from .engine import EngineServer, tail
 from .nginx import NGINX_PAGES, Nginx
 from .progress import Progress
 from .ceilings import run as ceilings
+from .latency import budget, fixed_rate, oha
+from .latency.noise import NOISE
 
 # Rough seconds, only for the time left on the progress bar.
 START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
@@ -44,6 +46,13 @@ class RunPlan:
     pythons: list = field(default_factory=list)  # as given; [] = this one
     several: bool = False               # names carry '@3.12'
     limits: bool = False                # bench.ceilings, after the engines
+    # --latency: fixed rates after each page's closed-loop runs
+    latency: bool = False
+    rates: list = None                  # requests/s; None: fractions of saturation
+    fractions: tuple = (0.25, 0.5, 0.75, 0.9)
+    slo: dict = None                    # {'percentile': 'p99', 'ms': 10.0}
+    oha: str = None                     # its path
+    oha_version: str = None
 
 
 def combos(settings, kind):
@@ -61,6 +70,9 @@ def series_guess(settings, page):
     runs = settings.runs * (settings.duration + RUN_GUESS)
     if page == 'vote':
         runs += settings.runs * VOTE_GUESS
+    if settings.latency:    # the rate steps and the search's probes
+        steps = len(settings.rates or settings.fractions) + budget.PROBES
+        runs += settings.runs * steps * (settings.duration + 0.5)
     return settings.warmup + runs
 
 
@@ -108,12 +120,21 @@ class Matrix:
                 # carry '@3.12'), or the legacy one where only it can.
                 'pythons': used_pythons(settings),
                 'several_pythons': settings.several,
+                'latency': settings.latency and {
+                    'generator': 'oha %s' % settings.oha_version,
+                    'rates': settings.rates,
+                    'fractions': None if settings.rates else list(settings.fractions),
+                    'slo': settings.slo, 'probes': budget.PROBES,
+                    'latency_correction': True,
+                    'headroom': oha.HEADROOM, 'noise': NOISE},
             },
             'pinning': {'server': ' '.join(settings.pin['server']) or None,
                         'wrk': ' '.join(settings.pin['wrk']) or None,
                         'server_covers': 'server.py and the databases it starts'},
             'targets': [], 'runs': [], 'profiles': [],
+            'latency': [], 'capacity': [],
         }
+        self.databases = {}     # target name -> (pid, name) or None
         self.results.update(machine.describe())
         self.hellos = {}    # hello reference name -> its target record
         self.python_of = {}     # target name -> its interpreter's version
@@ -295,6 +316,16 @@ class Matrix:
             return None
         return server
 
+    def database_of(self, name, server):
+        """(pid, name) of the database an engine's server talks to, found
+        once; None for the references."""
+        if name not in self.databases:
+            kind = next(t['kind'] for t in self.results['targets']
+                        if t['name'] == name)
+            self.databases[name] = (fixed_rate.find_database(server)
+                                    if kind == 'engine' else None)
+        return self.databases[name]
+
     def database(self, server):
         """(pid, name) of the database process the engine talks to, or None."""
         def load():
@@ -403,7 +434,11 @@ class Matrix:
                     name, page, mode, run, self.s.runs))
                 self.timed(name, server.url, page, mode, run, pair=pair,
                            guess=self.s.duration + RUN_GUESS if pair else None)
-        return dead | {name for name, server, _ in members if not server.alive()}
+        dead |= {name for name, server, _ in members if not server.alive()}
+        if self.s.latency and mode == 'plain':
+            dead |= fixed_rate.turns(
+                self, [m for m in members if m[0] not in dead], page, mode)
+        return dead
 
     def warmup(self, label, name, url, page, mode, pair=None):
         if not self.s.warmup:

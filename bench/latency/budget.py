@@ -1,0 +1,79 @@
+"""The latency budget (--slo p99=10ms) and the search for the highest rate
+that keeps it: pure arithmetic over fixed-rate points."""
+import re
+
+from .oha import FIGURES
+
+DEFAULT = 'p99=10ms'
+# A point keeps the budget only if the generator offered what was asked.
+ACHIEVED = 0.9
+PROBES = 3      # extra fixed-rate runs per search, after the rate steps
+UNITS = {'us': 0.001, 'µs': 0.001, 'ms': 1.0, 's': 1000.0}
+
+
+def parse(text):
+    """'p99=10ms' -> {'percentile': 'p99', 'ms': 10.0}; ValueError says why."""
+    match = re.fullmatch(r'\s*(p[0-9.]+|max)\s*[=<]=?\s*([0-9.]+)\s*(us|µs|ms|s)\s*',
+                         text or '')
+    if not match:
+        raise ValueError('%r is not PERCENTILE=BUDGET, e.g. p99=10ms' % text)
+    percentile, value, unit = match.groups()
+    if percentile not in FIGURES:
+        raise ValueError('percentile %s: choose from %s'
+                         % (percentile, ', '.join(FIGURES)))
+    try:
+        budget = float(value) * UNITS[unit]
+    except ValueError:
+        raise ValueError('%r is not a number' % value)
+    if budget <= 0:
+        raise ValueError('the budget must be above zero')
+    return {'percentile': percentile, 'ms': budget}
+
+
+def label(slo):
+    budget = slo['ms']
+    text = ('%g ms' % budget) if budget >= 1 else ('%g µs' % (budget * 1000))
+    return '%s ≤ %s' % (slo['percentile'], text)
+
+
+def verdict(report, slo):
+    """Why a point misses the budget, or None when it keeps it."""
+    if report is None:
+        return 'no report'
+    errors = sum(report['errors'].values()) + report['non2xx']
+    if errors:
+        return '%d errors' % errors
+    if report['achieved'] < ACHIEVED * report['offered']:
+        return 'achieved %.0f of %.0f/s' % (report['achieved'], report['offered'])
+    value = report['latency_ms'].get(slo['percentile'])
+    if value is None or value > slo['ms']:
+        return '%s %s ms' % (slo['percentile'], value)
+    return None
+
+
+def bracket(points):
+    """(lo, hi) from [(rate, kept)]: the highest kept rate below the lowest
+    missed one (None if none), and that missed rate (None if all kept)."""
+    missed = [r for r, kept in points if not kept]
+    hi = min(missed) if missed else None
+    kept = [r for r, k in points if k and (hi is None or r < hi)]
+    return (max(kept) if kept else None), hi
+
+
+def next_probe(points, saturation):
+    """The next rate to try, or None when the search is done: above the
+    highest kept rate up to 1.5x saturation while nothing missed, else the
+    middle of the bracket (from zero if nothing was kept)."""
+    lo, hi = bracket(points)
+    if hi is None:
+        step = saturation if (lo or 0.0) < saturation else lo * 1.2
+        return step if step <= 1.5 * saturation else None
+    return ((lo or 0.0) + hi) / 2.0
+
+
+def capacity(points):
+    """{'rate', 'open'} from a search's points: the highest kept rate below
+    the lowest missed one; open when nothing missed (the capacity is at
+    least the rate), rate 0 when nothing kept."""
+    lo, hi = bracket(points)
+    return {'rate': lo or 0.0, 'open': hi is None, 'missed_at': hi}

@@ -1,0 +1,56 @@
+"""Latency results reduced to cells: per target, page and rate step the
+figures of its runs (median, min, max), and per target and page the
+capacity within the budget."""
+from .noise import noisy, triple
+from .oha import FIGURES
+
+
+def steps(results):
+    """{(target, page, rate label): cell} over the rate steps (not the
+    search's probes)."""
+    groups = {}
+    for r in results.get('latency') or []:
+        if r['rate'] != 'probe':
+            groups.setdefault((r['target'], r['page'], r['rate']), []).append(r)
+    return {key: step(records) for key, records in groups.items()}
+
+
+def step(records):
+    reports = [r.get('oha') for r in records]
+    ok = [x for x in reports if x]
+    cell = {'runs': len(records),
+            'offered': triple([r['offered'] for r in records]),
+            'achieved': triple([x['achieved'] for x in ok]),
+            'errors': sum(sum(x['errors'].values()) + x['non2xx'] for x in ok)
+            + len(reports) - len(ok),
+            'timeouts': sum(x['timeouts'] for x in ok),
+            'latency_ms': {f: triple([x['latency_ms'].get(f) for x in ok])
+                           for f in FIGURES},
+            'us_per_request': {k: triple([(r.get('us_per_request') or {}).get(k)
+                                          for r in records])
+                               for k in ('server', 'database')},
+            'kept': sum(1 for r in records if r.get('kept')),
+            'flags': []}
+    if any(not r.get('headroom', True) for r in records):
+        shares = [r['generator']['share'] for r in records if r.get('generator')]
+        cell['flags'].append('generator busy (%.0f%% of its core): the rate '
+                             'may be its limit' % (100 * max(shares)))
+    for f in ('p50', 'p99'):
+        if noisy([x['latency_ms'].get(f) for x in ok]):
+            cell['flags'].append('noisy %s' % f)
+    return cell
+
+
+def capacities(results):
+    """{(target, page): {'rate': triple, 'open': bool, 'slo', 'pair'}}."""
+    groups = {}
+    for c in results.get('capacity') or []:
+        groups.setdefault((c['target'], c['page']), []).append(c)
+    cells = {}
+    for key, found in groups.items():
+        rates = [c['rate'] for c in found]
+        cells[key] = {'rate': triple(rates), 'open': any(c['open'] for c in found),
+                      'saturation': triple([c['saturation'] for c in found]),
+                      'slo': found[0]['slo'], 'pair': found[0].get('pair'),
+                      'noisy': noisy(rates)}
+    return cells

@@ -1,0 +1,141 @@
+"""The fixed-rate part of a latency run: after a page's closed-loop runs
+(its saturation rate), each member is offered fixed rates with oha, the
+members taking turns run by run, then the highest rate within the budget is
+searched for. Each point records the CPU per request of the server and of
+its database at that rate."""
+import statistics
+import subprocess
+
+from .. import profile
+from . import budget, oha
+
+CPU = ('server', 'database')
+
+
+def saturation(matrix, name, page, mode):
+    """Median requests/s of a member's closed-loop runs of this page."""
+    rps = [r['wrk']['requests_per_sec'] for r in matrix.results['runs']
+           if r['target'] == name and r['page'] == page and r['mode'] == mode
+           and not r.get('warmup') and r.get('wrk')]
+    return statistics.median(rps) if rps else None
+
+
+def rates_of(settings, top):
+    """[(label, rate)] of the steps: given rates, else fractions of top."""
+    if settings.rates:
+        return [('%g/s' % r, float(r)) for r in settings.rates]
+    return [('%d%%' % round(f * 100), f * top) for f in settings.fractions]
+
+
+def tree_cpu(pid, skip=()):
+    """CPU seconds of a process (every thread) and its live descendants,
+    leaving out the subtrees of the pids in skip."""
+    s = profile.stat(pid)
+    if s is None:
+        return 0.0
+    return s[1] + s[2] + sum(tree_cpu(c, skip) for c in profile.children(pid)
+                             if c not in skip)
+
+
+class Member:
+    """One server of a turn and where its CPU is read."""
+
+    def __init__(self, matrix, name, server, pair, page, mode):
+        self.name, self.server, self.pair = name, server, pair
+        self.top = saturation(matrix, name, page, mode)
+        self.database = matrix.database_of(name, server)
+
+    def cpu(self):
+        db = self.database[0] if self.database else None
+        return (tree_cpu(self.server.process.pid, skip=(db,)),
+                profile.database_cpu(db) if db else {})
+
+
+def turns(matrix, members, page, mode):
+    """Fixed-rate runs and the budget search of every live member; the
+    names of members that died."""
+    s = matrix.s
+    crew = [Member(matrix, name, server, pair, page, mode)
+            for name, server, pair in members if server.alive()]
+    crew = [m for m in crew if m.top]
+    dead = set()
+    for run in range(1, s.runs + 1):
+        points = {m.name: [] for m in crew}
+        for label, _ in rates_of(s, 1.0):
+            for m in crew:
+                if m.name in dead:
+                    continue
+                rate = dict(rates_of(s, m.top))[label]
+                record = point(matrix, m, page, run, rate, label)
+                points[m.name].append((rate, record['kept']))
+                dead |= {m.name} if not m.server.alive() else set()
+        for step in range(budget.PROBES):
+            for m in crew:
+                if m.name in dead:
+                    continue
+                rate = budget.next_probe(points[m.name], m.top)
+                if rate is None:
+                    continue
+                record = point(matrix, m, page, run, rate, 'probe')
+                points[m.name].append((rate, record['kept']))
+                dead |= {m.name} if not m.server.alive() else set()
+        for m in crew:
+            found = budget.capacity(points[m.name])
+            found.update(target=m.name, page=page, run=run,
+                         saturation=m.top, slo=s.slo, pair=m.pair)
+            matrix.results['capacity'].append(found)
+        matrix.save()
+    return dead
+
+
+def point(matrix, member, page, run, rate, label):
+    """One fixed-rate run of a member; its record, added to results.json."""
+    s = matrix.s
+    matrix.progress.show('%s · %s · %s · run %d/%d' % (
+        member.name, page, '%.0f/s' % rate if label == 'probe'
+        else 'rate ' + label, run, s.runs))
+    before = member.cpu()
+    argv = oha.command(s.oha, member.server.url + PATHS[page], rate,
+                       s.duration, s.connections, s.timeout, s.pin['wrk'])
+    record = oha.run(argv, s.duration, rate)
+    after = member.cpu()
+    report = record.get('oha')
+    if report is not None:
+        report['offered'] = rate
+    answered = (report or {}).get('requests') or 0
+    server = after[0] - before[0]
+    database = profile.cpu_delta(before[1], after[1]) if member.database else None
+    record.update(
+        target=member.name, page=page, run=run, rate=label, pair=member.pair,
+        python=matrix.python_of.get(member.name),
+        cpu_s={'server': round(server, 3), 'database': database and round(database, 3)},
+        us_per_request={
+            'server': round(server / answered * 1e6, 1) if answered else None,
+            'database': (round(database / answered * 1e6, 1)
+                         if answered and database is not None else None)},
+        miss=budget.verdict(report, s.slo))
+    record['kept'] = record['miss'] is None
+    generator = record.get('generator') or {}
+    record['headroom'] = generator.get('share', 0.0) < oha.HEADROOM
+    matrix.results['latency'].append(record)
+    matrix.progress.advance(s.duration + 0.5)
+    return record
+
+
+PATHS = {'ugly': '/ugly', 'about': '/about', 'good': '/good', 'bad': '/bad',
+         'index': '/'}
+
+
+def find_database(server):
+    """(pid, name) of the database an engine talks to, or None."""
+    def load():
+        return subprocess.Popen(['wrk', '-c4', '-t1', '-d5s', server.url + '/good'],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    pid = server.process.pid
+    found = profile.find_database(pid, server.port, load)
+    for child in ([] if found else profile.children(pid)):     # --workers
+        found = profile.find_database(child, server.port, load)
+        if found:
+            break
+    return found

@@ -1,0 +1,111 @@
+"""The latency sections of results.md: capacity within the budget first,
+then per page the figures at each fixed rate."""
+from .. import report as base
+from . import budget
+from .cells import capacities, steps
+from .noise import NOISE
+
+FLAG = base.FLAG
+
+
+def rate(value):
+    return base.number(value)
+
+
+def spread(t, show=base.number):
+    """'median (min–max)' of a triple; the median alone for one run."""
+    if t['median'] is None:
+        return '–'
+    if t['runs'] < 2:
+        return show(t['median'])
+    return '%s (%s–%s)' % (show(t['median']), show(t['min']), show(t['max']))
+
+
+def capacity_table(results, names, pages):
+    found = capacities(results)
+    slo = results['settings']['latency']['slo']
+    present = [n for n in names if any((n, p) in found for p in pages)]
+    pages = [p for p in pages if any((n, p) in found for n in present)]
+    if not present:
+        return []
+    lines = ['## Capacity at %s' % budget.label(slo), '',
+             'The highest offered rate (requests/s) whose %s stayed within '
+             '%g ms with no errors, median (min–max) of the runs\' searches; '
+             '"≥" where even the highest rate tried kept it. In brackets: '
+             'the share of the same engine\'s saturation rate (closed loop, '
+             '%d connections) measured in the same run.'
+             % (slo['percentile'], slo['ms'],
+                results['settings']['connections']), '']
+    rows, notes = [], []
+    for name in present:
+        cells = []
+        for page in pages:
+            c = found.get((name, page))
+            if c is None:
+                cells.append('–')
+                continue
+            share = base.ratio(c['rate']['median'], c['saturation']['median'])
+            cells.append('%s%s (%s)%s' % ('≥ ' if c['open'] else '',
+                                          spread(c['rate']), base.times(share),
+                                          ' ' + FLAG if c['noisy'] else ''))
+            if c['noisy']:
+                notes.append('%s %s %s: its runs\' capacities differ by more '
+                             'than %d%%' % (FLAG, name, page, NOISE * 100))
+        rows.append([name] + cells)
+    lines += base.table_md(['engine'] + pages, rows)
+    return lines + ([''] + ['- ' + n for n in notes] if notes else [])
+
+
+def page_tables(results, names, page):
+    cells = steps(results)
+    keys = [k for k in cells if k[1] == page]
+    if not keys:
+        return []
+    lines = ['', '### %s · fixed rates' % page, '',
+             '![latency %s](chart-latency-%s.png)' % (page, page), '']
+    headers = ['engine', 'rate', 'offered/s', 'achieved/s', 'p50 ms',
+               'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors',
+               'server µs/req', 'database µs/req']
+    rows, notes = [], []
+    for name in names:
+        for key in [k for k in keys if k[0] == name]:
+            c = cells[key]
+            lat = c['latency_ms']
+            rows.append([name, key[2], rate(c['offered']['median']),
+                         rate(c['achieved']['median']),
+                         base.ms(lat['p50']['median']),
+                         base.ms(lat['p90']['median']),
+                         spread(lat['p99'], base.ms),
+                         base.ms(lat['p99.9']['median']),
+                         base.ms(lat['max']['median']),
+                         base.number(c['errors']) + (' ' + FLAG if c['flags'] else ''),
+                         base.us(c['us_per_request']['server']['median']),
+                         base.us(c['us_per_request']['database']['median'])])
+            notes += ['%s %s %s %s: %s' % (FLAG, name, page, key[2], f)
+                      for f in c['flags']]
+    lines += base.table_md(headers, rows)
+    return lines + ([''] + ['- ' + n for n in notes] if notes else [])
+
+
+def header_line(results):
+    """The load line of the header, for a latency run."""
+    lat = results['settings']['latency']
+    s = results['settings']
+    offered = (', '.join('%g' % r for r in lat['rates']) + ' requests/s'
+               if lat['rates'] else
+               ', '.join('%d%%' % round(f * 100) for f in lat['fractions'])
+               + ' of each page\'s saturation rate')
+    return ('- Fixed rates: %s with latency correction (each request timed '
+            'from when it was due), %s, %d s each, at most %d connections, '
+            'timeout %d s; then up to %d probes searching the capacity at %s'
+            % (lat['generator'], offered, s['duration'], s['connections'],
+               s['wrk_timeout'], lat['probes'], budget.label(lat['slo'])))
+
+
+def sections(results, names):
+    """(lines that open the report, lines of the per-page section)."""
+    if not results['settings'].get('latency'):
+        return [], {}
+    pages = results['settings']['pages']
+    first = capacity_table(results, names, pages)
+    return first, {page: page_tables(results, names, page) for page in pages}
