@@ -3,10 +3,14 @@ nginx reference, write results.json, results.md and charts.
 
     python bench.py [--engines A,B] [--pages P,Q] [--plain|--pipelined|--both]
                     [--quick] [--out DIR] ...   (see --help)
+    python bench.py compare A B [--noise PCT] [--out FILE]
 """
 import sys
 
 from bench.cli import main
 
 if __name__ == '__main__':
+    if sys.argv[1:2] == ['compare']:
+        from bench.compare import main as compare
+        sys.exit(compare(sys.argv[2:]))
     sys.exit(main())

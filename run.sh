@@ -12,6 +12,7 @@ cd "$(dirname "$0")"
 SERVE_PACKAGES="tarantool postgresql python3-venv libuv1"
 TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core"
 VENV=.venv
+OHA_VERSION=1.16.0      # bench.py --latency's load generator, from crates.io
 LEGACY_VENV=.venv37
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -80,6 +81,24 @@ setup() {
     fi
 }
 
+# oha, pinned, built by cargo into ~/.cargo/bin; without Rust 1.88+ a
+# message says what to do, and everything but bench.py --latency works.
+install_oha() {
+    local bin="${CARGO_HOME:-$HOME/.cargo}/bin" c cargo rustc
+    for c in "$bin/oha" "$(command -v oha || true)"; do
+        [ -x "$c" ] && [ "$("$c" --version 2>/dev/null)" = "oha $OHA_VERSION" ] && return
+    done
+    cargo=$(command -v cargo || echo "$bin/cargo")
+    rustc=$(command -v rustc || echo "$bin/rustc")
+    if [ ! -x "$cargo" ] || ! "$rustc" -V 2>/dev/null \
+            | awk '{split($2, v, "."); exit !(v[1] > 1 || v[2] >= 88)}'; then
+        say "oha $OHA_VERSION not installed: it needs cargo with Rust 1.88 or newer (Debian's cargo is older; use rustup, see install.md); bench.py --latency and its tests need it"
+        return 0
+    fi
+    say "building oha $OHA_VERSION with cargo install --locked (a few minutes, once)"
+    "$cargo" install --locked --quiet "oha@$OHA_VERSION"
+}
+
 # The main suite, then the tests that run inside the legacy interpreter.
 run_tests() {
     local status=0
@@ -98,6 +117,7 @@ command=${1:-help}
 case "$command" in
     setup)
         setup "$TEST_PACKAGES"
+        install_oha
         case "${1:-}" in
             "") ;;
             --pythons) "$VENV/bin/python" -m bench.pythons "${2:?--pythons 3.12,3.13}" ;;
@@ -110,9 +130,11 @@ case "$command" in
         exec "$VENV/bin/python" server.py "$@" ;;
     test)
         setup "$TEST_PACKAGES"
+        install_oha
         run_tests "$@" ;;
     bench)
         setup "$TEST_PACKAGES"
+        install_oha
         exec "$VENV/bin/python" bench.py "$@" ;;
     soak)
         setup "$TEST_PACKAGES"

@@ -121,6 +121,10 @@ def add_edge_args(p, d):
     p.add_argument('--max-connections', type=int, default=d.max_connections,
                    metavar='N', help='open connections at most (default %d, '
                    'less if the open-files limit is lower)' % d.max_connections)
+    p.add_argument('--delay', type=float, default=d.delay, metavar='MS',
+                   help='answer every page that asks the database MS ms '
+                   'late: a slower build on purpose, to see that bench.py '
+                   'compare notices (default 0)')
     for what, text in (('sessions', 'new sessions per client IP address'),
                        ('votes', 'votes per client IP address'),
                        ('ballots', 'ballot pairs (GET / and each vote) per '
@@ -132,7 +136,7 @@ def add_edge_args(p, d):
 
 OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
-           'limit_sessions', 'limit_votes', 'limit_ballots', 'workers')
+           'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay')
 
 
 def build_settings(p, args):
@@ -145,6 +149,8 @@ def build_settings(p, args):
                     % name.replace('_', '-'))
     if args.max_connections < 1:
         p.error('--max-connections must be at least 1')
+    if not 0 <= args.delay <= 10000:
+        p.error('--delay must be 0 to 10000 ms')
     try:
         s = settings.from_environment()
     except ValueError as e:

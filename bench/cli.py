@@ -119,6 +119,10 @@ def parser():
     p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
     p.add_argument('--packs', type=positive, metavar='N',
                    help='passed to server.py: packs in the generated data set')
+    p.add_argument('--delay', type=positive, metavar='MS',
+                   help='passed to server.py: answer every page that asks '
+                        'the database MS ms late (a slower build on purpose, '
+                        'to see that compare notices)')
     p.add_argument('--pythons', '--python', type=comma_list, metavar='V,…',
                    help='run every engine and its bare hello once per '
                         'interpreter: versions (3.12) or paths (default: '
@@ -271,6 +275,8 @@ def settings(argv):
         server_env['STICKERS_POSTGRES'] = args.postgres
     if args.packs:
         server_args += ['--packs', str(args.packs)]
+    if args.delay:
+        server_args += ['--delay', str(args.delay)]
     if args.workers > 1:
         if args.profile:
             fail('--profile samples one process: leave out --workers')
@@ -306,7 +312,7 @@ def interrupt(signum, frame):
 
 
 def main(argv=None):
-    from . import charts, report
+    from . import charts, html, report
     from .runner import Matrix
     s = settings(sys.argv[1:] if argv is None else argv)
     matrix = Matrix(s)
@@ -326,8 +332,8 @@ def main(argv=None):
         print('interrupted: writing what was measured', file=sys.stderr)
     markdown = report.write(results, s.out)
     pictures = charts.write(results, s.out)
-    print('results: %s\n         %s\ncharts:  %s' % (
-        os.path.join(s.out, 'results.json'), markdown,
+    print('results: %s\n         %s\n         %s\ncharts:  %s' % (
+        os.path.join(s.out, 'results.json'), markdown, html.write(s.out),
         ', '.join(os.path.basename(p) for p in pictures) or 'none'))
     if results.get('interrupted'):
         return 130

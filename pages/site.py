@@ -143,8 +143,20 @@ class Site:
 
     def routes(self):
         """Every page (pages.http.Route), its handler bound to this site."""
-        return [Route(method, path, types.MethodType(handler, self), kind,
-                      waits) for method, path, handler, kind, waits in PAGES]
+        return [Route(method, path, self.delayed(types.MethodType(handler, self))
+                      if waits and self.settings.delay else
+                      types.MethodType(handler, self), kind, waits)
+                for method, path, handler, kind, waits in PAGES]
+
+    def delayed(self, handler):
+        """The page answered settings.delay ms late (server.py --delay)."""
+        seconds = self.settings.delay / 1000.0
+
+        async def late_page(request, **params):
+            await asyncio.sleep(seconds)
+            return await handler(request, **params)
+        late_page.__name__ = handler.__name__
+        return late_page
 
     async def start(self):
         await self.refresh()

@@ -30,6 +30,7 @@ class Settings:
     port: int = 1717
     refresh_every: float = 5.0     # seconds between /about renders (sweeps)
     ballot_ttl: int = 600          # seconds a pair of ballots stays valid
+    delay: float = 0.0             # ms every page that waits is answered late
     # The edge (edge.py): seconds, connections.
     header_timeout: float = 10.0
     body_timeout: float = 10.0

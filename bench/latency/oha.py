@@ -19,10 +19,13 @@ INSTALL = ('oha %s is missing: ./run.sh setup builds it with cargo '
 
 
 def find():
-    """The path of oha, or None: on PATH or in cargo's bin directory."""
+    """The path of oha, or None: the pinned version in cargo's bin
+    directory or on PATH, else any oha there."""
     cargo = os.path.join(os.environ.get('CARGO_HOME') or
                          os.path.expanduser('~/.cargo'), 'bin', 'oha')
-    return shutil.which('oha') or (cargo if os.access(cargo, os.X_OK) else None)
+    found = [p for p in (cargo, shutil.which('oha')) if p and os.access(p, os.X_OK)]
+    pinned = [p for p in found if version(p) == VERSION]
+    return (pinned or found or [None])[0]
 
 
 def version(path):

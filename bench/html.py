@@ -1,0 +1,91 @@
+"""results.html: results.md as one self-contained page (charts inline, no
+network), for reading in a browser or sending as one file."""
+import base64
+import html
+import os
+import re
+
+STYLE = '''
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em;
+       padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; }
+th { background: #f0f0f0; position: sticky; top: 0; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr:nth-child(even) td { background: #fafafa; }
+img { max-width: 100%; }
+code { background: #f4f4f4; padding: 0 .2em; }
+.scroll { overflow-x: auto; }
+'''
+IMAGE = re.compile(r'!\[([^\]]*)\]\(([^)]+)\)')
+
+
+def inline(text, folder):
+    text = html.escape(text, quote=False)
+    text = re.sub(r'`([^`]+)`', r'<code>\1</code>', text)
+    text = re.sub(r'\*\*([^*]+)\*\*', r'<b>\1</b>', text)
+    return IMAGE.sub(lambda m: image(m.group(1), m.group(2), folder), text)
+
+
+def image(alt, name, folder):
+    path = os.path.join(folder, html.unescape(name))
+    try:
+        with open(path, 'rb') as f:
+            data = base64.b64encode(f.read()).decode('ascii')
+    except OSError:
+        return '<i>(%s: no chart)</i>' % alt
+    return '<img alt="%s" src="data:image/png;base64,%s">' % (alt, data)
+
+
+def table(lines, folder):
+    rows = [[c.strip() for c in line.strip().strip('|').split('|')] for line in lines]
+    align = ['n' if c.endswith(':') else '' for c in rows[1]] if len(rows) > 1 else []
+    out = ['<div class="scroll"><table>', '<tr>%s</tr>' % ''.join(
+        '<th>%s</th>' % inline(c, folder) for c in rows[0])]
+    for r in rows[2:]:
+        out.append('<tr>%s</tr>' % ''.join(
+            '<td class="%s">%s</td>' % (align[i] if i < len(align) else '',
+                                        inline(c, folder)) for i, c in enumerate(r)))
+    return out + ['</table></div>']
+
+
+def render(markdown, folder, title='Benchmark results'):
+    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
+           '<title>%s</title><style>%s</style></head><body>' % (
+               html.escape(title), STYLE)]
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith('|'):
+            block = []
+            while i < len(lines) and lines[i].startswith('|'):
+                block.append(lines[i])
+                i += 1
+            out += table(block, folder)
+            continue
+        if line.startswith('- '):
+            out.append('<ul>')
+            while i < len(lines) and lines[i].startswith('- '):
+                out.append('<li>%s</li>' % inline(lines[i][2:], folder))
+                i += 1
+            out.append('</ul>')
+            continue
+        heading = re.match(r'(#{1,4}) (.*)', line)
+        if heading:
+            level = len(heading.group(1))
+            out.append('<h%d>%s</h%d>' % (level, inline(heading.group(2), folder), level))
+        elif line.strip():
+            out.append('<p>%s</p>' % inline(line, folder))
+        i += 1
+    return '\n'.join(out + ['</body></html>', ''])
+
+
+def write(out):
+    """results.html beside results.md in folder out; its path."""
+    with open(os.path.join(out, 'results.md')) as f:
+        text = f.read()
+    path = os.path.join(out, 'results.html')
+    with open(path, 'w') as f:
+        f.write(render(text, out))
+    return path

@@ -1,0 +1,285 @@
+"""bench.py --latency and bench.py compare: the budget and its search, oha's
+report, the latency correction against a real stall, compare on real runs."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
+from bench import compare, html, references
+from bench.latency import budget, cells, oha
+
+SLO = {'percentile': 'p99', 'ms': 10.0}
+
+
+def need_oha():
+    path = oha.find()
+    if path is None:
+        cargo = shutil.which('cargo') or os.path.expanduser('~/.cargo/bin/cargo')
+        if not os.access(cargo, os.X_OK):
+            pytest.skip('no cargo here, so no oha (see install.md)')
+        pytest.fail(oha.INSTALL)
+    return path
+
+
+def report(achieved=1000.0, offered=1000.0, p99=5.0, non2xx=0, **errors):
+    return {'achieved': achieved, 'offered': offered, 'non2xx': non2xx,
+            'errors': errors, 'latency_ms': {'p50': 1.0, 'p99': p99}}
+
+
+# --- the budget and its search ----------------------------------------------
+
+@pytest.mark.parametrize('text, expected', [
+    ('p99=10ms', {'percentile': 'p99', 'ms': 10.0}),
+    ('p99.9<=2s', {'percentile': 'p99.9', 'ms': 2000.0}),
+    ('p50=500us', {'percentile': 'p50', 'ms': 0.5}),
+    ('max=25ms', {'percentile': 'max', 'ms': 25.0}),
+])
+def test_budgets_parse(text, expected):
+    assert budget.parse(text) == expected
+
+
+@pytest.mark.parametrize('text', ['p99', 'p98=10ms', 'p99=0ms', 'p99=10',
+                                  'p99=ten ms', '', 'p99=1e9ms;rm'])
+def test_bad_budgets_say_why(text):
+    with pytest.raises(ValueError):
+        budget.parse(text)
+
+
+def test_a_point_keeps_the_budget_only_clean_on_time_and_at_its_rate():
+    assert budget.verdict(report(), SLO) is None
+    assert budget.verdict(report(p99=10.5), SLO) == 'p99 10.5 ms'
+    assert budget.verdict(report(non2xx=1), SLO) == '1 errors'
+    assert budget.verdict(report(timeout=2), SLO) == '2 errors'
+    assert 'achieved' in budget.verdict(report(achieved=800.0), SLO)
+    assert budget.verdict(None, SLO) == 'no report'
+
+
+def test_the_search_brackets_then_halves():
+    points = [(250, True), (500, True), (750, False), (900, False)]
+    assert budget.bracket(points) == (500, 750)
+    assert budget.next_probe(points, 1000) == 625
+    points.append((625, True))
+    assert budget.next_probe(points, 1000) == 687.5
+    assert budget.capacity(points) == {'rate': 625, 'open': False, 'missed_at': 750}
+
+
+def test_the_search_goes_above_saturation_while_nothing_misses():
+    points = [(250, True), (900, True)]
+    assert budget.next_probe(points, 1000) == 1000
+    points.append((1000, True))
+    assert budget.next_probe(points, 1000) == 1200
+    points.append((1200, True))
+    assert budget.next_probe(points, 1000) == 1440
+    points.append((1440, True))
+    assert budget.next_probe(points, 1000) is None     # past 1.5x
+    assert budget.capacity(points)['open'] is True
+
+
+def test_nothing_kept_searches_down_from_zero():
+    points = [(250, False), (500, False)]
+    assert budget.next_probe(points, 1000) == 125
+    assert budget.capacity(points) == {'rate': 0.0, 'open': False, 'missed_at': 250}
+
+
+def test_a_kept_point_above_a_missed_one_does_not_count():
+    assert budget.bracket([(250, False), (500, True)]) == (None, 250)
+
+
+# --- oha ---------------------------------------------------------------------
+
+OHA_JSON = {
+    'summary': {'successRate': 1.0, 'total': 2.0, 'slowest': 0.5,
+                'fastest': 0.0001, 'average': 0.001, 'requestsPerSec': 99.0},
+    'latencyPercentiles': {'p50': 0.001, 'p90': 0.002, 'p99': 0.004,
+                           'p99.9': 0.2, 'p99.99': 0.5},
+    'statusCodeDistribution': {'200': 196, '503': 2},
+    'errorDistribution': {'timeout': 1, 'connection closed': 1},
+}
+
+
+def test_oha_report_names_each_latency_by_its_percentile():
+    r = oha.parse('some text first\n' + json.dumps(OHA_JSON))
+    assert r['latency_ms'] == {'p50': 1.0, 'p90': 2.0, 'p99': 4.0,
+                               'p99.9': 200.0, 'max': 500.0}
+    assert (r['requests'], r['ok'], r['non2xx'], r['timeouts']) == (198, 196, 2, 1)
+    assert r['achieved'] == 99.0
+
+
+@pytest.mark.parametrize('stdout', ['', 'error: connection refused',
+                                    '{"summary": {}}', '{broken'])
+def test_bad_oha_output_is_an_error_not_a_crash(stdout):
+    with pytest.raises(ValueError):
+        oha.parse(stdout)
+
+
+def test_the_correction_is_on_unless_asked_off():
+    on = oha.command('oha', 'http://x/', 300, 5, 10, 2)
+    off = oha.command('oha', 'http://x/', 300, 5, 10, 2, correction=False)
+    assert '--latency-correction' in on and '--latency-correction' not in off
+    assert on[on.index('-q') + 1] == '300'
+    pinned = oha.command('oha', 'http://x/', 300, 5, 10, 2, pin=['taskset', '-c', '0'])
+    assert pinned[:4] == ['taskset', '-c', '0', 'oha']
+    assert oha.cores_of(pinned) == 1 and oha.cores_of(['taskset', '-c', '0-1,3']) == 3
+
+
+def stalled_run(path, server, correction, rate=300, seconds=4, stall=1.0):
+    """oha at a fixed rate over 2 connections while the server is stopped
+    (SIGSTOP) for `stall` seconds in the middle."""
+    argv = oha.command(path, server.url + '/ugly', rate, seconds, 2, 10,
+                       correction=correction)
+    result = {}
+    run = threading.Thread(target=lambda: result.update(
+        record=oha.run(argv, seconds, rate)))
+    run.start()
+    time.sleep(1.5)
+    os.kill(server.process.pid, signal.SIGSTOP)
+    time.sleep(stall)
+    os.kill(server.process.pid, signal.SIGCONT)
+    run.join(60)
+    return result['record']['oha']
+
+
+def test_the_correction_counts_every_request_a_stall_held_up(tmp_path):
+    path = need_oha()
+    server = references.HelloServer('aiohttp', 'asyncio', free_port(),
+                                    str(tmp_path / 'log'), (), sys.executable,
+                                    'hello')
+    server.start(timeout=60)
+    try:
+        corrected = stalled_run(path, server, True)
+        uncorrected = stalled_run(path, server, False)
+    finally:
+        server.stop()
+    for r in (corrected, uncorrected):      # the same load got through
+        assert r['ok'] > 0.8 * 300 * 4 and not r['errors'], r
+    # About 300 requests fell due during the second the server slept:
+    # counted from when they were due, the slowest 1 % waited most of it.
+    assert corrected['latency_ms']['p99'] > 300, corrected
+    # Counted from when sent, only the 2 requests in flight saw the stall.
+    assert uncorrected['latency_ms']['p99'] < 100, uncorrected
+    assert uncorrected['latency_ms']['max'] > 900, uncorrected
+
+
+# --- a real latency run, and compare on real runs ------------------------------
+
+def latency_bench(tarantool, out, *options):
+    a = tarantool_address(tarantool)
+    argv = [sys.executable, 'bench.py', '--latency', '--engines',
+            'aiohttp-tarantool-one', '--pages', 'good', '--duration', '1',
+            '--warmup', '1', '--runs', '3', '--rates', '200,400',
+            '--slo', 'p50=20ms', '--tarantool', '%s:%d' % (a.host, a.port),
+            '--packs', str(TEST_PACKS), '--port', str(free_port()),
+            '--out', str(out)] + list(options)
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+@pytest.fixture(scope='module')
+def latency_runs(tarantool, tmp_path_factory):
+    need_oha()
+    base = tmp_path_factory.mktemp('latency')
+    return [latency_bench(tarantool, base / 'a'), latency_bench(tarantool, base / 'b'),
+            latency_bench(tarantool, base / 'slow', '--delay', '20')]
+
+
+def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
+    out = latency_runs[0]
+    results = json.loads((out / 'results.json').read_text())
+    lat = results['settings']['latency']
+    assert lat['generator'] == 'oha ' + oha.VERSION
+    assert lat['slo'] == {'percentile': 'p50', 'ms': 20.0}
+    steps = [r for r in results['latency'] if r['rate'] != 'probe']
+    assert sorted({r['rate'] for r in steps}) == ['200/s', '400/s']
+    assert len(steps) == 2 * 3
+    for r in steps:
+        assert '--latency-correction' in r['command']
+        assert set(r['oha']['latency_ms']) == set(oha.FIGURES)
+        assert abs(r['oha']['achieved'] - r['offered']) < 0.2 * r['offered'], r
+        assert r['us_per_request']['server'] > 0
+        assert r['us_per_request']['database'] is not None
+        assert r['generator']['share'] < 1.0
+    assert len(results['capacity']) == 3
+    md = (out / 'results.md').read_text()
+    first = md.split('\n## ')[1]
+    assert first.startswith('Capacity at p50 ≤ 20 ms'), md[:2000]
+    assert 'oha %s' % oha.VERSION in md
+    assert (out / 'chart-latency-good.png').read_bytes()[:4] == b'\x89PNG'
+    page = (out / 'results.html').read_text()
+    assert 'data:image/png;base64,' in page
+    assert not re.search(r'(src|href)\s*=\s*["\']?(\w+:)?//', page)   # no network
+
+
+def test_compare_marks_a_slower_build_worse_and_exits_1(latency_runs):
+    a, b, slow = latency_runs
+    same = subprocess.run([sys.executable, 'bench.py', 'compare', str(a), str(b)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert same.returncode == 0, same.stdout + same.stderr
+    worse = subprocess.run([sys.executable, 'bench.py', 'compare', str(a),
+                            str(slow), '--out', str(slow / 'compare.md')],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    rows = [r for r in worse.stdout.splitlines() if r.startswith('| p50 ms')]
+    assert rows and all(r.rstrip(' |').endswith('worse') for r in rows), worse.stdout
+    assert (slow / 'compare.md').read_text() == worse.stdout
+
+
+def test_compare_works_on_the_committed_runs():
+    runs = sorted(os.path.join(ROOT, 'docs', d) for d in os.listdir(
+        os.path.join(ROOT, 'docs')) if d.startswith('results-'))
+    lines, worse = compare.compare(compare.load(runs[-1]), compare.load(runs[-1]))
+    assert worse == 0 and '| req/s |' in '\n'.join(lines)
+
+
+def test_compare_refuses_what_is_not_results(tmp_path):
+    (tmp_path / 'results.json').write_text('{"x": 1}')
+    for args in ([str(tmp_path), str(tmp_path)], ['/nonexistent', str(tmp_path)]):
+        done = subprocess.run([sys.executable, 'bench.py', 'compare'] + args,
+                              cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 2 and 'bench.py compare: error' in done.stderr
+
+
+def test_a_change_within_the_runs_spread_is_noise():
+    a = (100.0, 90.0, 110.0, 3, True)
+    assert compare.verdict(('req/s',), a, (85.0, 80.0, 90.0, 3, True), 10)[2] is None
+    assert compare.verdict(('req/s',), a, (60.0, 58.0, 62.0, 3, True), 10)[2] == 'worse'
+    assert compare.verdict(('req/s',), a, (150.0, 148.0, 152.0, 3, True), 10)[2] == 'better'
+    lat = (1.0, 0.9, 1.1, 3, False)
+    assert compare.verdict(('p99 ms',), lat, (1.4, 1.3, 1.5, 3, False), 10)[2] is None
+    assert compare.verdict(('p99 ms',), lat, (21.0, 20.0, 22.0, 3, False), 10)[2] == 'worse'
+    once = (100.0, 100.0, 100.0, 1, True)
+    assert compare.verdict(('req/s',), once, (75.0, 75.0, 75.0, 1, True), 10)[2] is None
+
+
+def test_noisy_cells_and_a_busy_generator_are_flagged():
+    def record(run, p99, share):
+        return {'target': 'e', 'page': 'good', 'rate': '50%', 'run': run,
+                'offered': 100.0, 'kept': True, 'headroom': share < oha.HEADROOM,
+                'generator': {'share': share},
+                'us_per_request': {'server': 10.0, 'database': 5.0},
+                'oha': {'achieved': 100.0, 'errors': {}, 'non2xx': 0, 'timeouts': 0,
+                        'latency_ms': dict.fromkeys(oha.FIGURES, p99)}}
+    quiet = cells.steps({'latency': [record(1, 5.0, 0.2), record(2, 5.2, 0.3)]})
+    assert quiet[('e', 'good', '50%')]['flags'] == []
+    loud = cells.steps({'latency': [record(1, 5.0, 0.2), record(2, 9.0, 0.95)]})
+    flags = loud[('e', 'good', '50%')]['flags']
+    assert any('generator busy' in f for f in flags) and 'noisy p99' in flags
+
+
+def test_results_html_inlines_charts_and_escapes(tmp_path):
+    (tmp_path / 'results.md').write_text(
+        '# Results\n\n- Machine: <b>x</b>\n\n| a | b |\n| --- | ---: |\n'
+        '| x | 1 |\n\n![c](chart.png)\n![d](missing.png)\n')
+    (tmp_path / 'chart.png').write_bytes(b'\x89PNG fake')
+    page = open(html.write(str(tmp_path))).read()
+    assert '&lt;b&gt;x&lt;/b&gt;' in page and '<td class="n">1</td>' in page
+    assert 'data:image/png;base64,iVBORyBmYWtl' in page and '(d: no chart)' in page
