@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, ROOT
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic',
@@ -68,3 +68,28 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
     await page.set_viewport_size({'width': 390, 'height': 800})
     await page.goto(site + '/')
     await page.screenshot(path=os.path.join(shots, 'index-phone.png'))
+
+
+async def test_results_html_reads_in_chromium_without_network(browser, tmp_path):
+    """The newest committed results.html, rebuilt from its results.md and
+    charts: every chart shows, the tables are there, nothing is fetched."""
+    from bench import html
+    docs = os.path.join(ROOT, 'docs')
+    runs = sorted(d for d in os.listdir(docs) if d.startswith('results-'))
+    folder = os.path.join(docs, runs[-1])
+    page_file = tmp_path / 'results.html'
+    with open(os.path.join(folder, 'results.md')) as f:
+        page_file.write_text(html.render(f.read(), folder))
+    page = await browser.new_page(viewport={'width': 1300, 'height': 900})
+    fetched = []
+    page.on('request', lambda r: fetched.append(r.url))
+    await page.goto('file://%s' % page_file)
+    assert fetched == ['file://%s' % page_file]
+    images = page.locator('img')
+    assert await images.count() >= 3
+    for i in range(await images.count()):
+        assert await images.nth(i).evaluate('img => img.naturalWidth') > 0
+    assert await page.locator('table').count() >= 3
+    heading = await page.locator('h1').first.inner_text()
+    assert heading == 'Benchmark results'
+    await page.screenshot(path=os.path.join(ARTIFACTS, 'results-html.png'))

@@ -7,6 +7,7 @@ import statistics
 import subprocess
 
 from .. import profile
+from ..wrk import PATHS
 from . import budget, oha
 
 CPU = ('server', 'database')
@@ -120,10 +121,6 @@ def point(matrix, member, page, run, rate, label):
     matrix.results['latency'].append(record)
     matrix.progress.advance(s.duration + 0.5)
     return record
-
-
-PATHS = {'ugly': '/ugly', 'about': '/about', 'good': '/good', 'bad': '/bad',
-         'index': '/'}
 
 
 def find_database(server):
