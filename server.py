@@ -107,6 +107,18 @@ def parse_args(argv):
     return args
 
 
+def addresses(text):
+    """'127.0.0.1,::1' -> ('127.0.0.1', '::1'), each a valid IP address."""
+    import ipaddress
+    found = []
+    for part in filter(None, (x.strip() for x in text.split(','))):
+        try:
+            found.append(str(ipaddress.ip_address(part)))
+        except ValueError:
+            raise argparse.ArgumentTypeError('%r is not an IP address' % part)
+    return tuple(found)
+
+
 def add_edge_args(p, d):
     p.add_argument('--header-timeout', type=float, default=d.header_timeout,
                    metavar='SECONDS', help='time for a request head to '
@@ -121,6 +133,11 @@ def add_edge_args(p, d):
     p.add_argument('--max-connections', type=int, default=d.max_connections,
                    metavar='N', help='open connections at most (default %d, '
                    'less if the open-files limit is lower)' % d.max_connections)
+    p.add_argument('--proxy', dest='proxies', type=addresses, default=d.proxies,
+                   metavar='ADDR,…', help='front servers (e.g. 127.0.0.1 for '
+                   'nginx on this host) whose X-Forwarded-For names the '
+                   'visitor, for the per-IP limits and the visit records; '
+                   'their visitors count as remote (limits on by default)')
     p.add_argument('--delay', type=float, default=d.delay, metavar='MS',
                    help='answer every page that asks the database MS ms '
                    'late: a slower build on purpose, to see that bench.py '
@@ -136,7 +153,8 @@ def add_edge_args(p, d):
 
 OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
-           'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay')
+           'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',
+           'proxies')
 
 
 def build_settings(p, args):

@@ -25,7 +25,8 @@ def _handler(page, waits=True):
         try:
             r = await page(Request(
                 request.method, request.path, request.cookies, request.remote,
-                request.headers.get('User-Agent', ''), body),
+                request.headers.get('User-Agent', ''), body,
+                request.headers.get('X-Forwarded-For', '')),
                 **request.match_info)
         finally:
             conn.leave()

@@ -123,13 +123,15 @@ def make_app(site, limits=None, every=True):
                 await lifespan(receive, send)
             return
         method, path = scope['method'], scope['path']
-        cookie = agent = b''
+        cookie = agent = forwarded = b''
         length = chunked = None
         for name, value in scope['headers']:
             if name == b'cookie':
                 cookie = cookie + b'; ' + value if cookie else value
             elif name == b'user-agent':
                 agent = value
+            elif name == b'x-forwarded-for':
+                forwarded = value
             elif name == b'content-length':
                 length = value
             elif name == b'transfer-encoding':
@@ -150,7 +152,8 @@ def make_app(site, limits=None, every=True):
                           parse_cookies(cookie) if cookie else NO_COOKIES,
                           client[0] if client else '',
                           agent.decode('utf-8', 'surrogateescape')
-                          if agent else '', body)
+                          if agent else '', body,
+                          forwarded.decode('latin-1') if forwarded else '')
         handlers = exact.get(path)
         handler = handlers.get(method) if handlers is not None else None
         if handler is not None:

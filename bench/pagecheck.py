@@ -80,9 +80,10 @@ async def sticker(session, base, pack, sticker_id):
         return await r.json()
 
 
-def ranked(stickers, best):
+def ranked(stickers, best, count=9):
+    """Ids in the order of /good (best) or /bad, the first `count`."""
     key = lambda s: (s['rating'], s['id'])  # noqa: E731
-    return [s['id'] for s in sorted(stickers, key=key, reverse=best)[:9]]
+    return [s['id'] for s in sorted(stickers, key=key, reverse=best)[:count]]
 
 
 def client(cookie=None):

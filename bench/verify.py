@@ -125,12 +125,48 @@ async def check_vote(base, api):
     return 'sticker %d +1, sticker %d -1, total +1' % (a, b)
 
 
+async def check_pack(base, api):
+    """The pack page of the first pack (the one bench.wrk times): its
+    stickers best first, as the API rates them."""
+    pack = api['packs'][0]['name']
+    async with client() as s:
+        status, headers, body = await fetch(s, base + '/packs/' + pack)
+    need(status == 200, 'HTTP %d' % status)
+    need(headers.get('Content-Type') == HTML_TYPE,
+         'Content-Type %r' % headers.get('Content-Type'))
+    expected = ranked([x for x in api['stickers'] if x['pack'] == pack], True,
+                      count=None)
+    got = cards(body.decode('utf-8'))
+    need(got == expected, 'stickers %s, the API ranks %s' % (got, expected))
+    return '%s: ids %s' % (pack, got)
+
+
+async def check_sticker(base, api):
+    """The sticker page of the first pack's first sticker: its rating and
+    its place in the pack."""
+    pack = api['packs'][0]['name']
+    mine = [x for x in api['stickers'] if x['pack'] == pack]
+    first = min(mine, key=lambda x: x['id'])
+    place = ranked(mine, True, count=None).index(first['id']) + 1
+    async with client() as s:
+        status, headers, body = await fetch(s, '%s/packs/%s/%d' % (
+            base, pack, first['id']))
+    need(status == 200, 'HTTP %d' % status)
+    html = body.decode('utf-8')
+    need(first['image'] in html, 'no image %s' % first['image'])
+    shown = 'No. %d of %d' % (place, len(mine))
+    need(shown in html, '%r not on the page' % shown)
+    return '%s/%d: %s' % (pack, first['id'], shown)
+
+
 ENGINE_CHECKS = (
     ('ugly', check_ugly),
     ('api', check_api),
     ('good', lambda base, api: check_ranked(base, api, '/good', True)),
     ('bad', lambda base, api: check_ranked(base, api, '/bad', False)),
     ('about', check_about),
+    ('pack', check_pack),
+    ('sticker', check_sticker),
     ('index', check_index),
     ('vote', check_vote),
 )

@@ -1,16 +1,35 @@
 """One wrk run with a script from wrk_scripts/."""
+import functools
+import json
 import os
 import subprocess
+import urllib.request
 
 from runtime.settings import ROOT
 from .stats import WrkOutputError, parse_wrk
 
 SCRIPTS = os.path.join(ROOT, 'wrk_scripts')
 PATHS = {'ugly': '/ugly', 'about': '/about', 'good': '/good', 'bad': '/bad',
+         'pack': '/packs/{pack}', 'sticker': '/packs/{pack}/{sticker}',
          'index': '/', 'vote': '/'}
 PAGES = tuple(PATHS)
 # Voting needs each answer before the next request: no pipelined variant.
 PLAIN_ONLY = ('vote',)
+
+
+def path(url, page):
+    """The path a page is timed at: a pack's and a sticker's are those of
+    the first pack and its first sticker, as the site's JSON API lists them."""
+    return PATHS[page].format(**sample(url)) if '{' in PATHS[page] else PATHS[page]
+
+
+@functools.lru_cache(maxsize=64)
+def sample(url):
+    with urllib.request.urlopen(url + '/stickers', timeout=30) as r:
+        pack = json.load(r)[0]['name']
+    with urllib.request.urlopen('%s/stickers/%s' % (url, pack), timeout=30) as r:
+        first = min(s['id'] for s in json.load(r)['stickers'])
+    return {'pack': pack, 'sticker': first}
 
 
 def script(page, mode):
@@ -27,7 +46,7 @@ def command(url, page, mode, connections, duration, threads, timeout,
     argv = list(pin) + [
         'wrk', '-c%d' % connections, '-d%ds' % duration, '-t%d' % threads,
         '--timeout', '%ds' % timeout, '-s', script(page, mode), url]
-    env = {'WRK_PATH': PATHS[page]}
+    env = {'WRK_PATH': path(url, page)}
     if mode == 'pipelined':
         env['WRK_PIPELINE'] = str(pipeline)
     return argv, env

@@ -45,7 +45,8 @@ def _endpoint(page, names, with_body):
         client = scope.get('client')
         r = await page(PageRequest(
             scope['method'], scope['path'], request.cookies,
-            client[0] if client else '', user_agent(request), body), **params)
+            client[0] if client else '', user_agent(request), body,
+            request.headers.get('x-forwarded-for', '')), **params)
         return _answer(r)
     # The path parameters, declared to FastAPI as plain strings.
     endpoint.__signature__ = inspect.Signature(

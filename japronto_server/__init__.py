@@ -35,7 +35,7 @@ MIME = {}   # Content-Type -> without its charset
 def _request(request):
     return Request(request.method, request.path, request.cookies,
                    request.remote_addr, request.headers.get('User-Agent', ''),
-                   request.body or b'')
+                   request.body or b'', request.headers.get('X-Forwarded-For', ''))
 
 
 class _Lazy:
@@ -53,6 +53,7 @@ class _Lazy:
     ip = property(lambda self: self.r.remote_addr)
     user_agent = property(lambda self: self.r.headers.get('User-Agent', ''))
     body = property(lambda self: self.r.body or b'')
+    forwarded = property(lambda self: self.r.headers.get('X-Forwarded-For', ''))
 
 
 def _response(request, r, head=False):

@@ -9,7 +9,10 @@ from urllib.parse import parse_qsl
 # What an adapter tells a page: cookies the request's cookies as the
 # framework parsed them (a mapping, name -> value), body the raw request
 # body (b'' when none).
-Request = namedtuple('Request', 'method path cookies ip user_agent body')
+# forwarded: the X-Forwarded-For header as it came ('' when none); only a
+# front server named in --proxy is believed (Site.client).
+Request = namedtuple('Request', 'method path cookies ip user_agent body forwarded',
+                     defaults=('',))
 Response = namedtuple('Response', 'status content_type body headers')
 # A page as adapters serve it: method, path (parameters in {braces}), the
 # handler (Request and path parameters -> Response), kind ('html' or 'json':

@@ -5,6 +5,7 @@ pages.http.Response; adapters serve Site.routes() and only translate those
 to their framework.
 """
 import asyncio
+import ipaddress
 import logging
 import os
 import time
@@ -24,9 +25,16 @@ log = logging.getLogger('pages')
 
 MAX_BODY = 8192
 TOP_COUNT = 9
+
+
+def ranking(s):
+    """The order of /good (reversed) and of a pack's pages."""
+    return s.rating, s.id
 UGLY = text_response(200, 'UGLY')
 # The JSON pages; unrouted paths under it are answered in JSON too.
 API = '/stickers'
+PACKS = '/packs'        # the HTML pages of packs and stickers
+MAX_PACK_FRAMES = 10000
 
 VOTE_ERRORS = {
     VoteOutcome.UNKNOWN: (409, 'This ballot is unknown or was already used.'),
@@ -125,6 +133,8 @@ class Site:
         if ballots:
             self.refusals[self.session_ballot_limit] = self.too_many(
                 self.session_ballot_limit, 'your session')
+        self.proxies = frozenset(settings.proxies)
+        self.pack_frames = {}   # (name, title) -> the frame of its page
         self._task = None
 
     def html(self, http_status, template, headers=(), **context):
@@ -203,25 +213,38 @@ class Site:
             return self.refusals[limit]
         return None
 
+    def client(self, request):
+        """The visitor's address: the peer's, or behind a front server
+        named in settings.proxies the last X-Forwarded-For entry (the one
+        that server wrote)."""
+        if self.proxies and request.ip in self.proxies and request.forwarded:
+            last = request.forwarded.rpartition(',')[2].strip()
+            try:
+                return str(ipaddress.ip_address(last))
+            except ValueError:
+                pass
+        return request.ip
+
     def _session(self, request):
         """(session, Set-Cookie header or None, 429 page or None): a
         visitor without a valid session cookie starts a session, within
         the per-IP limit."""
         session, cookie = self.sessions.of(request)
         refused = cookie and self._refused(self.session_limit,
-                                           client_of(request.ip))
+                                           client_of(self.client(request)))
         return session, cookie, refused
 
     def _pair_refused(self, request, session):
         """The 429 page if a new ballot pair is beyond the limit of this
         session or of this address."""
         return (self._refused(self.session_ballot_limit, session)
-                or self._refused(self.ballot_limit, client_of(request.ip)))
+                or self._refused(self.ballot_limit,
+                                 client_of(self.client(request))))
 
     def _visited(self, request, session):
         """Once its page's database call succeeded: the visit is written
         later, in a batch (pages.visits)."""
-        self.visits.add(Visit(session, clean_text(request.ip, 64),
+        self.visits.add(Visit(session, clean_text(self.client(request), 64),
                               clean_text(request.user_agent, 256)))
 
     async def _pair_page(self, request, session, cookie, notice=None):
@@ -242,7 +265,7 @@ class Site:
 
     @page('POST', '/')
     async def vote(self, request):
-        refused = self._refused(self.vote_limit, client_of(request.ip))
+        refused = self._refused(self.vote_limit, client_of(self.client(request)))
         if refused:
             return refused
         if len(request.body) > MAX_BODY:
@@ -288,6 +311,58 @@ class Site:
     @page('GET', '/about', waits=False, guarded=False)
     async def about(self, request):
         return self.about_page
+
+    def _pack_frame(self, pack):
+        """A pack page's frame, rendered once per pack: its name and title
+        change only when a data set loads."""
+        key = (pack.name, pack.title)
+        frame = self.pack_frames.get(key)
+        if frame is None:
+            if len(self.pack_frames) >= MAX_PACK_FRAMES:
+                self.pack_frames.clear()
+            frame = self.pack_frames[key] = self.render.frame(
+                'pack.html', 'cards', pack=pack)
+        return frame
+
+    async def _ranked_pack(self, request, pack):
+        """(session, cookie, the pack with its stickers best first, or a
+        429 page, or None if there is no such pack)."""
+        session, cookie, refused = self._session(request)
+        if refused:
+            return session, cookie, refused
+        found = await self.data.pack(pack) if SLUG.match(pack) else None
+        if found is not None:
+            found = found._replace(stickers=sorted(
+                found.stickers, key=ranking, reverse=True))
+        return session, cookie, found
+
+    @page('GET', PACKS + '/{pack}')
+    async def pack_page(self, request, pack):
+        session, cookie, found = await self._ranked_pack(request, pack)
+        if found is None:
+            return self.error_page(404, 'There is no such pack.')
+        if isinstance(found, Response):
+            return found
+        self._visited(request, session)
+        body = self._pack_frame(found).body(self.render.cards(found.stickers))
+        return Response(200, HTML, body,
+                        (FRAMING + (cookie,)) if cookie else FRAMING)
+
+    @page('GET', PACKS + '/{pack}/{sticker}')
+    async def sticker_page(self, request, pack, sticker):
+        found = None
+        if STICKER_ID.match(sticker):
+            session, cookie, found = await self._ranked_pack(request, pack)
+        if isinstance(found, Response):
+            return found
+        ids = [s.id for s in found.stickers] if found else []
+        if not ids or int(sticker) not in ids:
+            return self.error_page(404, 'There is no such sticker.')
+        self._visited(request, session)
+        place = ids.index(int(sticker)) + 1
+        return self.html(200, 'sticker.html', (cookie,) if cookie else (),
+                         s=found.stickers[place - 1], place=place,
+                         of=len(ids))
 
     async def not_found(self, request, **params):
         if request.path.startswith(API):

@@ -40,9 +40,12 @@ class Settings:
     # SO_REUSEPORT (reuse_port) when there are several.
     workers: int = 1
     reuse_port: bool = False
+    # Front servers (addresses) whose X-Forwarded-For names the visitor.
+    proxies: tuple = ()
     # Per-IP limits (pages.limits rates, '0': off); None: REMOTE_LIMITS on
-    # a host beyond the loopback, off on it (the benchmark). Ballots are
-    # counted per address and per session.
+    # a host beyond the loopback or behind a proxy, off on the loopback
+    # alone (the benchmark). Ballots are counted per address and per
+    # session.
     limit_sessions: str = None
     limit_votes: str = None
     limit_ballots: str = None
@@ -87,7 +90,8 @@ class Settings:
         text = getattr(self, 'limit_' + what)
         if text is not None:
             return text
-        return '0' if self.host.startswith(LOOPBACK) else REMOTE_LIMITS[what]
+        local = self.host.startswith(LOOPBACK) and not self.proxies
+        return '0' if local else REMOTE_LIMITS[what]
 
 
 DEFAULTS = Settings()

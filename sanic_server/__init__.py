@@ -23,7 +23,8 @@ def _handler(page, waits=True):
         try:
             r = await page(Request(
                 request.method, request.path, request.cookies, request.ip,
-                request.headers.get('user-agent', ''), request.body or b''),
+                request.headers.get('user-agent', ''), request.body or b'',
+                request.headers.get('x-forwarded-for', '')),
                 **params)
         finally:
             conn.leave()

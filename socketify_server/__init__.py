@@ -271,7 +271,8 @@ class Server:
         cookie = self._header(req, b'cookie')
         request = Request(method, path,
                           _cookies(_text(cookie)) if cookie else {}, ip,
-                          _text(self._header(req, b'user-agent')), b'')
+                          _text(self._header(req, b'user-agent')), b'',
+                          _text(self._header(req, b'x-forwarded-for')))
         if body:
             length = self._header(req, b'content-length')
             exchange = Exchange(self, res, head)

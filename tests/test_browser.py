@@ -65,6 +65,24 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
         assert response.status == 200
         await page.screenshot(path=os.path.join(shots, name + '.png'),
                               full_page=True)
+    # From /good to a sticker's pack, on to the sticker, and back.
+    await page.goto(site + '/good')
+    link = page.locator('article.card .pack a').first
+    title, href = await link.inner_text(), await link.get_attribute('href')
+    await link.click()
+    await page.wait_for_load_state()
+    assert page.url == site + href and href.startswith('/packs/')
+    assert await page.locator('h1.page-title').inner_text() == title
+    await page.screenshot(path=os.path.join(shots, 'pack.png'), full_page=True)
+    await page.locator('article.card .card-image a').first.click()
+    await page.wait_for_load_state()
+    assert await page.locator('.sticker-page img').evaluate(
+        'img => img.naturalWidth') > 0
+    assert 'No. 1 of' in await page.locator('.sticker-facts').inner_text()
+    await page.screenshot(path=os.path.join(shots, 'sticker.png'))
+    await page.go_back()
+    await page.go_back()
+    assert page.url == site + '/good'
     await page.set_viewport_size({'width': 390, 'height': 800})
     await page.goto(site + '/')
     await page.screenshot(path=os.path.join(shots, 'index-phone.png'))

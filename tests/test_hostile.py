@@ -34,6 +34,15 @@ REQUESTS = [
     (b'GET', b'/stickers/' + PACK + b'/1%27%20OR%20%271%27%3D%271', [], b''),
     (b'GET', b'/stickers/' + PACK + b'%00/1', [], b''),
     (b'GET', b'/%00%27', [], b''),
+    (b'GET', b'/packs/%00', [], b''),
+    (b'GET', b'/packs/\xff\xfe', [], b''),
+    (b'GET', b'/packs/%FF%FE/1', [], b''),
+    (b'GET', b'/packs/' + b'a' * 4000, [], b''),
+    (b'GET', b'/packs/' + PACK + b'/' + b'9' * 4000, [], b''),
+    (b'GET', b'/packs/..%2f..%2fserver.py', [], b''),
+    (b'GET', b'/packs/%2e%2e/%2e%2e/etc/passwd', [], b''),
+    (b'GET', b'/packs/' + PACK + b'/1%27%20OR%20%271%27%3D%271', [], b''),
+    (b'GET', b'/packs/' + PACK + b'%00/1', [], b''),
 ]
 
 # The processes test_pages.py and test_pipelining.py use too.

@@ -116,6 +116,28 @@ async def test_json_and_404_reach_the_visitor(site):
     assert b'There is no page here' in body
 
 
+async def test_pack_and_sticker_pages_answer_a_browser_in_html(site):
+    expected = dataset.generate(packs=TEST_PACKS)
+    first = expected.stickers[0]
+    status, headers, body = await fetch('%s/packs/%s' % (site, first.pack))
+    assert (status, headers['Content-Type']) == (200, 'text/html; charset=utf-8')
+    assert headers['X-Frame-Options'] == 'DENY' and session_cookie(headers)
+    assert sorted(cards(body.decode())) == sorted(
+        s.id for s in expected.stickers if s.pack == first.pack)
+    # Path parameters arrive decoded, as the API's do.
+    status, headers, body = await fetch('%s/packs/%s/%%31' % (site, first.pack))
+    assert status == 200 and first.image.encode() in body
+    assert b'No. ' in body and headers['Content-Type'].startswith('text/html')
+    for path in ('/packs/no_such_pack', '/packs/%s/999999' % first.pack,
+                 '/packs/%s/abc' % first.pack):
+        status, headers, body = await fetch(site + path)
+        assert (status, headers['Content-Type']) == (404, 'text/html; charset=utf-8')
+        assert b'There is no such' in body
+    # Programs keep the JSON API.
+    status, headers, body = await fetch('%s/stickers/%s' % (site, first.pack))
+    assert status == 200 and headers['Content-Type'].startswith('application/json')
+
+
 async def test_hostile_headers_are_harmless(site):
     hostile = "'; DROP TABLE sessions; -- \u2603"
     status, headers, _ = await fetch(site + '/good', headers={

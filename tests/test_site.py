@@ -32,16 +32,17 @@ def route(site, method, path):
 
 
 async def call(site, method, path, cookie=None, body=b'', ip='127.0.0.1',
-               user_agent='pytest'):
+               user_agent='pytest', forwarded=''):
     """The one way these tests ask a page: a neutral Request for a decoded
     path, as an adapter builds it; returns the page's Response."""
     page, params = route(site, method, path)
     cookies = {} if cookie is None else {'sid': cookie}
-    return await page(Request(method, path, cookies, ip, user_agent, body),
-                      **params)
+    return await page(Request(method, path, cookies, ip, user_agent, body,
+                              forwarded), **params)
 
 
 async def get(site, path, cookie=None, **kwargs):
+    """kwargs: ip, user_agent, forwarded (the X-Forwarded-For header)."""
     return await call(site, 'GET', path, cookie, **kwargs)
 
 
@@ -96,13 +97,14 @@ async def sticker(site, sticker_id):
             return s
 
 
-def new_site(data, limits=('0', '0', '0')):
+def new_site(data, limits=('0', '0', '0'), proxies=()):
     """The one way these tests make a Site. No background refresh during a
     test: it would sweep and re-render. limits: rates (sessions, votes,
-    ballots) as --limit-sessions, --limit-votes, --limit-ballots take them."""
+    ballots) as --limit-sessions, --limit-votes, --limit-ballots take them;
+    proxies as --proxy."""
     return Site(data, replace(DEFAULTS, refresh_every=3600,
                               limit_sessions=limits[0], limit_votes=limits[1],
-                              limit_ballots=limits[2]))
+                              limit_ballots=limits[2], proxies=proxies))
 
 
 async def started(data, **kwargs):
@@ -539,6 +541,76 @@ async def test_json_api_misses_are_404_json(site, path, error):
     assert json.loads(r.body) == {'error': error}
 
 
+def pack_ranking(api_pack):
+    """Sticker ids of a pack (as the JSON API gives it), best first."""
+    key = lambda s: (s['rating'], s['id'])  # noqa: E731
+    return [s['id'] for s in sorted(api_pack['stickers'], key=key, reverse=True)]
+
+
+async def test_pack_page_ranks_the_pack_in_html(site):
+    pack = EXPECTED.packs[0]
+    api = json.loads((await get(site, '/stickers/' + pack.name)).body)
+    before = await stats(site)
+    r = await get(site, '/packs/' + pack.name)
+    assert (r.status, r.content_type) == (200, HTML)
+    assert new_sid(r) and headers(r)['X-Frame-Options'] == 'DENY'
+    assert counted(before, await stats(site)) == (1, 1, 1)
+    html = text(r)
+    assert cards(html) == pack_ranking(api)
+    assert html.count('href="/packs/%s/' % pack.name) == len(api['stickers'])
+    assert '<h1 class="page-title">%s</h1>' % api['title'] in html
+    assert 'href="/stickers' not in html      # links lead to HTML
+
+
+async def test_sticker_page_shows_its_place_with_current_ratings(site):
+    pack = EXPECTED.packs[0].name
+    cookie = await issued(site)
+    last = pack_ranking(json.loads((await get(site, '/stickers/' + pack)).body))[-1]
+    r = await get(site, '/packs/%s/%d' % (pack, last), cookie)
+    assert (r.status, r.content_type) == (200, HTML) and not new_sid(r)
+    html = text(r)
+    ids = pack_ranking(json.loads((await get(site, '/stickers/' + pack)).body))
+    assert 'No. %d of %d in' % (ids.index(last) + 1, len(ids)) in html
+    api = json.loads((await get(site, '/stickers/%s/%d' % (pack, last))).body)
+    assert api['image'] in html and 'href="/packs/%s"' % pack in html
+    assert 'title="rating">%s%d<' % ('+' if api['rating'] > 0 else '',
+                                     api['rating']) in html
+    assert '▲ %d' % api['votes_plus'] in html and 'href="/stickers' not in html
+
+
+async def test_a_vote_shows_on_the_sticker_page_at_once(site):
+    cookie, ((a, win, lose), _) = await new_ballots(site)
+    pack = next(x['pack'] for x in await all_stickers(site) if x['id'] == a)
+    path = '/packs/%s/%d' % (pack, a)
+    rating = re.compile(r'title="rating">[+]?(-?\d+)<')
+    before = int(rating.search(text(await get(site, path, cookie))).group(1))
+    assert (await vote(site, cookie, win, lose)).status == 200
+    after = int(rating.search(text(await get(site, path, cookie))).group(1))
+    assert after == before + 1
+
+
+@pytest.mark.parametrize('path, what', [
+    ('/packs/no_such_pack', 'pack'),
+    ('/packs/no_such_pack/1', 'sticker'),
+    ('/packs/%s/999999' % PACK, 'sticker'),
+    ('/packs/%s/abc' % PACK, 'sticker'),
+    ('/packs/%s/\u00b2' % PACK, 'sticker'),
+    ('/packs/%s/-1' % PACK, 'sticker'),
+    ('/packs/%s/1\x00' % PACK, 'sticker'),
+    ('/packs/%s/%s' % (PACK, '9' * 40), 'sticker'),
+    ("/packs/'; DROP TABLE stickers; --", 'pack'),
+    ('/packs/a\x00b', 'pack'),
+    ('/packs/\udcff\udcfe', 'pack'),
+    ('/packs/..', 'pack'),
+    ('/packs/' + 'a' * 65, 'pack'),
+    ('/packs/' + 'a' * 100000, 'pack'),
+])
+async def test_pack_and_sticker_misses_are_the_404_page(site, path, what):
+    r = await get(site, path)
+    assert (r.status, r.content_type) == (404, HTML)
+    assert 'There is no such %s.' % what in text(r) and not new_sid(r)
+
+
 async def test_hostile_visitor_text_is_harmless(site):
     for user_agent, ip in [("'; DROP TABLE sessions; -- \u2603", '::1'),
                            ('\udcff\x00' * 3000, '\udcfe' * 100),
@@ -570,6 +642,39 @@ async def test_limits_refuse_new_sessions_and_votes_per_address(new_data):
         assert r.status == 429 and 'Retry-After' in headers(r)
     finally:
         await stopped(site)
+
+
+async def test_behind_a_proxy_the_forwarded_address_is_the_visitor(new_data):
+    site = await started(new_data(), limits=('2/m', '0', '0'),
+                         proxies=('127.0.0.1',))
+    try:
+        nginx = dict(ip='127.0.0.1')
+        statuses = [(await get(site, '/good', forwarded='198.51.100.7', **nginx)
+                     ).status for _ in range(3)]
+        assert statuses == [200, 200, 429]
+        # Another visitor through the same proxy; the last entry counts
+        # (the one the proxy wrote), not what a visitor put before it.
+        assert (await get(site, '/good', forwarded='198.51.100.7, 198.51.100.8',
+                          **nginx)).status == 200
+        # Without a usable header the proxy's own address counts.
+        for junk in ('', 'unknown', '\udcff' * 50, '1.2.3.4, ' * 1000 + 'x'):
+            assert site.client(Request('GET', '/', {}, '127.0.0.1', '', b'',
+                                       junk)) == '127.0.0.1'
+        # A visitor who is not the proxy cannot name another address.
+        for _ in range(3):
+            r = await get(site, '/good', forwarded='198.51.100.9', ip='10.9.9.9')
+        assert r.status == 429
+        await site.visits.flush()
+    finally:
+        await stopped(site)
+
+
+def test_limits_are_on_behind_a_proxy_and_off_on_the_loopback_alone():
+    local = replace(DEFAULTS, host='127.0.0.1')
+    assert local.limit('sessions') == '0'
+    assert replace(local, proxies=('127.0.0.1',)).limit('sessions') == '30/m'
+    assert replace(local, proxies=('127.0.0.1',),
+                   limit_sessions='5/m').limit('sessions') == '5/m'
 
 
 async def test_ballot_pairs_are_limited_per_address_and_per_session(

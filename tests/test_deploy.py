@@ -1,0 +1,171 @@
+"""deploy/ as docs/deploy.md shows it: the nginx front passes `nginx -t`
+and fronts a real server over HTTPS (pages, a vote, static files from
+nginx, the visitor's address reaching the per-IP limits), and the systemd
+unit passes `systemd-analyze verify`. Only the paths, ports and the
+certificate differ from the files in the repository."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import aiohttp
+import pytest
+
+from bench.nginx import temp_paths
+from bench.pagecheck import ballots, session_cookie
+from conftest import ROOT, engine_args, free_port
+from runtime.processes import answers
+
+DEPLOY = os.path.join(ROOT, 'deploy')
+MAIN = '''daemon off;
+master_process off;
+error_log {dir}/error.log warn;
+pid {dir}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log off;
+{temp_paths}
+    include {dir}/site.conf;
+}}
+'''
+
+
+def site_config(upstream, http, https, cert, key):
+    """deploy/nginx-stickers.conf for this checkout and these ports."""
+    with open(os.path.join(DEPLOY, 'nginx-stickers.conf')) as f:
+        text = f.read()
+    swaps = [('/srv/stickers', ROOT), ('127.0.0.1:1717', '127.0.0.1:%d' % upstream),
+             ('listen 80;', 'listen 127.0.0.1:%d;' % http),
+             ('listen 443 ssl http2;', 'listen 127.0.0.1:%d ssl http2;' % https),
+             ('listen [::]:80;', ''), ('listen [::]:443 ssl http2;', ''),
+             ('/etc/letsencrypt/live/stickers.example.org/fullchain.pem', cert),
+             ('/etc/letsencrypt/live/stickers.example.org/privkey.pem', key)]
+    for old, new in swaps:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.fixture(scope='module')
+def front(request, tmp_path_factory, start_server):
+    """(https base URL, the server behind it) with nginx in front."""
+    if shutil.which('nginx') is None or shutil.which('openssl') is None:
+        pytest.fail('nginx and openssl are missing: ./run.sh setup installs them')
+    d = str(tmp_path_factory.mktemp('front'))
+    cert, key = os.path.join(d, 'cert.pem'), os.path.join(d, 'key.pem')
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes',
+                    '-keyout', key, '-out', cert, '-days', '1', '-subj',
+                    '/CN=localhost'], check=True, capture_output=True)
+    engine = 'aiohttp-tarantool-one'
+    server = start_server(engine, *engine_args(request, engine), '--proxy',
+                          '127.0.0.1', '--limit-sessions', '3/m')
+    http, https = free_port(), free_port()
+    with open(os.path.join(d, 'site.conf'), 'w') as f:
+        f.write(site_config(server.port, http, https, cert, key))
+    with open(os.path.join(d, 'nginx.conf'), 'w') as f:
+        f.write(MAIN.format(dir=d, temp_paths=temp_paths(d)))
+    argv = ['nginx', '-p', d, '-c', os.path.join(d, 'nginx.conf')]
+    checked = subprocess.run(argv + ['-t'], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    nginx = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while not answers('127.0.0.1', https):
+            assert nginx.poll() is None and time.monotonic() < deadline, \
+                nginx.stderr.read()
+            time.sleep(0.05)
+        yield 'https://127.0.0.1:%d' % https, 'http://127.0.0.1:%d' % http, server
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+
+
+def visitor(address='127.0.0.1', cookie=None):
+    """A client that connects from a loopback address of its own."""
+    connector = aiohttp.TCPConnector(ssl=False, local_addr=(address, 0))
+    headers = {'Cookie': 'sid=' + cookie} if cookie else {}
+    return aiohttp.ClientSession(connector=connector, headers=headers,
+                                 cookie_jar=aiohttp.DummyCookieJar())
+
+
+async def test_pages_and_a_vote_through_the_front(front):
+    base, _, _ = front
+    async with visitor() as s:
+        async with s.get(base + '/') as r:
+            assert r.status == 200 and r.headers['Server'].startswith('nginx')
+            assert r.headers.getall('X-Frame-Options') == ['DENY']
+            assert r.headers.getall('X-Content-Type-Options') == ['nosniff']
+            assert 'max-age' in r.headers['Strict-Transport-Security']
+            cookie = session_cookie(r.headers)
+            (_, win, lose), _ = ballots(await r.text())
+    async with visitor(cookie=cookie) as s:
+        async with s.post(base + '/', data={'win': win, 'lose': lose}) as r:
+            assert r.status == 200 and 'Vote counted.' in await r.text()
+        for path in ('/good', '/about', '/ugly', '/stickers'):
+            async with s.get(base + path) as r:
+                assert r.status == 200, path
+        async with s.post(base + '/', data={'pad': 'x' * 9000}) as r:
+            assert r.status == 413
+
+
+async def test_http_goes_to_https(front):
+    _, plain, _ = front
+    async with visitor() as s:
+        async with s.get(plain + '/good', allow_redirects=False) as r:
+            assert r.status == 301 and r.headers['Location'].startswith('https://')
+
+
+async def test_static_files_come_from_nginx(front):
+    base, _, _ = front
+    async with visitor() as s:
+        async with s.get(base + '/static/style.css') as r:
+            body = await r.read()
+            # expires and ETag: nginx's own file answer, not server.py's.
+            assert r.status == 200 and 'max-age=3600' in r.headers['Cache-Control']
+            assert r.headers.get('ETag') and r.headers.getall(
+                'X-Content-Type-Options') == ['nosniff']
+        with open(os.path.join(ROOT, 'static', 'style.css'), 'rb') as f:
+            assert body == f.read()
+        async with s.get(base + '/packs') as r:      # not a static path
+            assert r.status == 404
+        async with s.get(base + '/static/../server.py') as r:
+            assert r.status in (400, 403, 404)
+
+
+async def test_the_visitor_address_reaches_the_limits(front):
+    """--limit-sessions 3/m per visitor: the fourth new session from one
+    address is refused, whatever X-Forwarded-For it sends, and another
+    address still gets one; nginx's own address is not what counts."""
+    base, _, _ = front
+
+    async def new_session(address, spoof=None):
+        async with visitor(address) as s:
+            headers = {'X-Forwarded-For': spoof} if spoof else {}
+            async with s.get(base + '/good', headers=headers) as r:
+                return r.status
+    statuses = [await new_session('127.0.0.2') for _ in range(3)]
+    assert statuses == [200, 200, 200]
+    assert await new_session('127.0.0.2', spoof='203.0.113.9') == 429
+    assert await new_session('127.0.0.3') == 200
+
+
+def test_the_unit_file_verifies(tmp_path):
+    if shutil.which('systemd-analyze') is None:
+        pytest.skip('no systemd-analyze here (systemd is not installed)')
+    with open(os.path.join(DEPLOY, 'stickers.service')) as f:
+        text = f.read()
+    assert '/srv/stickers/.venv/bin/python server.py' in text
+    unit = tmp_path / 'stickers.service'
+    unit.write_text(text.replace('/srv/stickers', ROOT))
+    done = subprocess.run(['systemd-analyze', 'verify', str(unit)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    # The command it runs is one server.py accepts.
+    command = re.search(r'ExecStart=\S+ (server\.py.*?)\n(?!\s)', text.replace(
+        '\\\n', ' ')).group(1).split()
+    help_ = subprocess.run([os.path.join(ROOT, '.venv', 'bin', 'python')] + command[:1]
+                           + ['--help'], capture_output=True, text=True, cwd=ROOT)
+    for option in (o for o in command if o.startswith('-')):
+        assert option in help_.stdout, option

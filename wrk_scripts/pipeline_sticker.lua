@@ -1,0 +1,6 @@
+-- Pipelined GET of the sticker page in WRK_PATH (bench.py sets it to the first
+-- pack's first sticker page), WRK_PIPELINE requests at a time (default 16).
+local dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local common = require("common")
+common.get("pipeline_sticker", os.getenv("WRK_PATH") or "/packs", common.depth())
