@@ -7,7 +7,7 @@ import statistics
 import subprocess
 
 from .. import profile
-from ..wrk import PATHS
+from ..wrk import path
 from . import budget, oha
 
 CPU = ('server', 'database')
@@ -96,7 +96,7 @@ def point(matrix, member, page, run, rate, label):
         member.name, page, '%.0f/s' % rate if label == 'probe'
         else 'rate ' + label, run, s.runs))
     before = member.cpu()
-    argv = oha.command(s.oha, member.server.url + PATHS[page], rate,
+    argv = oha.command(s.oha, member.server.url + path(member.server.url, page), rate,
                        s.duration, s.connections, s.timeout, s.pin['wrk'])
     record = oha.run(argv, s.duration, rate)
     after = member.cpu()
