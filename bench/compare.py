@@ -18,6 +18,8 @@ from .latency.noise import spread
 FLOOR = 10.0        # % a change must pass even when the runs agree closely
 ONE_RUN = 30.0      # % band of a figure measured once (this VM drifts so)
 LATENCY_FLOOR_MS = 0.5  # latency changes smaller than this are noise
+# A percentile with fewer requests beyond it in a run is shown, not judged.
+TAIL = 10
 
 
 def load(path):
@@ -46,11 +48,13 @@ def figures(results):
             found[('req/s', named(key[0])) + key[1:]] = (c['rps'], c['rps_min'], c['rps_max'],
                                        c['runs'], True)
     for (target, page, rate), c in steps(results).items():
-        for f in ('p50', 'p99'):
+        for f, beyond in (('p50', 0.5), ('p99', 0.01)):
             t = c['latency_ms'][f]
             if t['median'] is not None:
+                fewest = (c.get('requests') or {}).get('min') or 0
                 found[(f + ' ms', named(target), page, rate)] = (
-                    t['median'], t['min'], t['max'], t['runs'], False)
+                    t['median'], t['min'], t['max'], t['runs'], False,
+                    fewest * beyond < TAIL)
     for (target, page), c in capacities(results).items():
         t = c['rate']
         found[('capacity/s', named(target), page, 'at ' + label(c['slo']))] = (
@@ -66,17 +70,19 @@ def band(a, b, floor):
     """The noise band (%) of a figure: the larger spread of the two runs'
     runs, at least the floor; a figure measured once gets ONE_RUN."""
     spreads = []
-    for median, low, high, runs, _ in (a, b):
+    for median, low, high, runs in (a[:4], b[:4]):
         spreads.append(ONE_RUN if runs < 2 else 100.0 * (spread([low, high, median]) or 0))
     return max([floor] + spreads)
 
 
 def verdict(key, a, b, floor):
-    """(change %, band %, 'better' | 'worse' | None)."""
+    """(change %, band %, 'better' | 'worse' | 'too few requests' | None)."""
     if not a[0]:
         return None, None, None
     change = 100.0 * (b[0] - a[0]) / a[0]
     width = band(a, b, floor)
+    if a[5:6] == (True,) or b[5:6] == (True,):
+        return change, width, 'too few requests'
     if abs(change) <= width:
         return change, width, None
     if key[0].endswith(' ms') and abs(b[0] - a[0]) < LATENCY_FLOOR_MS:
@@ -97,21 +103,23 @@ def compare(a, b, floor=FLOOR):
     for key in common:
         change, width, said = verdict(key, fa[key], fb[key], floor)
         rows.append((key, change, width, said))
-    order = {'worse': 0, 'better': 1, None: 2}
+    order = {'worse': 0, 'better': 1, None: 2, 'too few requests': 3}
     rows.sort(key=lambda r: order[r[3]])
     worse = sum(1 for r in rows if r[3] == 'worse')
     better = sum(1 for r in rows if r[3] == 'better')
+    thin = sum(1 for r in rows if r[3] == 'too few requests')
     lines = ['# Comparison', '',
              '- A: %s, commit %s' % (a.get('started'), commit(a)),
              '- B: %s, commit %s' % (b.get('started'), commit(b)),
              '- %d figures in both: %d worse, %d better beyond noise, %d within '
-             'it; %d only in A, %d only in B' % (
-                 len(rows), worse, better, len(rows) - worse - better,
+             'it, %d on too few requests; %d only in A, %d only in B' % (
+                 len(rows), worse, better, len(rows) - worse - better - thin, thin,
                  len(set(fa) - set(fb)), len(set(fb) - set(fa))),
              '- Noise band: the larger spread (max - min) / median of either '
              'run\'s runs, at least %g%%; %g%% for a figure measured once; '
-             'latency changes under %g ms are noise' % (
-                 floor, ONE_RUN, LATENCY_FLOOR_MS), '']
+             'latency changes under %g ms are noise; a percentile with fewer '
+             'than %d requests beyond it in a run is shown, not judged' % (
+                 floor, ONE_RUN, LATENCY_FLOOR_MS, TAIL), '']
     table = [[k[0], k[1], k[2], k[3], value(k, fa[k][0]), value(k, fb[k][0]),
               '–' if c is None else '%+.1f%%' % c,
               '–' if w is None else '±%.0f%%' % w, said or 'within noise']

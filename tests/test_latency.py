@@ -256,6 +256,10 @@ def test_a_change_within_the_runs_spread_is_noise():
     lat = (1.0, 0.9, 1.1, 3, False)
     assert compare.verdict(('p99 ms',), lat, (1.4, 1.3, 1.5, 3, False), 10)[2] is None
     assert compare.verdict(('p99 ms',), lat, (21.0, 20.0, 22.0, 3, False), 10)[2] == 'worse'
+    # A p99 of 200 requests rests on 2 of them: shown, never judged.
+    thin = (1.0, 0.9, 1.1, 3, False, True)
+    assert compare.verdict(('p99 ms',), thin, (21.0, 20.0, 22.0, 3, False, False),
+                           10)[2] == 'too few requests'
     once = (100.0, 100.0, 100.0, 1, True)
     assert compare.verdict(('req/s',), once, (75.0, 75.0, 75.0, 1, True), 10)[2] is None
 
@@ -266,7 +270,8 @@ def test_noisy_cells_and_a_busy_generator_are_flagged():
                 'offered': 100.0, 'kept': True, 'headroom': share < oha.HEADROOM,
                 'generator': {'share': share},
                 'us_per_request': {'server': 10.0, 'database': 5.0},
-                'oha': {'achieved': 100.0, 'errors': {}, 'non2xx': 0, 'timeouts': 0,
+                'oha': {'achieved': 100.0, 'requests': 300, 'errors': {}, 'non2xx': 0,
+                        'timeouts': 0,
                         'latency_ms': dict.fromkeys(oha.FIGURES, p99)}}
     quiet = cells.steps({'latency': [record(1, 5.0, 0.2), record(2, 5.2, 0.3)]})
     assert quiet[('e', 'good', '50%')]['flags'] == []

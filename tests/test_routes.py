@@ -32,12 +32,13 @@ def test_routes_are_the_pages_bound_to_the_site(site):
     routes = site.routes()
     assert [(r.method, r.path) for r in routes] == [
         ('GET', '/'), ('POST', '/'), ('GET', '/good'), ('GET', '/bad'),
-        ('GET', '/ugly'), ('GET', '/about'), ('GET', '/stickers'),
+        ('GET', '/ugly'), ('GET', '/about'), ('GET', '/packs/{pack}'),
+        ('GET', '/packs/{pack}/{sticker}'), ('GET', '/stickers'),
         ('GET', '/stickers/{pack}'), ('GET', '/stickers/{pack}/{sticker}')]
     assert all(r.handler.__self__ is site for r in routes)
-    assert [r.kind for r in routes] == ['html'] * 6 + ['json'] * 3
+    assert [r.kind for r in routes] == ['html'] * 8 + ['json'] * 3
     # Only /ugly and /about never wait (/stickers may, before start).
-    assert [r.waits for r in routes] == [True] * 4 + [False] * 2 + [True] * 3
+    assert [r.waits for r in routes] == [True] * 4 + [False] * 2 + [True] * 5
 
 
 async def test_a_waiting_page_answers_503_of_its_kind_in_an_outage(site):

@@ -21,6 +21,7 @@ def step(records):
     cell = {'runs': len(records),
             'offered': triple([r['offered'] for r in records]),
             'achieved': triple([x['achieved'] for x in ok]),
+            'requests': triple([x['requests'] for x in ok]),
             'errors': sum(sum(x['errors'].values()) + x['non2xx'] for x in ok)
             + len(reports) - len(ok),
             'timeouts': sum(x['timeouts'] for x in ok),
