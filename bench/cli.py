@@ -103,7 +103,7 @@ def parser():
     p.add_argument('--rates', type=rates, metavar='R,…',
                    help='with --latency: requests/s to offer (default %s of '
                         'each page\'s own saturation rate)' % ', '.join(
-                            '%d%%' % (f * 100) for f in RunPlan.fractions))
+                            '%d%%%%' % (f * 100) for f in RunPlan.fractions))
     p.add_argument('--slo', type=slo, metavar='PCT=BUDGET',
                    help='with --latency: the latency budget of the capacity '
                         'search (default %s; percentiles %s)' % (

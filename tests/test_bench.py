@@ -230,6 +230,15 @@ def test_engine_labels_fit_on_three_lines():
     assert label('aiohttp-tarantool-one') == 'aiohttp\ntarantool one\nasyncio'
 
 
+def test_help_lists_every_option(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.settings(['--help'])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for option in ('--latency', '--rates', '--slo', '--delay', '--pythons'):
+        assert option in out
+
+
 @pytest.mark.parametrize('argv, message', [
     (['--engines', 'nosuch*'], "no engine matches 'nosuch*'"),
     (['--pages', 'ugly,home'], 'unknown pages home'),
