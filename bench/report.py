@@ -213,6 +213,7 @@ def memory(text):
 
 
 def header(results):
+    from .latency.report import header_line
     s, m, v = results['settings'], results['machine'], results['versions']
     pin = results['pinning']
     packages = ', '.join('%s %s' % kv for kv in v['packages'].items() if kv[1])
@@ -237,7 +238,7 @@ def header(results):
         'requests in flight per connection; wrk timeout %d s' % (
             s['wrk_threads'], s['connections'], s['runs'], s['duration'],
             s['warmup'], s['pipeline'], s['wrk_timeout']),
-    ] + ([latency_line(results)] if s.get('latency') else []) + [
+    ] + ([header_line(results)] if s.get('latency') else []) + [
         '- Processes: %d per engine (server.py --workers) and for nginx; '
         'the hello references run one, started for each engine: its ugly '
         'runs take turns with the engine\'s, and "÷ bare hello" compares '
@@ -254,11 +255,6 @@ def header(results):
     if results.get('interrupted'):
         lines[-1:-1] = ['**Interrupted: only part of the matrix ran.**', '']
     return lines
-
-
-def latency_line(results):
-    from .latency.report import header_line
-    return header_line(results)
 
 
 def status_table(results):

@@ -195,7 +195,6 @@ class Matrix:
                 member = self.start_engine(engine, python, i == 0)
                 if member:
                     crew.append(member)
-            database = None
             for step, (page, mode) in enumerate(plan):
                 if not crew:
                     return
@@ -218,9 +217,8 @@ class Matrix:
                 if self.s.profile and mode == profile_mode(self.s, page):
                     for t, server, _ in crew:
                         if server.alive():
-                            if database is None:
-                                database = self.database(server) or ()
-                            self.profiled(t['name'], server, page, mode, database)
+                            self.profiled(t['name'], server, page, mode,
+                                          self.database_of(t['name'], server) or ())
                 for member in list(crew):
                     t, server, _ = member
                     if t['name'] in dead or not server.alive():
@@ -322,18 +320,25 @@ class Matrix:
         if name not in self.databases:
             kind = next(t['kind'] for t in self.results['targets']
                         if t['name'] == name)
-            self.databases[name] = (fixed_rate.find_database(server)
+            self.databases[name] = (self.database(server)
                                     if kind == 'engine' else None)
         return self.databases[name]
 
     def database(self, server):
-        """(pid, name) of the database process the engine talks to, or None."""
+        """(pid, name) of the database process the engine talks to, or None;
+        with --workers, the one a worker talks to."""
         def load():
             return subprocess.Popen(
                 self.s.pin['wrk'] + ['wrk', '-c4', '-t1', '-d5s',
                                      server.url + '/good'],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return profile.find_database(server.process.pid, self.s.port, load)
+        pid = server.process.pid
+        found = profile.find_database(pid, server.port, load)
+        for child in ([] if found else profile.children(pid)):
+            found = profile.find_database(child, server.port, load)
+            if found:
+                break
+        return found
 
     def profiled(self, name, server, page, mode, database):
         """One extra run under py-spy; its req/s are not reported."""

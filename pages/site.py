@@ -25,16 +25,18 @@ log = logging.getLogger('pages')
 
 MAX_BODY = 8192
 TOP_COUNT = 9
-
-
-def ranking(s):
-    """The order of /good (reversed) and of a pack's pages."""
-    return s.rating, s.id
 UGLY = text_response(200, 'UGLY')
 # The JSON pages; unrouted paths under it are answered in JSON too.
 API = '/stickers'
 PACKS = '/packs'        # the HTML pages of packs and stickers
 MAX_PACK_FRAMES = 10000
+
+
+
+def ranking(s):
+    """The order of /good (reversed) and of a pack's pages."""
+    return s.rating, s.id
+
 
 VOTE_ERRORS = {
     VoteOutcome.UNKNOWN: (409, 'This ballot is unknown or was already used.'),
@@ -324,25 +326,20 @@ class Site:
                 'pack.html', 'cards', pack=pack)
         return frame
 
-    async def _ranked_pack(self, request, pack):
-        """(session, cookie, the pack with its stickers best first, or a
-        429 page, or None if there is no such pack)."""
-        session, cookie, refused = self._session(request)
-        if refused:
-            return session, cookie, refused
+    async def _ranked_pack(self, pack):
+        """The pack with its stickers best first, or None."""
         found = await self.data.pack(pack) if SLUG.match(pack) else None
-        if found is not None:
-            found = found._replace(stickers=sorted(
-                found.stickers, key=ranking, reverse=True))
-        return session, cookie, found
+        return found and found._replace(stickers=sorted(
+            found.stickers, key=ranking, reverse=True))
 
     @page('GET', PACKS + '/{pack}')
     async def pack_page(self, request, pack):
-        session, cookie, found = await self._ranked_pack(request, pack)
+        session, cookie, refused = self._session(request)
+        if refused:
+            return refused
+        found = await self._ranked_pack(pack)
         if found is None:
             return self.error_page(404, 'There is no such pack.')
-        if isinstance(found, Response):
-            return found
         self._visited(request, session)
         body = self._pack_frame(found).body(self.render.cards(found.stickers))
         return Response(200, HTML, body,
@@ -350,11 +347,11 @@ class Site:
 
     @page('GET', PACKS + '/{pack}/{sticker}')
     async def sticker_page(self, request, pack, sticker):
-        found = None
-        if STICKER_ID.match(sticker):
-            session, cookie, found = await self._ranked_pack(request, pack)
-        if isinstance(found, Response):
-            return found
+        session, cookie, refused = self._session(request)
+        if refused:
+            return refused
+        found = (await self._ranked_pack(pack)
+                 if STICKER_ID.match(sticker) else None)
         ids = [s.id for s in found.stickers] if found else []
         if not ids or int(sticker) not in ids:
             return self.error_page(404, 'There is no such sticker.')

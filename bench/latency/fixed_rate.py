@@ -4,7 +4,6 @@ members taking turns run by run, then the highest rate within the budget is
 searched for. Each point records the CPU per request of the server and of
 its database at that rate."""
 import statistics
-import subprocess
 
 from .. import profile
 from ..wrk import path
@@ -121,18 +120,3 @@ def point(matrix, member, page, run, rate, label):
     matrix.results['latency'].append(record)
     matrix.progress.advance(s.duration + 0.5)
     return record
-
-
-def find_database(server):
-    """(pid, name) of the database an engine talks to, or None."""
-    def load():
-        return subprocess.Popen(['wrk', '-c4', '-t1', '-d5s', server.url + '/good'],
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-    pid = server.process.pid
-    found = profile.find_database(pid, server.port, load)
-    for child in ([] if found else profile.children(pid)):     # --workers
-        found = profile.find_database(child, server.port, load)
-        if found:
-            break
-    return found
