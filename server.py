@@ -3,6 +3,7 @@
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--workers N]
                      [--tarantool HOST:PORT]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
+                     [--redis redis://USER:PASS@HOST:PORT/DB]
                      [--header-timeout S] [--body-timeout S]
                      [--keepalive-timeout S] [--max-connections N]
                      [--limit-sessions N/m] [--limit-votes N/m]
@@ -13,7 +14,7 @@ Engines of the legacy stack (japronto, aiotarantool) need CPython 3.7: from
 any other interpreter the command runs itself again in .venv37. With
 --workers N, N processes serve the port (see runtime/workers.py). The database
 addresses, which may hold passwords, may come from the environment instead
-(STICKERS_TARANTOOL, STICKERS_POSTGRES) or from a file of arguments, one
+(STICKERS_TARANTOOL, STICKERS_POSTGRES, STICKERS_REDIS) or from a file of arguments, one
 per line: python server.py -e ENGINE @FILE.
 """
 import argparse
@@ -28,15 +29,17 @@ from runtime import settings
 from data_interface import DataUnavailable
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
-# Where --tarantool and --postgres may come from instead, off the command
+# Where the database addresses may come from instead, off the command
 # line that `ps` shows.
 ADDRESS_ENVIRONMENT = {'tarantool': 'STICKERS_TARANTOOL',
-                       'postgres': 'STICKERS_POSTGRES'}
+                       'postgres': 'STICKERS_POSTGRES',
+                       'redis': 'STICKERS_REDIS'}
 log = logging.getLogger('server')
 
 
 def parse_args(argv):
-    from data_interface.address import parse_postgres, parse_tarantool
+    from data_interface.address import (parse_postgres, parse_redis,
+                                        parse_tarantool)
     d = settings.DEFAULTS
     # @FILE: arguments from a file, one per line (addresses with passwords).
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
@@ -74,6 +77,17 @@ def parse_args(argv):
                    help='use this PostgreSQL database (the schema is applied '
                         'at start) instead of a local cluster under var/ '
                         '(default: $STICKERS_POSTGRES)')
+    def redis(text):
+        try:
+            return parse_redis(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e))
+    p.add_argument('--redis', type=redis,
+                   metavar='redis://USER:PASS@HOST:PORT/DB',
+                   help='use this Redis (with the accounts of data_interface/'
+                        'redis/accounts.py; the functions are loaded at start)'
+                        ' instead of a local one under var/ (default: '
+                        '$STICKERS_REDIS)')
     p.add_argument('--packs', type=int, default=d.packs,
                    help='packs in the generated data set (default %d)'
                    % d.packs)
@@ -82,7 +96,8 @@ def parse_args(argv):
                         'of the generated data set into an empty database')
     add_edge_args(p, d)
     args = p.parse_args(argv)
-    for name, parse in (('tarantool', tarantool), ('postgres', postgres)):
+    for name, parse in (('tarantool', tarantool), ('postgres', postgres),
+                        ('redis', redis)):
         given = os.environ.get(ADDRESS_ENVIRONMENT[name])
         if getattr(args, name) is None and given:
             try:
@@ -151,7 +166,8 @@ def add_edge_args(p, d):
                        '--host, else 0)' % (text, settings.REMOTE_LIMITS[what]))
 
 
-OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
+OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'redis', 'packs',
+           'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
            'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',
            'proxies')

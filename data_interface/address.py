@@ -1,12 +1,12 @@
 """Database addresses as given on the command line."""
 from collections import namedtuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')
 TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
 
-# The accounts app.lua and schema.sql make: the site's, Tarantool's data
-# loader's, PostgreSQL's owner of the schema.
+# The accounts app.lua, schema.sql and Redis's ACL make: the site's, the
+# data loader's (Tarantool, Redis), PostgreSQL's owner of the schema.
 APP_USER, ADMIN_USER, OWNER_USER = ('sticker_app', 'sticker_admin',
                                     'sticker_owner')
 
@@ -45,3 +45,30 @@ def parse_postgres(text):
         raise ValueError('PostgreSQL address must be a URL like %s, not %r'
                          % ('postgresql://USER:PASSWORD@HOST:PORT/DB', text))
     return text
+
+
+RedisAddress = namedtuple('RedisAddress', 'host port user password db')
+RedisAddress.__str__ = lambda a: 'redis://%s:%s/%s' % (a.host, a.port, a.db)
+
+
+def parse_redis(text):
+    """'redis://[USER:PASSWORD@]HOST:PORT[/DB]' -> RedisAddress; ValueError
+    if bad. Without credentials, the account sticker_app / sticker_app."""
+    try:
+        url = urlsplit(text)
+        port = url.port
+    except ValueError as e:
+        raise ValueError('bad Redis URL %r: %s' % (text, e))
+    if url.scheme != 'redis' or not url.hostname or port is None:
+        raise ValueError('Redis address must be a URL like %s, not %r'
+                         % ('redis://USER:PASSWORD@HOST:PORT/DB', text))
+    db = url.path.strip('/') or '0'
+    if not db.isdigit():
+        raise ValueError('Redis database must be a number, not %r' % db)
+    if url.username is None:
+        user, password = APP_USER, APP_USER
+    else:
+        user, password = unquote(url.username), unquote(url.password or '')
+        if not user or not password:
+            raise ValueError('Redis URL needs USER:PASSWORD@, both not empty')
+    return RedisAddress(url.hostname, port, user, password, int(db))

@@ -20,6 +20,7 @@ DRIVERS = (
     ('tarantool', 'tarantool', ('one', 'multi')),
     ('aiotarantool', 'tarantool', ('one', 'multi')),
     ('postgres', 'postgres', ('pool',)),
+    ('redis', 'redis', ('one', 'pool')),
 )
 # aiotarantool installs only on CPython <= 3.8, the current stacks only on
 # newer ones: they never meet in one interpreter.
@@ -33,7 +34,7 @@ MODULES = {
     'uvicorn': 'uvicorn', 'granian': 'granian', 'fastapi': 'fastapi',
     'socketify': 'socketify',
     'uvloop': 'uvloop', 'tarantool': 'asynctnt', 'aiotarantool': 'aiotarantool',
-    'postgres': 'asyncpg',
+    'postgres': 'asyncpg', 'redis': 'redis',
 }
 # Modules that only install on CPython 3.7: they live in the legacy
 # environment, which server.py switches to by itself.
@@ -139,12 +140,15 @@ def tarantool_driver(driver):
     return AsynctntData
 
 
-def data_for(engine, tarantool=None, postgres=None):
+def data_for(engine, tarantool=None, postgres=None, redis=None):
     """An unstarted DataInterface of the engine's driver and mode at the
-    Tarantool address or PostgreSQL DSN given."""
+    Tarantool address, PostgreSQL DSN or Redis address given."""
     if database(engine) == 'postgres':
         from data_interface.postgres.asyncpg_data import PostgresData
         return PostgresData(postgres)
+    if database(engine) == 'redis':
+        from data_interface.redis.redis_data import RedisData
+        return RedisData(redis, engine.mode)
     return tarantool_driver(engine.driver)(tarantool, engine.mode)
 
 

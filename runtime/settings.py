@@ -19,7 +19,8 @@ REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m', 'ballots': '120/m'}
 LOOPBACK = ('127.', '::1', 'localhost')
 # Environment settings that move the local databases' ports (README).
 PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
-                    'postgres_port': 'STICKERS_POSTGRES_PORT'}
+                    'postgres_port': 'STICKERS_POSTGRES_PORT',
+                    'redis_port': 'STICKERS_REDIS_PORT'}
 
 
 @dataclass(frozen=True)
@@ -53,18 +54,23 @@ class Settings:
     # session_key_file; None: a Site makes a random one of its own.
     session_key: str = field(default=None, repr=False)
     # Databases: the ones given (--tarantool: a TarantoolAddress,
-    # --postgres: a URL), else local ones with these defaults.
+    # --postgres: a URL, --redis: a RedisAddress), else local ones with
+    # these defaults.
     tarantool: object = None
     postgres: str = None
+    redis: object = None
     db_host: str = '127.0.0.1'
     tarantool_port: int = 3301
     postgres_port: int = 5433      # not 5432: a system cluster there is left alone
+    redis_port: int = 6380         # not 6379, for the same reason
+    redis_memory: int = 1024 ** 3  # the local Redis's maxmemory, bytes
     database: str = 'stickers'
     app_user: str = APP_USER
-    admin_user: str = ADMIN_USER     # Tarantool's data loader
+    admin_user: str = ADMIN_USER     # Tarantool's and Redis's data loader
     owner_user: str = OWNER_USER     # PostgreSQL's schema and loader
-    # The managed Tarantool's expiry (app.lua): seconds idle, caps (None:
-    # what fits its memory), seconds between sweeps.
+    # The managed Tarantool's expiry (app.lua; Redis's limits likewise):
+    # seconds idle, caps (None: what fits its memory), seconds between
+    # sweeps.
     session_ttl: float = 900
     max_sessions: int = None
     max_ballots: int = None
@@ -82,6 +88,7 @@ class Settings:
     templates = property(lambda self: os.path.join(self.root, 'templates'))
     tarantool_dir = property(lambda self: os.path.join(self.var, 'tarantool'))
     postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
+    redis_dir = property(lambda self: os.path.join(self.var, 'redis'))
     session_key_file = property(
         lambda self: os.path.join(self.var, 'session.key'))
 

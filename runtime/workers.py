@@ -32,7 +32,7 @@ import time
 from contextlib import asynccontextmanager
 
 from data_interface import DataUnavailable
-from data_interface.address import TarantoolAddress
+from data_interface.address import RedisAddress, TarantoolAddress
 from pages.outage import Outage
 from . import engines
 from .databases import WATCH_EVERY, open_databases
@@ -225,10 +225,13 @@ async def parent(engine, s, argv, stopped):
     """The databases, opened as for one process, then s.workers workers
     until `stopped` is set."""
     async with open_databases(engine, s, stopped) as data:
-        postgres = engines.database(engine) == 'postgres'
-        config = {'tarantool': None if postgres else list(data.address),
-                  'postgres': data.dsn if postgres else None,
+        kind = engines.database(engine)
+        config = {'tarantool': list(data.address) if kind == 'tarantool'
+                  else None,
+                  'postgres': data.dsn if kind == 'postgres' else None,
+                  'redis': list(data.address) if kind == 'redis' else None,
                   'session_key': s.session_key}
+        postgres = kind == 'postgres'
         if postgres:
             await size_pools(data, s.workers, config)
         sweeper = None
@@ -252,12 +255,13 @@ async def parent(engine, s, argv, stopped):
 
 
 def without_addresses(argv):
-    """argv without --tarantool and --postgres (and their values, however
+    """argv without the database addresses (and their values, however
     abbreviated): a worker gets the addresses on its stdin, and they may
     hold passwords, which `ps` would show."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument('--tarantool', action='append')
     p.add_argument('--postgres', action='append')
+    p.add_argument('--redis', action='append')
     return p.parse_known_args(argv)[1]
 
 
@@ -272,13 +276,16 @@ def read_config():
     config = json.loads(line.decode())
     if config['tarantool']:
         config['tarantool'] = TarantoolAddress(*config['tarantool'])
+    if config.get('redis'):
+        config['redis'] = RedisAddress(*config['redis'])
     return config
 
 
 @asynccontextmanager
 async def given_databases(engine, config):
     """The worker's data interface to the databases the parent runs."""
-    data = engines.data_for(engine, config['tarantool'], config['postgres'])
+    data = engines.data_for(engine, config['tarantool'], config['postgres'],
+                            config.get('redis'))
     if config.get('pool_size'):
         data.max_size = config['pool_size']
         data.min_size = min(data.min_size, data.max_size)

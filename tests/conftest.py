@@ -22,6 +22,7 @@ from runtime import engines  # noqa: E402
 from data_interface.address import TarantoolAddress, as_admin  # noqa: E402
 from runtime.databases.tarantool import ManagedTarantool  # noqa: E402
 from runtime.databases.postgres import ManagedPostgres  # noqa: E402
+from runtime.databases.redis import ManagedRedis  # noqa: E402
 from runtime.processes import answers, free_port, terminate  # noqa: E402,F401
 from runtime.settings import ROOT  # noqa: E402
 
@@ -78,6 +79,48 @@ def tarantool(tmp_path_factory):
                              TNT_SWEEP_EVERY='3600')
     try:
         load_small_dataset(AsynctntData(as_admin(tarantool_address(server))))
+        yield server
+    finally:
+        server.stop()
+
+
+# The accounts' passwords of the test Redis, which tests pass around.
+REDIS_PASSWORDS = {'sticker_app': 'sticker_app',
+                   'sticker_admin': 'sticker_admin'}
+
+
+def start_redis(directory, memory=None):
+    server = ManagedRedis(directory, port=free_port(), memory=memory,
+                          passwords=REDIS_PASSWORDS)
+    server.start()
+    return server
+
+
+def configure_redis(server, **limits):
+    """Load the functions and set the limits, as server.py does."""
+    from data_interface.redis.redis_data import RedisData
+
+    async def configure():
+        admin = RedisData(server.admin_address)
+        await admin.start()
+        try:
+            return await admin.configure(limits.get('session_ttl', 900),
+                                         limits.get('max_sessions'),
+                                         limits.get('max_ballots'))
+        finally:
+            await admin.close()
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, configure()).result()
+
+
+@pytest.fixture(scope='session')
+def redis(tmp_path_factory):
+    """A Redis with the small data set loaded."""
+    from data_interface.redis.redis_data import RedisData
+    server = start_redis(str(tmp_path_factory.mktemp('redis')))
+    try:
+        configure_redis(server)
+        load_small_dataset(RedisData(server.admin_address))
         yield server
     finally:
         server.stop()
@@ -174,6 +217,10 @@ def engine_args(request, engine):
     """Command-line arguments pointing an engine at the test databases."""
     if '-postgres-' in engine:
         return ['--postgres', request.getfixturevalue('postgres').dsn]
+    if '-redis-' in engine:
+        a = request.getfixturevalue('redis').address
+        return ['--redis', 'redis://%s:%s@%s:%d/0' % (a.user, a.password,
+                                                      a.host, a.port)]
     a = tarantool_address(request.getfixturevalue('tarantool'))
     return ['--tarantool', '%s:%d' % (a.host, a.port)]
 
@@ -238,11 +285,23 @@ def _postgres_backend(request):
                        ':%d/' % server.port, ':%d/' % port), timeout=2))
 
 
+def _redis_backend(request, mode):
+    from data_interface.redis.redis_data import RedisData
+    server = request.getfixturevalue('redis')
+    address, admin = server.address, server.admin_address
+    return Backend(lambda: RedisData(address, mode),
+                   lambda: RedisData(admin),
+                   lambda port: RedisData(address._replace(port=port), mode,
+                                          timeout=2))
+
+
 # Contract-suite backends: name -> (pytest request -> Backend)
 BACKENDS = {
     'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
     'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
     'postgres-pool': _postgres_backend,
+    'redis-one': lambda request: _redis_backend(request, 'one'),
+    'redis-pool': lambda request: _redis_backend(request, 'pool'),
 }
 # Drivers of the legacy environment (.venv37), tested there: see run.sh.
 LEGACY_BACKENDS = set()

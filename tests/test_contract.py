@@ -6,7 +6,8 @@ import uuid
 import pytest
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
-from conftest import (TEST_PACKS, load_small, remove_postgres, start_postgres,
+from conftest import (TEST_PACKS, configure_redis, load_small,
+                      remove_postgres, start_postgres, start_redis,
                       start_tarantool)
 
 import dataset
@@ -45,13 +46,18 @@ async def current(data, s):
     return await data.sticker(s.pack, s.id)
 
 
+def database(data):
+    """'tarantool', 'postgres' or 'redis'."""
+    return type(data).__module__.split('.')[1]
+
+
 def is_tarantool(data):
-    return hasattr(data, '_call')
+    return database(data) == 'tarantool'
 
 
 async def sweep(backend, session_ttl, max_sessions, max_ballots):
     """The database's own sweep with lowered limits, run as the admin
-    (Tarantool) or the owner (PostgreSQL, in one transaction: other
+    (Tarantool, Redis) or the owner (PostgreSQL, in one transaction: other
     connections never see the lowered limits)."""
     admin = backend.admin()
     await admin.start()
@@ -59,6 +65,14 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
         if is_tarantool(admin):
             return tuple(await admin._call(
                 'expire', [session_ttl, max_sessions, max_ballots]))
+        if database(admin) == 'redis':
+            removed = [0, 0]
+            while True:
+                batch = await admin._admin('expire_below', [
+                    session_ttl, max_sessions, max_ballots, 1000])
+                removed = [removed[0] + batch[0], removed[1] + batch[1]]
+                if max(batch) < 1000:
+                    return tuple(removed)
         async with admin._pool.acquire() as conn, conn.transaction():
             saved = await conn.fetchrow(
                 'SELECT session_ttl, max_sessions, max_ballots FROM limits')
@@ -87,7 +101,7 @@ SQL = {
 
 
 async def call(data, name, *args):
-    if is_tarantool(data):
+    if database(data) != 'postgres':
         return await data._call(name, list(args))
     if name not in SQL:     # a select of PostgresData itself
         return await getattr(data, name)(*args)
@@ -98,6 +112,8 @@ async def record(data, visits):
     """record_visits called directly, with visits as lists of anything."""
     if is_tarantool(data):
         return await data._call('record_visits', [visits])
+    if database(data) == 'redis':
+        return await data._call('record_visits', [x for v in visits for x in v])
     return await data._query(
         'fetchval', 'SELECT record_visits($1, $2, $3)',
         *[[v[i] for v in visits] for i in range(3)])
@@ -331,6 +347,15 @@ async def test_app_cannot_choose_what_the_sweep_removes(data):
                            ('limits', [])]:
             with pytest.raises(DataUnavailable, match='denied'):
                 await data._call(name, args)
+    elif database(data) == 'redis':
+        # The loader's functions need a key the app's account may not name.
+        for name, args in [('expire_below', [0, 0, 0, 1000]),
+                           ('set_limits', [0, 0, 0]), ('limits', [])]:
+            with pytest.raises(DataUnavailable, match='no permissions'):
+                await data._admin(name, args)
+            with pytest.raises(DataUnavailable, match='bad argument'):
+                await data._call(name, args)
+        assert await data.expire() == (0, 0)
     else:
         with pytest.raises(DataUnavailable, match='does not exist'):
             await data._query('fetchval', 'SELECT expire($1, $2, $3, $4)',
@@ -382,7 +407,7 @@ async def test_functions_refuse_bad_arguments(data, name, args, by_function):
     before = await data.stats()
     with pytest.raises(DataUnavailable) as e:
         await call(data, name, *args)
-    if by_function or is_tarantool(data):
+    if by_function or database(data) != 'postgres':
         assert 'bad argument' in str(e.value)
     after = await data.stats()
     assert after == before
@@ -465,7 +490,8 @@ async def test_load_is_idempotent_and_keeps_ratings(data, backend):
 
 async def own_database(data, directory, **tarantool_env):
     """A fresh, empty database of the same kind as `data`, with the same
-    driver: (new DataInterface for the app, admin one, stop function)."""
+    driver: (new DataInterface for the app, admin one, stop function).
+    Redis takes `memory` (its maxmemory) from tarantool_env."""
     if is_tarantool(data):
         from conftest import tarantool_address
         from data_interface.address import as_admin
@@ -474,6 +500,12 @@ async def own_database(data, directory, **tarantool_env):
         kind = type(data)
         return (lambda: kind(address, data.mode),
                 lambda: kind(as_admin(address)), server.stop)
+    if database(data) == 'redis':
+        from data_interface.redis.redis_data import RedisData
+        server = start_redis(directory, tarantool_env.get('memory'))
+        configure_redis(server)
+        return (lambda: RedisData(server.address, data.mode),
+                lambda: RedisData(server.admin_address), server.stop)
     from data_interface.postgres.asyncpg_data import PostgresData
     server = start_postgres()
     return (lambda: PostgresData(server.dsn), lambda: PostgresData(server.owner_dsn),
@@ -523,17 +555,22 @@ async def test_sessions_stop_at_a_cap_that_fits_memory(data, tmp_path):
     """Visits with the largest strings, well past the session and ballot
     caps of a small instance: every call succeeds and the tables stay
     within the caps, which the instance derived from its memory."""
-    if type(data).__name__ != 'AsynctntData' or data.mode != 'one':
-        pytest.skip('the caps are the instance\'s: asynctnt, mode one, '
-                    'fills it fastest')
+    if type(data).__name__ not in ('AsynctntData', 'RedisData') \
+            or data.mode != 'one':
+        pytest.skip('the caps are the instance\'s: asynctnt or Redis, mode '
+                    'one, fills it fastest')
     new, admin, stop = await own_database(
-        data, str(tmp_path), TNT_MEMTX_MEMORY=str(SMALL_MEMTX))
+        data, str(tmp_path), TNT_MEMTX_MEMORY=str(SMALL_MEMTX),
+        memory=SMALL_MEMTX)
     try:
         loader = admin()
         await loader.start()
         try:
             await loader.load(dataset.generate(packs=TEST_PACKS))
-            _, max_sessions, max_ballots = await loader._call('limits', [])
+            if is_tarantool(loader):
+                _, max_sessions, max_ballots = await loader._call('limits', [])
+            else:
+                _, max_sessions, max_ballots = await loader._admin('limits', [])
         finally:
             await loader.close()
         assert 10000 < max_sessions < SMALL_MEMTX // 512

@@ -18,6 +18,7 @@ from ..settings import DEFAULTS
 from ..supervise import Backoff, cancel
 from .load import load_if_empty
 from .postgres import ManagedPostgres
+from .redis import ManagedRedis
 from .tarantool import ManagedTarantool
 
 log = logging.getLogger('databases')
@@ -26,9 +27,10 @@ WATCH_EVERY = 0.25        # seconds between looks at the managed databases
 
 
 def managed(kind, directory, port=None, settings=DEFAULTS):
-    """The local database of `kind` ('tarantool' or 'postgres', as
-    engines.database() names them) in `directory`, not started."""
-    server = {'tarantool': ManagedTarantool, 'postgres': ManagedPostgres}[kind]
+    """The local database of `kind` ('tarantool', 'postgres' or 'redis',
+    as engines.database() names them) in `directory`, not started."""
+    server = {'tarantool': ManagedTarantool, 'postgres': ManagedPostgres,
+              'redis': ManagedRedis}[kind]
     return server(directory, port=port, settings=settings)
 
 
@@ -64,6 +66,8 @@ class Databases:
         self.tarantool_admin = None
         self.postgres_dsn = settings.postgres
         self.postgres_owner_dsn = settings.postgres
+        self.redis_address = settings.redis
+        self.redis_admin = None
         self.managed = []
         self._watcher = None
 
@@ -96,6 +100,27 @@ class Databases:
         elif self.tarantool_admin is None:
             self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address
+
+    async def redis(self):
+        """The Redis address to use: the one given, else the local one under
+        var/ (started, or adopted, or found answering with the passwords
+        kept there)."""
+        if self.redis_address is None:
+            s = self.settings
+            server = managed('redis', s.redis_dir, settings=s)
+            if not await self._blocking(answers, s.db_host, s.redis_port):
+                await self._start(server)
+            elif await self._blocking(server.adopt):
+                self.managed.append(server)
+            else:
+                self.redis_address = server.found_address(s.app_user)
+                self.redis_admin = server.found_address(s.admin_user)
+                return self.redis_address
+            self.redis_address = server.address
+            self.redis_admin = server.admin_address
+        elif self.redis_admin is None:
+            self.redis_admin = as_admin(self.redis_address)
+        return self.redis_address
 
     async def postgres(self):
         """The PostgreSQL DSN to use: the one given, the local cluster under
@@ -140,10 +165,16 @@ class Databases:
         return opening.result()
 
     async def _open(self, engine):
-        if engines.database(engine) == 'postgres':
+        kind = engines.database(engine)
+        if kind == 'postgres':
             data = data_for(engine, postgres=await self.postgres())
             admin = data_for(engine, postgres=self.postgres_owner_dsn)
             admin.min_size = 1
+        elif kind == 'redis':
+            data = data_for(engine, redis=await self.redis())
+            admin = data_for(engine._replace(mode='one'),
+                             redis=self.redis_admin)
+            await self._configure_redis(admin)
         else:
             data = data_for(engine, tarantool=await self.tarantool())
             admin = data_for(engine._replace(mode='one'),
@@ -155,6 +186,18 @@ class Databases:
             await data.close()
             raise
         return data
+
+    async def _configure_redis(self, admin):
+        """Load the functions and set the limits, as the loader."""
+        s = self.settings
+        await admin.start()
+        try:
+            limits = await admin.configure(s.session_ttl, s.max_sessions,
+                                           s.max_ballots)
+        finally:
+            await admin.close()
+        log.info('Redis limits: sessions idle %g s, at most %d sessions and '
+                 '%d ballots', *limits)
 
     def watch(self):
         """Restart the databases started here when they die, from a task."""

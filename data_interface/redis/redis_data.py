@@ -1,0 +1,320 @@
+"""DataInterface on Redis through redis-py's asyncio client (with hiredis):
+every operation is one FCALL of a function of stickers.lua, over one
+shared connection (mode 'one': commands written in batches as they come,
+replies matched in order) or a pool of connections (mode 'pool')."""
+import asyncio
+import os
+import re
+from collections import deque
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError, ResponseError
+
+from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
+                packs_of, sticker_of, stickers_of)
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'stickers.lua'), encoding='utf-8') as _f:
+    LIBRARY = _f.read()
+VERSION = re.search(r"^local VERSION = '(\w+)'", LIBRARY, re.M).group(1)
+
+# The functions that only read (FCALL_RO: they run even when Redis is out
+# of memory), and the key only the loader's account may name.
+READ_ONLY = ('top_stickers', 'bottom_stickers', 'site_stats', 'list_packs',
+             'pack_stickers', 'get_sticker', 'limits', 'stickers_version')
+ADMIN_KEY = 'st:admin'
+EXPIRE_BATCH = 200    # per call: Redis serves nothing else meanwhile
+# A session and a ballot with the longest strings, keys and index entries
+# included, measured with MEMORY USAGE and INFO on 7.0 (README): with a
+# margin, sessions get half of maxmemory and ballots a quarter, as on
+# Tarantool.
+SESSION_BYTES, BALLOT_BYTES = 800, 480
+UNAVAILABLE = (RedisError, OSError, asyncio.TimeoutError)
+
+
+def caps(maxmemory, max_sessions=None, max_ballots=None):
+    """(max_sessions, max_ballots) that fit maxmemory bytes (0: no limit,
+    then the ones given or a million each); never above what fits."""
+    if not maxmemory:
+        return max_sessions or 1000000, max_ballots or 1000000
+    fit_sessions = maxmemory // 2 // SESSION_BYTES
+    fit_ballots = maxmemory // 4 // BALLOT_BYTES
+    return (min(max_sessions or fit_sessions, fit_sessions),
+            min(max_ballots or fit_ballots, fit_ballots))
+
+
+def argument(value):
+    """An FCALL argument: text (lone surrogates replaced, as PostgreSQL's
+    driver does) or a number; anything else is refused here."""
+    if isinstance(value, str):
+        return value.encode('utf-8', 'replace')
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value).encode()
+    raise DataUnavailable('%s: %r is neither text nor a number'
+                          % (REFUSED, type(value).__name__))
+
+
+class Shared:
+    """One connection that many coroutines use at once: a writer task sends
+    what has queued up in one write, a reader task hands the replies back
+    in order. Lost, it fails what is in flight and is opened again by the
+    next call (at most every reconnect_after seconds)."""
+    reconnect_after = 0.3
+
+    def __init__(self, open_connection, timeout):
+        self._open_connection = open_connection
+        self.timeout = timeout
+        self._conn = None
+        self._opening = None
+        self._failed_at = None
+        self._queue = []           # (packed command, future) to write
+        self._pending = deque()    # futures written, in order
+        self._wake = asyncio.Event()
+        self._tasks = []
+
+    async def execute(self, *args):
+        conn = self._conn or await self._connect()
+        loop = asyncio.get_event_loop()
+        future = loop.create_future()
+        self._queue.append((conn.pack_command(*args), future))
+        self._wake.set()
+        timer = loop.call_later(self.timeout, self._late, future)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+
+    def _late(self, future):
+        if not future.done():
+            future.set_exception(asyncio.TimeoutError(
+                'no answer in %g s' % self.timeout))
+
+    async def _connect(self):
+        loop = asyncio.get_event_loop()
+        if self._opening is None:
+            if (self._failed_at is not None
+                    and loop.time() - self._failed_at < self.reconnect_after):
+                raise ConnectionError('not connected')
+            self._opening = asyncio.ensure_future(self._open())
+        opening = self._opening
+        try:
+            return await asyncio.shield(opening)
+        finally:
+            if opening.done() and self._opening is opening:
+                self._opening = None
+
+    async def _open(self):
+        conn = self._open_connection()
+        try:
+            await conn.connect()
+        except BaseException:
+            self._failed_at = asyncio.get_event_loop().time()
+            await conn.disconnect()
+            raise
+        self._failed_at = None
+        self._conn = conn
+        self._tasks = [asyncio.ensure_future(self._write(conn)),
+                       asyncio.ensure_future(self._read(conn))]
+        return conn
+
+    async def _write(self, conn):
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                batch, self._queue = self._queue, []
+                chunks = []
+                for packed, future in batch:
+                    if not future.done():
+                        self._pending.append(future)
+                        chunks.extend(packed)
+                if chunks:
+                    await conn.send_packed_command(chunks, check_health=False)
+        except UNAVAILABLE as e:
+            self._lost(conn, e)
+
+    async def _read(self, conn):
+        try:
+            while True:
+                try:
+                    reply = await conn.read_response()
+                except ResponseError as e:     # an error reply
+                    reply = e
+                future = self._pending.popleft()
+                if future.done():              # timed out: drop its reply
+                    continue
+                if isinstance(reply, ResponseError):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+        except (IndexError,) + UNAVAILABLE as e:
+            self._lost(conn, e)
+
+    def _lost(self, conn, error):
+        if self._conn is not conn:
+            return
+        self._conn = None
+        self._failed_at = None     # the next call tries at once
+        for task in self._tasks:
+            task.cancel()
+        waiting = list(self._pending) + [f for _, f in self._queue]
+        self._pending.clear()
+        self._queue = []
+        for future in waiting:
+            if not future.done():
+                future.set_exception(ConnectionError(
+                    'connection lost: %s' % (error or 'closed')))
+        asyncio.ensure_future(conn.disconnect(nowait=True))
+
+    async def close(self):
+        if self._opening is not None:
+            self._opening.cancel()
+        conn = self._conn
+        if conn is not None:
+            self._lost(conn, None)
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await conn.disconnect()
+
+
+class RedisData(DataInterface):
+    """mode 'one': one shared connection (Shared); mode 'pool': up to
+    max_size connections, a call waiting `timeout` s at most for one."""
+
+    sweeps_itself = False
+
+    def __init__(self, address, mode='one', max_size=16, timeout=3.0):
+        if mode not in ('one', 'pool'):
+            raise ValueError('mode must be one or pool, not %r' % mode)
+        self.address = address
+        self.mode = mode
+        self.max_size = max_size
+        self.timeout = timeout
+        self._client = None
+
+    def __str__(self):
+        return str(self.address)
+
+    def _options(self):
+        a = self.address
+        return dict(host=a.host, port=a.port, username=a.user,
+                    password=a.password, db=a.db, decode_responses=True,
+                    socket_connect_timeout=2.0)
+
+    async def start(self):
+        if self.mode == 'one':
+            self._client = Shared(
+                lambda: redis.Connection(**self._options()), self.timeout)
+        else:
+            pool = redis.BlockingConnectionPool(
+                max_connections=self.max_size, timeout=self.timeout,
+                socket_timeout=self.timeout, **self._options())
+            self._client = redis.Redis(connection_pool=pool, retry=None)
+        try:
+            await self._check_library()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _check_library(self):
+        """Load stickers.lua if Redis holds none or another version: the
+        loader's account may, the app's may not (DataUnavailable)."""
+        try:
+            if await self._execute('FCALL_RO', 'stickers_version', 0) == VERSION:
+                return
+        except DataUnavailable as e:
+            if 'Function not found' not in str(e):
+                raise
+        try:
+            await self._execute('FUNCTION', 'LOAD', 'REPLACE', LIBRARY)
+        except DataUnavailable as e:
+            if 'NOPERM' not in str(e):
+                raise
+            raise DataUnavailable(
+                'Redis at %s has not the functions of stickers.lua version %s,'
+                ' and this account cannot load them (%s): start once with the '
+                "loader's account" % (self, VERSION, e)) from e
+
+    async def close(self):
+        if self._client is not None:
+            client, self._client = self._client, None
+            if self.mode == 'one':
+                await client.close()
+            else:
+                await client.aclose() if hasattr(client, 'aclose') \
+                    else await client.close()
+                await client.connection_pool.disconnect()
+
+    async def _execute(self, *args):
+        try:
+            return await self._client.execute_command(*args) \
+                if self.mode == 'pool' else await self._client.execute(*args)
+        except UNAVAILABLE as e:
+            raise DataUnavailable('Redis at %s: %s: %s' % (
+                self, args[1] if args[0].startswith('FCALL') else args[0],
+                e)) from e
+
+    async def _call(self, name, args, keys=()):
+        command = 'FCALL_RO' if name in READ_ONLY else 'FCALL'
+        return await self._execute(command, name, len(keys), *keys,
+                                   *[argument(a) for a in args])
+
+    async def _admin(self, name, args):
+        return await self._call(name, args, (ADMIN_KEY,))
+
+    async def record_visits(self, visits):
+        if visits:
+            await self._call('record_visits',
+                             [x for v in visits for x in v])
+
+    async def sticker_pair(self, session, tokens, ttl):
+        return stickers_of(await self._call(
+            'sticker_pair', [session, tokens[0], tokens[1], ttl]))
+
+    async def cast_vote(self, session, win_token, lose_token):
+        return await self._call('cast_vote', [session, win_token, lose_token])
+
+    async def top_stickers(self, count):
+        return stickers_of(await self._call('top_stickers', [count]))
+
+    async def bottom_stickers(self, count):
+        return stickers_of(await self._call('bottom_stickers', [count]))
+
+    async def stats(self):
+        return Stats(*await self._call('site_stats', []))
+
+    async def packs(self):
+        return packs_of(await self._call('list_packs', []))
+
+    async def pack(self, name):
+        return pack_of(await self._call('pack_stickers', [name]))
+
+    async def sticker(self, pack, sticker_id):
+        return sticker_of(await self._call('get_sticker', [pack, sticker_id]))
+
+    async def expire(self):
+        """In calls of EXPIRE_BATCH of each, by the limits Redis keeps."""
+        removed = [0, 0]
+        while True:
+            batch = await self._call('expire', [EXPIRE_BATCH])
+            removed = [removed[0] + batch[0], removed[1] + batch[1]]
+            if max(batch) < EXPIRE_BATCH:
+                return tuple(removed)
+
+    async def configure(self, session_ttl, max_sessions=None,
+                        max_ballots=None):
+        """Loader only: set the sweep's limits, the caps no more than fit
+        Redis's maxmemory; returns (session_ttl, max_sessions, max_ballots)."""
+        info = await self._execute('INFO', 'memory')
+        found = re.search(r'^maxmemory:(\d+)', info, re.M)
+        limits = caps(int(found.group(1)) if found else 0, max_sessions,
+                      max_ballots)
+        return tuple(await self._admin('set_limits',
+                                       [session_ttl] + list(limits)))
+
+    async def load_batch(self, packs, stickers):
+        args = [len(packs)]
+        for p in packs:
+            args.extend(p)
+        for s in stickers:
+            args.extend(s)
+        return await self._admin('load_stickers', args)

@@ -1,0 +1,193 @@
+"""A local redis-server with its data under var/redis, for when no --redis
+address is given. Its two accounts (data_interface/redis/accounts.py) get
+random passwords, kept in DIRECTORY/USER.password (0600); the default user
+is off. It listens on the loopback only, keeps every write in its
+append-only file before answering (appendfsync always), holds at most
+redis_memory bytes (writes past it fail: 503) and is written to DIRECTORY/
+redis.conf at each start.
+
+As for Tarantool: DIRECTORY is 0700, the server gets SIGTERM when
+server.py dies, and one found running with no server holding
+DIRECTORY/server.lock is adopted."""
+import logging
+import os
+import shutil
+import subprocess
+import time
+
+from data_interface.address import RedisAddress
+from data_interface.redis.accounts import acl_lines
+from ..processes import (LISTEN, Adopted, answers, ended, launcher, spawn,
+                         tcp_sockets, terminate)
+from ..settings import DEFAULTS
+from . import files
+from .files import secret
+from .local import LocalDatabase
+
+log = logging.getLogger('redis')
+
+READY = b'Ready to accept connections'
+CONFIG = """# Written by server.py at each start: edits are lost.
+bind {host}
+port {port}
+protected-mode yes
+daemonize no
+dir {directory}
+pidfile {directory}/redis.pid
+logfile {directory}/redis.log
+# Every write is in the append-only file, fsynced, before it is answered.
+appendonly yes
+appendfsync always
+appenddirname aof
+save ""
+maxmemory {memory}
+maxmemory-policy noeviction
+# A session's hash (a 256-byte user agent) stays a compact listpack.
+hash-max-listpack-value 512
+"""
+
+
+class ManagedRedis(LocalDatabase):
+    name = 'Redis'
+    start_timeout = 30.0    # seconds with nothing new in its log
+
+    def __init__(self, directory, host=None, port=None, memory=None,
+                 passwords=None, settings=DEFAULTS):
+        """passwords: {user: password} over the ones kept (tests)."""
+        super().__init__(directory)
+        self.host = host or settings.db_host
+        self.port = port or settings.redis_port
+        self.memory = memory or settings.redis_memory
+        self.users = settings.app_user, settings.admin_user
+        self.passwords = passwords or {}
+        self.process = None
+
+    @property
+    def log_file(self):
+        return os.path.join(self.directory, 'redis.log')
+
+    def _password(self, user):
+        return self.passwords.get(user) or secret(
+            os.path.join(self.directory, user + '.password'), create=True)
+
+    def _address(self, user):
+        return RedisAddress(self.host, self.port, user, self._password(user), 0)
+
+    @property
+    def address(self):
+        return self._address(self.users[0])
+
+    @property
+    def admin_address(self):
+        return self._address(self.users[1])
+
+    def found_address(self, user):
+        """The address of a Redis found answering here, with the password
+        of `user` kept in the directory; RuntimeError if there is none."""
+        path = os.path.join(self.directory, user + '.password')
+        password = secret(path)
+        if not password:
+            raise RuntimeError(
+                'a server answers at %s:%d but %s holds no password for %s: '
+                'give its address, --redis redis://USER:PASSWORD@HOST:PORT/DB'
+                % (self.host, self.port, path, user))
+        return RedisAddress(self.host, self.port, user, password, 0)
+
+    def _orphan(self):
+        try:
+            pid = int(files.read(os.path.join(
+                self.directory, 'redis.pid')).split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if tcp_sockets(pid, self.port, LISTEN) else None
+
+    def _take(self, pid):
+        self.process = Adopted(pid)
+
+    def _prepare(self):
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        files.tighten(self.directory)
+
+    def _config(self):
+        """redis.conf, with the accounts (their passwords hashed)."""
+        text = CONFIG.format(host=self.host, port=self.port,
+                             directory=self.directory, memory=self.memory)
+        users = acl_lines(*[self._password(u) for u in self.users])
+        path = os.path.join(self.directory, 'redis.conf')
+        files.write(path, text + '\n'.join(users) + '\n')
+        return path
+
+    def _start(self):
+        binary = shutil.which('redis-server')
+        if binary is None:
+            raise RuntimeError('redis-server is not installed: run ./run.sh '
+                               'setup (or apt-get install redis-server)')
+        self._log_offset = self._log_size()
+        log.info('starting Redis on %s:%d with data in %s',
+                 self.host, self.port, self.directory)
+        self.process = spawn(
+            launcher('TERM') + [binary, self._config()],
+            env=dict(os.environ), cwd=self.directory,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            start_new_session=True)
+        # A long AOF load logs its progress: the timeout runs from the last
+        # line of its log.
+        deadline = time.monotonic() + self.start_timeout
+        logged = self._log_offset
+        while not self._ready():
+            if self.process.poll() is not None:
+                raise RuntimeError('Redis %s; see %s' % (
+                    ended(self.process), self.log_file))
+            size = self._log_size()
+            if size != logged:
+                logged = size
+                deadline = time.monotonic() + self.start_timeout
+            if self._stopping or time.monotonic() > deadline:
+                terminate(self.process, 10)
+                if self._stopping:
+                    raise RuntimeError('Redis: stopped while starting')
+                raise RuntimeError('Redis did not start: nothing new in its '
+                                   'log for %.0f s; see %s'
+                                   % (self.start_timeout, self.log_file))
+            time.sleep(0.05)
+
+    def _log_size(self):
+        try:
+            return os.path.getsize(self.log_file)
+        except OSError:
+            return 0
+
+    def _ready(self):
+        try:
+            with open(self.log_file, 'rb') as f:
+                f.seek(self._log_offset)
+                return READY in f.read() and answers(self.host, self.port)
+        except OSError:
+            return False
+
+    @property
+    def pid(self):
+        return self.process and self.process.pid
+
+    def death(self):
+        """None while it runs, else how it ended (the process is reaped)."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        return ended(self.process)
+
+    def stop(self, timeout=10.0):
+        self._stopping = True
+        with self._lock:
+            try:
+                if self.process is None or self.process.poll() is not None:
+                    return
+                terminate(self.process, timeout)
+                log.info('Redis stopped')
+            finally:
+                self._unmanage()
+
+    def kill(self):
+        """Stop abruptly, as a crash would (for tests)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
