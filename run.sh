@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-SERVE_PACKAGES="tarantool postgresql python3-venv libuv1"
+SERVE_PACKAGES="tarantool postgresql redis-server python3-venv libuv1"
 TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core"
 VENV=.venv
 OHA_VERSION=1.16.0      # bench.py --latency's load generator, from crates.io

@@ -3,8 +3,8 @@
     python -m bench.crashes --engine ENGINE [--crashes 3] [--every 5]
 
 Runs the engine the way a user does, with the database it starts itself (in
-this checkout's var/, on free ports through STICKERS_TARANTOOL_PORT and
-STICKERS_POSTGRES_PORT), polls GET /good, and --crashes times kills the
+this checkout's var/, on free ports through STICKERS_TARANTOOL_PORT,
+STICKERS_POSTGRES_PORT and STICKERS_REDIS_PORT), polls GET /good, and --crashes times kills the
 database with SIGKILL: for each, how long until /good answers 200 again and
 how many 503s it got meanwhile. Then SIGTERM, and the server's exit status
 and its log lines about the databases. Run it while no other server of this
@@ -40,6 +40,8 @@ def database_pid(kind):
     the local PostgreSQL cluster lives when var/ is out of its reach)."""
     if kind == 'tarantool':
         pattern = [os.path.join(DEFAULTS.tarantool_dir, 'tarantool.pid')]
+    elif kind == 'redis':
+        pattern = [os.path.join(DEFAULTS.redis_dir, 'redis.pid')]
     else:
         pattern = [os.path.join(DEFAULTS.postgres_dir, 'cluster', 'data',
                                 'postmaster.pid'),
@@ -64,7 +66,8 @@ def main(argv=None):
     port = free_port()
     url = 'http://127.0.0.1:%d/good' % port
     env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
-               STICKERS_POSTGRES_PORT=str(free_port()))
+               STICKERS_POSTGRES_PORT=str(free_port()),
+               STICKERS_REDIS_PORT=str(free_port()))
     log_path = os.path.join(DEFAULTS.var, 'crashes-%s.log' % args.engine)
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, 'wb') as log:

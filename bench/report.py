@@ -37,12 +37,13 @@ def targets(results):
 
 
 def counterpart(name):
-    """The Tarantool engine a PostgreSQL engine is compared with: same
-    framework, loop and connection mode (or the first of framework+loop)."""
+    """The Tarantool engine a PostgreSQL or Redis engine is compared with:
+    same framework, loop and connection mode (or the first of
+    framework+loop)."""
     from runtime import engines
     name, at, version = name.partition('@')     # on the same interpreter
     engine = engines.BY_NAME.get(name)
-    if engine is None or engines.database(engine) != 'postgres':
+    if engine is None or engines.database(engine) == 'tarantool':
         return None
     same = [e for e in engines.ENGINES if engines.database(e) == 'tarantool'
             and (e.framework, e.loop) == (engine.framework, engine.loop)]
@@ -63,7 +64,7 @@ def ratios(table, name, page, mode):
                   if page in NGINX_PAGES and name != NGINX else None),
         'hello': ratio(mine, paired or rps(bare, page, mode)) if bare else None,
         'ugly': ratio(mine, rps(name, 'ugly', mode)) if page != 'ugly' else None,
-        'postgres': ratio(mine, rps(counterpart(name), page, mode))
+        'tarantool': ratio(mine, rps(counterpart(name), page, mode))
         if counterpart(name) else None,
         'pipelined': ratio(mine, rps(name, page, 'plain'))
         if mode == 'pipelined' else None,
@@ -96,7 +97,7 @@ def table_md(headers, rows, numeric=True):
 
 RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('ugly', '÷ own ugly'),
-                 ('postgres', 'postgres ÷ tarantool'),
+                 ('tarantool', '÷ same on tarantool'),
                  ('pipelined', 'pipelined ÷ plain'))
 
 

@@ -89,6 +89,7 @@ class Database:
 
     def __init__(self, kind, directory, session_ttl, cap, packs):
         self.kind = kind
+        self.limits = session_ttl, cap, cap
         self.server = managed(kind, directory, free_port(), replace(
             DEFAULTS, session_ttl=session_ttl, max_sessions=cap,
             max_ballots=cap))
@@ -99,6 +100,14 @@ class Database:
         if self.kind == 'tarantool':
             from data_interface.tarantool.asynctnt_data import AsynctntData
             loader = AsynctntData(self.server.admin_address)
+        elif self.kind == 'redis':
+            from data_interface.redis.redis_data import RedisData
+            loader = RedisData(self.server.admin_address)
+            await loader.start()
+            try:
+                await loader.configure(*self.limits)
+            finally:
+                await loader.close()
         else:
             from data_interface.postgres.asyncpg_data import PostgresData
             loader = PostgresData(self.server.owner_dsn, min_size=1)
@@ -117,11 +126,15 @@ class Database:
             a = s.address
             return {'STICKERS_TARANTOOL': '%s:%s@%s:%d' % (
                 a.user, a.password, a.host, a.port)}
+        if self.kind == 'redis':
+            a = s.address
+            return {'STICKERS_REDIS': 'redis://%s:%s@%s:%d/0' % (
+                a.user, a.password, a.host, a.port)}
         return {'STICKERS_POSTGRES': s.owner_dsn}
 
     def memory(self):
         """(memory that could grow without bound, shared buffers or 0)."""
-        if self.kind == 'tarantool':
+        if self.kind in ('tarantool', 'redis'):
             return rss(self.server.process.pid), 0
         try:
             with open(os.path.join(self.server.data, 'postmaster.pid')) as f:

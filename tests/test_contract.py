@@ -570,7 +570,8 @@ async def test_sessions_stop_at_a_cap_that_fits_memory(data, tmp_path):
             if is_tarantool(loader):
                 _, max_sessions, max_ballots = await loader._call('limits', [])
             else:
-                _, max_sessions, max_ballots = await loader._admin('limits', [])
+                _, max_sessions, max_ballots, _ = await loader._admin(
+                    'limits', [])
         finally:
             await loader.close()
         assert 10000 < max_sessions < SMALL_MEMTX // 512

@@ -9,7 +9,7 @@ import aiohttp
 
 from bench.pagecheck import ballots
 from conftest import (ServerProcess, remove_postgres, start_postgres,
-                      start_tarantool, tarantool_address)
+                      start_redis, start_tarantool, tarantool_address)
 
 VOTERS = 8
 VOTING = 1.5    # seconds of voting before the crash, and again after it
@@ -93,7 +93,8 @@ async def vote_through_a_crash(server, data, crash, restart):
     # No 500: the voters accept none. asyncpg's pool logs its reconnects with
     # a traceback, as warnings; an error of the site would be an ERROR.
     assert ' ERROR ' not in server.output(), server.output()
-    assert ok_before_crash > 0 and tally.ok > ok_at_restart, vars(tally)
+    assert ok_before_crash > 0 and tally.ok > ok_at_restart, (
+        vars(tally), server.output()[-3000:])
     for old, new in zip(counted_before, after):
         assert tally.ok <= new - old <= tally.ok + tally.unknown, (
             before, after, vars(tally))
@@ -158,3 +159,23 @@ async def test_postgres_vote_alone_commits_with_synchronous_commit_on(postgres):
         assert await conn.fetchval(setting) == 'off'
     finally:
         await conn.close()
+
+
+async def test_redis_killed_loses_no_acknowledged_vote(tmp_path):
+    """appendfsync always: a vote is answered once it is in the
+    append-only file, so SIGKILL loses none."""
+    from data_interface.redis.redis_data import RedisData
+    db = start_redis(str(tmp_path / 'db'))
+    server = None
+    try:
+        a = db.address
+        server = ServerProcess(
+            'aiohttp-redis-one',
+            ['--redis', 'redis://%s:%s@%s:%d/0' % (a.user, a.password,
+                                                   a.host, a.port)],
+            str(tmp_path / 'server.log'))
+        await vote_through_a_crash(server, RedisData(a), db.kill, db.start)
+    finally:
+        if server is not None:
+            server.stop()
+        db.stop()

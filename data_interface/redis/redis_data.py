@@ -8,7 +8,7 @@ import re
 from collections import deque
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
 from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
                 packs_of, sticker_of, stickers_of)
@@ -54,6 +54,23 @@ def argument(value):
                           % (REFUSED, type(value).__name__))
 
 
+class MissingFunctions(DataUnavailable):
+    """Redis has not this version of stickers.lua, and the account cannot
+    load it."""
+
+
+class Link:
+    """One open connection of Shared: what waits to be written, and what
+    waits for its reply, in order."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.queue = []           # (packed command, future) to write
+        self.pending = deque()    # futures written, in order
+        self.wake = asyncio.Event()
+        self.tasks = []
+
+
 class Shared:
     """One connection that many coroutines use at once: a writer task sends
     what has queued up in one write, a reader task hands the replies back
@@ -64,20 +81,16 @@ class Shared:
     def __init__(self, open_connection, timeout):
         self._open_connection = open_connection
         self.timeout = timeout
-        self._conn = None
+        self._link = None
         self._opening = None
         self._failed_at = None
-        self._queue = []           # (packed command, future) to write
-        self._pending = deque()    # futures written, in order
-        self._wake = asyncio.Event()
-        self._tasks = []
 
     async def execute(self, *args):
-        conn = self._conn or await self._connect()
+        link = self._link or await self._connect()
         loop = asyncio.get_event_loop()
         future = loop.create_future()
-        self._queue.append((conn.pack_command(*args), future))
-        self._wake.set()
+        link.queue.append((link.conn.pack_command(*args), future))
+        link.wake.set()
         timer = loop.call_later(self.timeout, self._late, future)
         try:
             return await future
@@ -112,35 +125,40 @@ class Shared:
             await conn.disconnect()
             raise
         self._failed_at = None
-        self._conn = conn
-        self._tasks = [asyncio.ensure_future(self._write(conn)),
-                       asyncio.ensure_future(self._read(conn))]
-        return conn
+        link = self._link = Link(conn)
+        link.tasks = [asyncio.ensure_future(self._write(link)),
+                      asyncio.ensure_future(self._read(link))]
+        return link
 
-    async def _write(self, conn):
+    async def _write(self, link):
         try:
             while True:
-                await self._wake.wait()
-                self._wake.clear()
-                batch, self._queue = self._queue, []
+                await link.wake.wait()
+                link.wake.clear()
+                batch, link.queue = link.queue, []
                 chunks = []
                 for packed, future in batch:
                     if not future.done():
-                        self._pending.append(future)
+                        link.pending.append(future)
                         chunks.extend(packed)
                 if chunks:
-                    await conn.send_packed_command(chunks, check_health=False)
+                    # redis-py would open a closed connection again itself,
+                    # out of step with the reader.
+                    if not link.conn.is_connected:
+                        raise ConnectionError('connection closed')
+                    await link.conn.send_packed_command(chunks,
+                                                        check_health=False)
         except UNAVAILABLE as e:
-            self._lost(conn, e)
+            self._lost(link, e)
 
-    async def _read(self, conn):
+    async def _read(self, link):
         try:
             while True:
                 try:
-                    reply = await conn.read_response()
+                    reply = await link.conn.read_response()
                 except ResponseError as e:     # an error reply
                     reply = e
-                future = self._pending.popleft()
+                future = link.pending.popleft()
                 if future.done():              # timed out: drop its reply
                     continue
                 if isinstance(reply, ResponseError):
@@ -148,32 +166,31 @@ class Shared:
                 else:
                     future.set_result(reply)
         except (IndexError,) + UNAVAILABLE as e:
-            self._lost(conn, e)
+            self._lost(link, e)
 
-    def _lost(self, conn, error):
-        if self._conn is not conn:
-            return
-        self._conn = None
-        self._failed_at = None     # the next call tries at once
-        for task in self._tasks:
+    def _lost(self, link, error):
+        """Fail what the link holds; the next call opens a new one."""
+        if self._link is link:
+            self._link = None
+        for task in link.tasks:
             task.cancel()
-        waiting = list(self._pending) + [f for _, f in self._queue]
-        self._pending.clear()
-        self._queue = []
+        waiting = list(link.pending) + [f for _, f in link.queue]
+        link.pending.clear()
+        link.queue = []
         for future in waiting:
             if not future.done():
                 future.set_exception(ConnectionError(
                     'connection lost: %s' % (error or 'closed')))
-        asyncio.ensure_future(conn.disconnect(nowait=True))
+        asyncio.ensure_future(link.conn.disconnect(nowait=True))
 
     async def close(self):
         if self._opening is not None:
             self._opening.cancel()
-        conn = self._conn
-        if conn is not None:
-            self._lost(conn, None)
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await conn.disconnect()
+        link = self._link
+        if link is not None:
+            self._lost(link, None)
+            await asyncio.gather(*link.tasks, return_exceptions=True)
+            await link.conn.disconnect()
 
 
 class RedisData(DataInterface):
@@ -227,9 +244,9 @@ class RedisData(DataInterface):
         try:
             await self._execute('FUNCTION', 'LOAD', 'REPLACE', LIBRARY)
         except DataUnavailable as e:
-            if 'NOPERM' not in str(e):
+            if not isinstance(e.__cause__, NoPermissionError):
                 raise
-            raise DataUnavailable(
+            raise MissingFunctions(
                 'Redis at %s has not the functions of stickers.lua version %s,'
                 ' and this account cannot load them (%s): start once with the '
                 "loader's account" % (self, VERSION, e)) from e
@@ -301,15 +318,20 @@ class RedisData(DataInterface):
                 return tuple(removed)
 
     async def configure(self, session_ttl, max_sessions=None,
-                        max_ballots=None):
+                        max_ballots=None, keep=False):
         """Loader only: set the sweep's limits, the caps no more than fit
-        Redis's maxmemory; returns (session_ttl, max_sessions, max_ballots)."""
+        Redis's maxmemory (with keep, only if none are set); returns
+        (session_ttl, max_sessions, max_ballots)."""
+        if keep:
+            ttl, sessions, ballots, kept = await self._admin('limits', [])
+            if kept:
+                return ttl, sessions, ballots
         info = await self._execute('INFO', 'memory')
         found = re.search(r'^maxmemory:(\d+)', info, re.M)
         limits = caps(int(found.group(1)) if found else 0, max_sessions,
                       max_ballots)
         return tuple(await self._admin('set_limits',
-                                       [session_ttl] + list(limits)))
+                                       [session_ttl] + list(limits)))[:3]
 
     async def load_batch(self, packs, stickers):
         args = [len(packs)]

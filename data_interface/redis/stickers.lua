@@ -343,9 +343,12 @@ local function set_limits(keys, args)
     return {limits()}
 end
 
+-- The limits in force, and 1 if the loader has set them (else 0).
 local function get_limits(keys)
     check_admin(keys)
-    return {limits()}
+    local ttl, max_sessions, max_ballots = limits()
+    return {ttl, max_sessions, max_ballots,
+            redis.call('EXISTS', 'st:limits')}
 end
 
 -- Packs then stickers, flat: npacks, (name, title) * npacks, then

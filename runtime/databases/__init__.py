@@ -10,6 +10,7 @@ import logging
 import time
 from contextlib import asynccontextmanager
 
+from data_interface import DataUnavailable
 from data_interface.address import as_admin
 from .. import engines
 from ..engines import data_for
@@ -174,12 +175,20 @@ class Databases:
             data = data_for(engine, redis=await self.redis())
             admin = data_for(engine._replace(mode='one'),
                              redis=self.redis_admin)
-            await self._configure_redis(admin)
+            if self.settings.redis is None:    # ours: limits from settings
+                await self._configure_redis(admin)
         else:
             data = data_for(engine, tarantool=await self.tarantool())
             admin = data_for(engine._replace(mode='one'),
                              tarantool=self.tarantool_admin)
-        await data.start()
+        try:
+            await data.start()
+        except DataUnavailable as e:
+            # A Redis given by address, without the functions yet.
+            if type(e).__name__ != 'MissingFunctions':
+                raise
+            await self._configure_redis(admin, keep=True)
+            await data.start()
         try:
             await load_if_empty(data, admin, self.settings)
         except BaseException:
@@ -187,13 +196,14 @@ class Databases:
             raise
         return data
 
-    async def _configure_redis(self, admin):
-        """Load the functions and set the limits, as the loader."""
+    async def _configure_redis(self, admin, keep=False):
+        """Load the functions and set the limits (with keep, only if none
+        are set), as the loader."""
         s = self.settings
         await admin.start()
         try:
             limits = await admin.configure(s.session_ttl, s.max_sessions,
-                                           s.max_ballots)
+                                           s.max_ballots, keep)
         finally:
             await admin.close()
         log.info('Redis limits: sessions idle %g s, at most %d sessions and '
