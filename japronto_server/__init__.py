@@ -7,6 +7,7 @@ pipeline.py keeps japronto's request pipeline within what it survives, and
 is the connection's edge.
 """
 import asyncio
+import functools
 
 from runtime import edge
 from japronto import Application
@@ -30,12 +31,31 @@ REASONS = {429: 'Too Many Requests'}
 # The headers of most responses, made once (japronto only reads them).
 HEADERS = {(): dict(EVERY), FRAMING: dict(EVERY + FRAMING)}
 MIME = {}   # Content-Type -> without its charset
+NOT_UTF8 = '/\ufffd'     # the path of a request whose path is not UTF-8
+
+
+def _path(request):
+    """The decoded path; japronto raises SystemError for one that is not
+    UTF-8 once percent-decoded, which can then name no page's argument."""
+    try:
+        return request.path
+    except SystemError:
+        return NOT_UTF8
+
+
+def _header(request, name):
+    """A header as the other frameworks give it: japronto decodes header
+    bytes as Latin-1, they as UTF-8 with surrogateescape."""
+    value = request.headers.get(name, '')
+    if value.isascii():
+        return value
+    return value.encode('latin-1').decode('utf-8', 'surrogateescape')
 
 
 def _request(request):
-    return Request(request.method, request.path, request.cookies,
-                   request.remote_addr, request.headers.get('User-Agent', ''),
-                   request.body or b'', request.headers.get('X-Forwarded-For', ''))
+    return Request(request.method, _path(request), request.cookies,
+                   request.remote_addr, _header(request, 'User-Agent'),
+                   request.body or b'', _header(request, 'X-Forwarded-For'))
 
 
 class _Lazy:
@@ -48,12 +68,12 @@ class _Lazy:
         self.r = request
 
     method = property(lambda self: self.r.method)
-    path = property(lambda self: self.r.path)
+    path = property(lambda self: _path(self.r))
     cookies = property(lambda self: self.r.cookies)
     ip = property(lambda self: self.r.remote_addr)
-    user_agent = property(lambda self: self.r.headers.get('User-Agent', ''))
+    user_agent = property(lambda self: _header(self.r, 'User-Agent'))
     body = property(lambda self: self.r.body or b'')
-    forwarded = property(lambda self: self.r.headers.get('X-Forwarded-For', ''))
+    forwarded = property(lambda self: _header(self.r, 'X-Forwarded-For'))
 
 
 def _response(request, r, head=False):
@@ -114,13 +134,18 @@ def _now(coroutine):
     raise RuntimeError('%s waited' % coroutine.__qualname__)
 
 
-def _handler(page, head=False):
+def _handler(page, head=False, route=None, missing=None):
     async def handle(request):
         # While a page waits, edge must not time its connection out.
         conn = edge.protocol_of(request.transport)
         conn.enter()
         try:
-            r = await page(_request(request), **request.match_dict)
+            try:
+                params = request.match_dict
+            except SystemError:     # not UTF-8 (see _path): names nothing
+                r = await missing(_request(request)._replace(path=route))
+            else:
+                r = await page(_request(request), **params)
             return _response(request, r, head)
         finally:
             conn.leave()
@@ -137,7 +162,11 @@ def _at_once(page, head=False):
 def make_app(site):
     app = Application()
     for route in site.routes():
-        wrap = _handler if route.waits else _at_once
+        if route.waits:
+            wrap = functools.partial(_handler, route=route.path,
+                                     missing=site.not_found)
+        else:
+            wrap = _at_once
         app.router.add_route(route.path, wrap(route.handler),
                              method=route.method)
         if route.method == 'GET':

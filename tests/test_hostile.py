@@ -50,7 +50,10 @@ ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
            'fastapi-postgres-pool', 'fastapi-tarantool-one-uvloop',
            'uvicorn-postgres-pool', 'granian-tarantool-one',
-           'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop']
+           'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop',
+           'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
+           'granian-redis-one-uvloop', 'japronto-redis-one',
+           'japronto-tarantool-one']
 
 
 async def raw_request(port, method, target, headers, body, patience=None):
@@ -123,6 +126,19 @@ async def stored_user_agent_tarantool(request, session, tmp_path):
     return bytes.fromhex(found.stdout.strip()).decode('utf-8')
 
 
+async def stored_user_agent_redis(request, session):
+    """The session's user agent as Redis holds it (the loader may read)."""
+    import redis.asyncio
+    a = request.getfixturevalue('redis').admin_address
+    client = redis.asyncio.Redis(host=a.host, port=a.port, username=a.user,
+                                 password=a.password)
+    try:
+        stored = await client.hget('st:s:' + session, 'ua')
+    finally:
+        await client.aclose()
+    return stored and stored.decode('utf-8')
+
+
 async def until_written(read):
     """What `read` finds once the page's visit is written: the server
     writes visits right after answering, in batches (pages.visits)."""
@@ -168,6 +184,11 @@ async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
         await stats_match_dataset(PostgresData(
             request.getfixturevalue('postgres').dsn))
         read = lambda: stored_user_agent_postgres(request, session)
+    elif '-redis-' in engine:
+        from data_interface.redis.redis_data import RedisData
+        await stats_match_dataset(RedisData(
+            request.getfixturevalue('redis').address))
+        read = lambda: stored_user_agent_redis(request, session)
     else:
         from conftest import tarantool_address
         from data_interface.tarantool.asynctnt_data import AsynctntData

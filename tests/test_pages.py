@@ -13,7 +13,7 @@ from bench.pagecheck import (all_stickers, ballots, cards, client,
 
 import dataset
 
-# Every framework, on each database, and the older aiohttp and sanic of the
+# Every framework, on each database (both Redis modes), and the older aiohttp and sanic of the
 # legacy environment; the pipelining and hostile-bytes tests use the same
 # processes.
 ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
@@ -23,7 +23,10 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'fastapi-tarantool-one-uvloop', 'fastapi-postgres-pool',
            'uvicorn-tarantool-one-uvloop', 'uvicorn-postgres-pool',
            'granian-tarantool-one', 'granian-postgres-pool-uvloop',
-           'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool']
+           'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool',
+           'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
+           'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
+           'granian-redis-one-uvloop', 'socketify-redis-pool']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

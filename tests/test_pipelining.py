@@ -16,7 +16,8 @@ JAPRONTO = ['japronto-tarantool-one', 'japronto-tarantool-one-uvloop',
 SOCKETIFY = ['socketify-tarantool-multi-uvloop']
 ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
                       'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
-                      'fastapi-tarantool-one-uvloop'] + SOCKETIFY
+                      'fastapi-tarantool-one-uvloop',
+                      'aiohttp-redis-one-uvloop'] + SOCKETIFY
 
 # What only the right answer to each path contains.
 MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',

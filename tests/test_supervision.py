@@ -37,7 +37,8 @@ def start_site(engine, checkout, log_path):
     """server.py from the copy, with no database address: it starts its
     own, on ports no other test run uses."""
     env = {'STICKERS_TARANTOOL_PORT': str(free_port()),
-           'STICKERS_POSTGRES_PORT': str(free_port())}
+           'STICKERS_POSTGRES_PORT': str(free_port()),
+           'STICKERS_REDIS_PORT': str(free_port())}
     site = ServerProcess(engine, [], log_path, root=checkout, env=env)
     site.env = env
     return site
@@ -111,6 +112,41 @@ async def test_killed_tarantool_is_restarted(checkout, tmp_path):
         assert len(died) == 1, output
         assert len(lines(output, 'Tarantool restarted')) == 1, output
         assert state(min(pids)) is None, 'the dead Tarantool was not reaped'
+    finally:
+        assert site.stop() == 0, site.output()
+    assert wait_gone(pids), site.output()
+    assert 'Traceback' not in site.output()
+
+
+async def test_killed_redis_is_restarted(checkout, tmp_path):
+    """Under requests: 200 or 503 meanwhile, never 500; back by itself with
+    its data (the append-only file); a few lines in the log."""
+    site = start_site('aiohttp-redis-one-uvloop', checkout,
+                      str(tmp_path / 'server.log'))
+    pid_file = os.path.join(checkout, 'var', 'redis', 'redis.pid')
+    pids = set()
+    try:
+        assert await burst(site.url + '/good', 4) == [200] * 4
+        pids.add(pid_in(pid_file))
+        stop_polling = asyncio.Event()
+        polled = asyncio.ensure_future(poll(site.url + '/', stop_polling))
+        await asyncio.sleep(0.3)
+        os.kill(pid_in(pid_file), signal.SIGKILL)
+        await asyncio.get_event_loop().run_in_executor(
+            None, wait_lines, site, 'Redis restarted', 1)
+        await wait_for(site.url + '/good', 200, timeout=10)
+        await asyncio.sleep(0.3)
+        stop_polling.set()
+        statuses = await polled
+        assert set(statuses) == {200, 503}, statuses
+        assert await burst(site.url + '/', 10) == [200] * 10
+        pids.add(pid_in(pid_file))
+        assert len(pids) == 2
+        output = site.output()
+        assert len(lines(output, 'died with signal 9; restarting in 0.5 s')) == 1
+        assert len(lines(output, 'database unavailable')) == 1, output
+        assert len(lines(output, 'database back after')) == 1, output
+        assert state(min(pids)) is None, 'the dead Redis was not reaped'
     finally:
         assert site.stop() == 0, site.output()
     assert wait_gone(pids), site.output()
@@ -194,7 +230,7 @@ def hold_port(port, timeout=5):
 
 
 @pytest.mark.parametrize('engine', ['sanic-tarantool-one',
-                                    'sanic-postgres-pool'])
+                                    'sanic-postgres-pool', 'sanic-redis-pool'])
 async def test_stop_while_restarts_fail_exits_0(checkout, tmp_path, engine):
     """Kill the database and take its port: restarts fail, backing off;
     SIGTERM still stops the server with status 0 and nothing left."""
@@ -206,6 +242,9 @@ async def test_stop_while_restarts_fail_exits_0(checkout, tmp_path, engine):
             cluster = ManagedPostgres(os.path.join(checkout, 'var', 'postgres'))
             pid_file = os.path.join(cluster.data, 'postmaster.pid')
             port = cluster.port
+        elif 'redis' in engine:
+            pid_file = os.path.join(checkout, 'var', 'redis', 'redis.pid')
+            port = int(site.env['STICKERS_REDIS_PORT'])
         else:
             pid_file = os.path.join(checkout, 'var', 'tarantool',
                                     'tarantool.pid')

@@ -25,7 +25,7 @@ NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
          'japronto-tarantool-one', 'uvicorn-tarantool-one',
          'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
-         'socketify-tarantool-one-uvloop']
+         'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop']
 
 
 def params(*others):
@@ -130,13 +130,16 @@ def data_of(request, engine):
     if '-postgres-' in engine:
         return data_for(engines.BY_NAME[engine],
                         postgres=request.getfixturevalue('postgres').dsn)
+    if '-redis-' in engine:
+        return data_for(engines.BY_NAME[engine],
+                        redis=request.getfixturevalue('redis').address)
     return data_for(engines.BY_NAME[engine], tarantool=tarantool_address(
         request.getfixturevalue('tarantool')))
 
 
 @pytest.mark.parametrize('engine, sig', [
     pytest.param(*p.values[:1], sig, marks=p.marks) for p, sig in
-    zip(params(), ['SIGTERM', 'SIGINT'] * 5)])
+    zip(params(), ['SIGTERM', 'SIGINT'] * 6)])
 async def test_workers_share_the_port_count_votes_once_and_stop(
         request, tmp_path, engine, sig):
     server = start(request, tmp_path, engine)
