@@ -1,0 +1,125 @@
+"""What only Redis has: its accounts' rights, its memory bound, and its
+files (the contract, durability and supervision suites cover the rest)."""
+import asyncio
+import os
+import secrets
+import stat
+import uuid
+
+import pytest
+import redis.asyncio
+from redis.exceptions import AuthenticationError, NoPermissionError, ResponseError
+
+from conftest import configure_redis, load_small, start_redis
+from data_interface import DataUnavailable, Visit
+from data_interface.redis.redis_data import RedisData
+
+
+def client(address, **credentials):
+    options = dict(username=address.user, password=address.password)
+    options.update(credentials)
+    return redis.asyncio.Redis(host=address.host, port=address.port,
+                               **options)
+
+
+async def test_no_one_logs_in_without_an_account(redis):
+    c = client(redis.address, username=None, password=None)
+    try:
+        with pytest.raises((AuthenticationError, ResponseError),
+                           match='(?i)auth'):
+            await c.get('st:counters')
+    finally:
+        await c.aclose()
+    c = client(redis.address, username='default', password='')
+    try:
+        with pytest.raises((AuthenticationError, ResponseError)):
+            await c.ping()
+    finally:
+        await c.aclose()
+
+
+@pytest.mark.parametrize('command', [
+    ('FLUSHALL',), ('FUNCTION', 'FLUSH'), ('CONFIG', 'SET', 'maxmemory', '0'),
+    ('KEYS', '*'), ('HSET', 'st:limits', 'max_sessions', '0'),
+    ('HSET', 'st:pack:x', 'title', 'x'), ('SET', 'other', '1'),
+    ('SHUTDOWN',), ('ACL', 'LIST'), ('EVAL', 'return 1', '0'),
+    ('FCALL', 'set_limits', '1', 'st:admin', '0', '0', '0'),
+])
+async def test_the_app_runs_only_what_the_site_needs(redis, command):
+    c = client(redis.address)
+    try:
+        with pytest.raises(NoPermissionError):
+            await c.execute_command(*command)
+        assert await c.execute_command('FCALL_RO', 'site_stats', 0)
+    finally:
+        await c.aclose()
+
+
+async def test_the_loader_cannot_empty_redis(redis):
+    c = client(redis.admin_address)
+    try:
+        for command in [('FLUSHALL',), ('FUNCTION', 'FLUSH'),
+                        ('CONFIG', 'SET', 'maxmemory', '0'), ('SHUTDOWN',)]:
+            with pytest.raises(NoPermissionError):
+                await c.execute_command(*command)
+    finally:
+        await c.aclose()
+
+
+async def test_full_memory_is_503_for_writes_and_reads_go_on(tmp_path):
+    """Caps below maxmemory keep sessions and ballots in bounds; past the
+    bound (here, limits set above what fits), a write is refused as
+    DataUnavailable, the pages' 503, and the ranked lists still read."""
+    server = start_redis(str(tmp_path), memory=8 * 1024 * 1024)
+    try:
+        configure_redis(server)
+        await load_small(RedisData(server.admin_address))
+        admin = RedisData(server.admin_address)
+        await admin.start()
+        await admin._admin('set_limits', [900, 10 ** 7, 10 ** 7])
+        await admin.close()
+        data = RedisData(server.address)
+        await data.start()
+        try:
+            agent = 'a' * 256
+            with pytest.raises(DataUnavailable, match='maxmemory'):
+                for _ in range(200):
+                    await data.record_visits([
+                        Visit(str(uuid.uuid4()), '1.2.3.4', agent)
+                        for _ in range(500)])
+            assert len(await data.top_stickers(9)) == 9
+            with pytest.raises(DataUnavailable, match='maxmemory'):
+                await data.sticker_pair(str(uuid.uuid4()), (
+                    secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 60)
+        finally:
+            await data.close()
+    finally:
+        server.stop()
+
+
+def test_its_files_are_private_and_passwords_hashed(redis):
+    directory = redis.directory
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    for root, dirs, files in os.walk(directory):
+        for name in files:
+            mode = stat.S_IMODE(os.stat(os.path.join(root, name)).st_mode)
+            assert mode & 0o077 == 0, (name, oct(mode))
+    with open(os.path.join(directory, 'redis.conf')) as f:
+        conf = f.read()
+    assert redis.address.password not in conf
+    assert 'appendfsync always' in conf and 'bind 127.0.0.1' in conf
+    with open('/proc/%d/cmdline' % redis.pid, 'rb') as f:
+        assert redis.address.password.encode() not in f.read()
+
+
+async def test_a_new_redis_without_functions_is_refused_to_the_app(tmp_path):
+    server = start_redis(str(tmp_path))
+    try:
+        data = RedisData(server.address)
+        with pytest.raises(DataUnavailable, match="loader's account"):
+            await data.start()
+        configure_redis(server)
+        await data.start()
+        await data.close()
+    finally:
+        server.stop()
