@@ -89,16 +89,30 @@ async def test_full_memory_is_503_for_writes_and_reads_go_on(tmp_path):
                         for _ in range(500)])
             assert len(await data.top_stickers(9)) == 9
             with pytest.raises(DataUnavailable, match='maxmemory'):
-                await data.sticker_pair(str(uuid.uuid4()), (
-                    secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 60)
+                for _ in range(100000):
+                    await data.sticker_pair(str(uuid.uuid4()), (
+                        secrets.token_urlsafe(16),
+                        secrets.token_urlsafe(16)), 60)
         finally:
             await data.close()
     finally:
         server.stop()
 
 
-def test_its_files_are_private_and_passwords_hashed(redis):
+def test_its_files_are_private_and_passwords_hashed(tmp_path):
+    from runtime.databases.redis import ManagedRedis
+    from runtime.processes import free_port
+    redis = ManagedRedis(str(tmp_path / 'redis'), port=free_port())
+    redis.start()
+    try:
+        private(redis)
+    finally:
+        redis.stop()
+
+
+def private(redis):
     directory = redis.directory
+    assert len(redis.address.password) >= 20
     assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
     for root, dirs, files in os.walk(directory):
         for name in files:
