@@ -34,12 +34,13 @@ def acl_lines(app_password, admin_password):
     writes of one function call) against its rights, dropping those it
     refuses (redis/redis#14541, fixed in 8.x): with its rights taken away,
     a restart lost every vote."""
-    return ['user default off resetpass ~* &* +@all',
-            'user %s %s' % (APP_USER, rules(app_password, APP_KEYS,
+    return ['user %s %s' % (APP_USER, rules(app_password, APP_KEYS,
                                             CONNECTION + ' ' + FUNCTIONS)),
             'user %s %s' % (ADMIN_USER, rules(
                 admin_password, ADMIN_KEYS,
-                ' '.join((CONNECTION, FUNCTIONS, ADMIN_MORE))))]
+                ' '.join((CONNECTION, FUNCTIONS, ADMIN_MORE)))),
+            # Last: redis-cli, logged in as default, runs the rest first.
+            'user default off resetpass ~* &* +@all']
 
 
 if __name__ == '__main__':
