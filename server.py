@@ -1,7 +1,7 @@
 """Serve the sticker site with one engine.
 
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--workers N]
-                     [--tarantool HOST:PORT]
+                     [--tarantool HOST:PORT] [--tarantool-engine memtx|vinyl]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
                      [--header-timeout S] [--body-timeout S]
                      [--keepalive-timeout S] [--max-connections N]
@@ -74,6 +74,13 @@ def parse_args(argv):
                    help='use this PostgreSQL database (the schema is applied '
                         'at start) instead of a local cluster under var/ '
                         '(default: $STICKERS_POSTGRES)')
+    p.add_argument('--tarantool-engine', choices=settings.TARANTOOL_ENGINES,
+                   default=d.tarantool_engine,
+                   help="storage engine of the local Tarantool's spaces, "
+                        'each with its own instance: memtx (in memory, port '
+                        '%d) or vinyl (on disk, port %d); default %s'
+                        % (d.tarantool_port, d.tarantool_vinyl_port,
+                           d.tarantool_engine))
     p.add_argument('--packs', type=int, default=d.packs,
                    help='packs in the generated data set (default %d)'
                    % d.packs)
@@ -154,7 +161,7 @@ def add_edge_args(p, d):
 OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'packs', 'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
            'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',
-           'proxies')
+           'proxies', 'tarantool_engine')
 
 
 def build_settings(p, args):

@@ -19,7 +19,10 @@ REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m', 'ballots': '120/m'}
 LOOPBACK = ('127.', '::1', 'localhost')
 # Environment settings that move the local databases' ports (README).
 PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
-                    'postgres_port': 'STICKERS_POSTGRES_PORT'}
+                    'postgres_port': 'STICKERS_POSTGRES_PORT',
+                    'tarantool_vinyl_port': 'STICKERS_TARANTOOL_VINYL_PORT'}
+# Tarantool's storage engines for the site's spaces (--tarantool-engine).
+TARANTOOL_ENGINES = ('memtx', 'vinyl')
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,13 @@ class Settings:
     app_user: str = APP_USER
     admin_user: str = ADMIN_USER     # Tarantool's data loader
     owner_user: str = OWNER_USER     # PostgreSQL's schema and loader
+    # The local Tarantool's storage engine. Each engine has its own local
+    # instance, port and directory (managed_tarantool_port, tarantool_dir),
+    # so a memtx one's data is never opened as vinyl's, and both may run.
+    tarantool_engine: str = 'memtx'
+    tarantool_vinyl_port: int = 3302
     # The managed Tarantool's expiry (app.lua): seconds idle, caps (None:
-    # what fits its memory), seconds between sweeps.
+    # what fits its memory; on vinyl 1,000,000), seconds between sweeps.
     session_ttl: float = 900
     max_sessions: int = None
     max_ballots: int = None
@@ -80,7 +88,11 @@ class Settings:
     images = property(lambda self: os.path.join(self.var, 'img'))
     static = property(lambda self: os.path.join(self.root, 'static'))
     templates = property(lambda self: os.path.join(self.root, 'templates'))
-    tarantool_dir = property(lambda self: os.path.join(self.var, 'tarantool'))
+    tarantool_dir = property(lambda self: os.path.join(self.var, {
+        'memtx': 'tarantool', 'vinyl': 'tarantool-vinyl'}[self.tarantool_engine]))
+    managed_tarantool_port = property(lambda self: {
+        'memtx': self.tarantool_port,
+        'vinyl': self.tarantool_vinyl_port}[self.tarantool_engine])
     postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
     session_key_file = property(
         lambda self: os.path.join(self.var, 'session.key'))
@@ -115,4 +127,5 @@ def from_environment(settings=DEFAULTS, environ=None):
         for key, name in PORT_ENVIRONMENT.items()})
 
 
-__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'from_environment', 'replace']
+__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'TARANTOOL_ENGINES',
+           'from_environment', 'replace']
