@@ -7,6 +7,7 @@ from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .pythons import short
 from .stats import ratio, summarize
+from .storage import storage_of
 
 NGINX = 'nginx'
 FLAG = '⚠'
@@ -67,6 +68,8 @@ def ratios(table, name, page, mode):
         if counterpart(name) else None,
         'pipelined': ratio(mine, rps(name, page, 'plain'))
         if mode == 'pipelined' else None,
+        'vinyl': ratio(mine, rps(name.replace(' (vinyl)', ' (memtx)'), page,
+                                 mode)) if storage_of(name) == 'vinyl' else None,
     }
 
 
@@ -97,7 +100,8 @@ def table_md(headers, rows, numeric=True):
 RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('ugly', '÷ own ugly'),
                  ('postgres', 'postgres ÷ tarantool'),
-                 ('pipelined', 'pipelined ÷ plain'))
+                 ('pipelined', 'pipelined ÷ plain'),
+                 ('vinyl', 'vinyl ÷ memtx'))
 
 
 def page_table(table, names, page, mode, ceilings=None):
