@@ -17,6 +17,7 @@ from bench import cli, profile, pythons, references, report, stats, verify
 from bench.charts import label
 from runtime.processes import answers
 from bench.progress import Progress, clock
+from test_local_databases import checkout  # noqa: F401 (a fixture)
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
 QUICK_PAGES = ['ugly', 'good', 'vote']
@@ -116,7 +117,11 @@ def test_ratios_of_a_table():
     }
     assert report.ratios(table, 'e', 'ugly', 'plain') == {
         'nginx': 0.1, 'hello': None, 'ugly': None, 'postgres': None,
-        'pipelined': None}
+        'pipelined': None, 'vinyl': None}
+    table[('e (memtx)', 'good', 'plain')] = {'rps': 800}
+    table[('e (vinyl)', 'good', 'plain')] = {'rps': 200}
+    assert report.ratios(table, 'e (vinyl)', 'good', 'plain')['vinyl'] == 0.25
+    assert report.ratios(table, 'e (memtx)', 'good', 'plain')['vinyl'] is None
     r = report.ratios(table, 'e', 'about', 'plain')
     assert r['ugly'] == 0.5 and r['nginx'] is None  # no nginx about measured
     assert report.ratios(table, 'e', 'ugly', 'pipelined')['pipelined'] == 3.0
@@ -583,9 +588,10 @@ def test_storage_labels():
     assert storage.storage_of('a-tarantool-one@3.12') is None
 
 
-def test_a_run_on_memtx_and_vinyl_has_both_rows(tmp_path):
-    """Each engine on the local Tarantool of each storage engine (its own
-    ports here), in turns, rows side by side, recorded per run."""
+def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
+    """Each engine on the local Tarantool of each storage engine (a copy
+    of the checkout's, on ports of their own), in turns, rows side by side,
+    recorded per run."""
     if shutil.which('wrk') is None:
         pytest.skip('needs wrk (./run.sh setup)')
     out = tmp_path / 'out'
@@ -596,7 +602,7 @@ def test_a_run_on_memtx_and_vinyl_has_both_rows(tmp_path):
          '--tarantool-engine', 'memtx,vinyl', '--engines',
          'aiohttp-tarantool-one', '--pages', 'ugly,good',
          '--packs', str(TEST_PACKS), '--port', str(free_port()),
-         '--out', str(out)], cwd=ROOT, capture_output=True, text=True,
+         '--out', str(out)], cwd=checkout, capture_output=True, text=True,
         timeout=240, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((out / 'results.json').read_text())
