@@ -1,7 +1,7 @@
 """Serve the sticker site with one engine.
 
     python server.py -e ENGINE [-p PORT] [-l LEVEL] [--workers N]
-                     [--tarantool HOST:PORT]
+                     [--tarantool HOST:PORT] [--tarantool-engine memtx|vinyl]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
                      [--redis redis://USER:PASS@HOST:PORT/DB]
                      [--header-timeout S] [--body-timeout S]
@@ -88,6 +88,13 @@ def parse_args(argv):
                         'redis/accounts.py; the functions are loaded at start)'
                         ' instead of a local one under var/ (default: '
                         '$STICKERS_REDIS)')
+    p.add_argument('--tarantool-engine', choices=settings.TARANTOOL_ENGINES,
+                   default=d.tarantool_engine,
+                   help="storage engine of the local Tarantool's spaces, "
+                        'each with its own instance: memtx (in memory, port '
+                        '%d) or vinyl (on disk, port %d); default %s'
+                        % (d.tarantool_port, d.tarantool_vinyl_port,
+                           d.tarantool_engine))
     p.add_argument('--packs', type=int, default=d.packs,
                    help='packs in the generated data set (default %d)'
                    % d.packs)
@@ -170,7 +177,7 @@ OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'redis', 'packs',
            'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
            'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',
-           'proxies')
+           'proxies', 'tarantool_engine')
 
 
 def build_settings(p, args):

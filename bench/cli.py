@@ -8,12 +8,13 @@ import subprocess
 import sys
 import time
 
-from . import pythons
+from . import pythons, storage
 from .latency import budget, oha
 from .profile import py_spy
 from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
 from runtime.settings import DEFAULTS as SITE, ROOT
+from runtime.settings import TARANTOOL_ENGINES as SITE_ENGINES
 
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
 DEFAULTS = {'duration': 10, 'warmup': 2, 'runs': 3}
@@ -117,6 +118,10 @@ def parser():
     p.add_argument('--tarantool', metavar='[USER:PASS@]HOST:PORT',
                    help='passed to server.py')
     p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
+    p.add_argument('--tarantool-engine', type=comma_list, metavar='E,…',
+                   help='serve every Tarantool engine on each of these '
+                        'storage engines, in turns: memtx, vinyl (default '
+                        'memtx); each has its own local Tarantool')
     p.add_argument('--packs', type=positive, metavar='N',
                    help='passed to server.py: packs in the generated data set')
     p.add_argument('--delay', type=positive, metavar='MS',
@@ -273,6 +278,14 @@ def settings(argv):
         if not server_accepts('--postgres'):
             fail('--postgres: this server.py has no PostgreSQL option')
         server_env['STICKERS_POSTGRES'] = args.postgres
+    storages = args.tarantool_engine or storage.DEFAULT
+    if [x for x in storages if x not in SITE_ENGINES] or len(
+            set(storages)) != len(storages):
+        fail('--tarantool-engine: a list of %s, each once'
+             % ', '.join(SITE_ENGINES))
+    if args.tarantool and args.tarantool_engine:
+        fail('--tarantool-engine: the Tarantool of --tarantool has the engine '
+             'it was started with; leave out one of them')
     if args.packs:
         server_args += ['--packs', str(args.packs)]
     if args.delay:
@@ -299,7 +312,7 @@ def settings(argv):
         connections=args.connections, duration=args.duration,
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
-        server_args=server_args, server_env=server_env,
+        server_args=server_args, server_env=server_env, storages=storages,
         pin=pinning(args.no_pin, args.workers),
         profile=args.profile, workers=args.workers, limits=args.limits,
         latency=args.latency, rates=args.rates, slo=args.slo,

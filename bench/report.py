@@ -7,6 +7,7 @@ from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .pythons import short
 from .stats import ratio, summarize
+from .storage import storage_of
 
 NGINX = 'nginx'
 FLAG = '⚠'
@@ -52,6 +53,20 @@ def counterpart(name):
     return found[0].name + at + version if found else None
 
 
+def tarantool_rps(table, name, page, mode):
+    """req/s of a PostgreSQL or Redis engine's counterpart (on memtx, when
+    the run had both storage engines), or None."""
+    other = counterpart(name)
+    if other is None:
+        return None
+    plain, at, version = other.partition('@')
+    for candidate in (other, plain + ' (memtx)' + at + version):
+        found = (table.get((candidate, page, mode)) or {}).get('rps')
+        if found:
+            return found
+    return None
+
+
 def ratios(table, name, page, mode):
     """Ratio columns of one row; None where they do not apply."""
     rps = lambda n, p, m: (table.get((n, p, m)) or {}).get('rps')  # noqa: E731
@@ -64,10 +79,11 @@ def ratios(table, name, page, mode):
                   if page in NGINX_PAGES and name != NGINX else None),
         'hello': ratio(mine, paired or rps(bare, page, mode)) if bare else None,
         'ugly': ratio(mine, rps(name, 'ugly', mode)) if page != 'ugly' else None,
-        'tarantool': ratio(mine, rps(counterpart(name), page, mode))
-        if counterpart(name) else None,
+        'tarantool': ratio(mine, tarantool_rps(table, name, page, mode)),
         'pipelined': ratio(mine, rps(name, page, 'plain'))
         if mode == 'pipelined' else None,
+        'vinyl': ratio(mine, rps(name.replace(' (vinyl)', ' (memtx)'), page,
+                                 mode)) if storage_of(name) == 'vinyl' else None,
     }
 
 
@@ -98,7 +114,8 @@ def table_md(headers, rows, numeric=True):
 RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('ugly', '÷ own ugly'),
                  ('tarantool', '÷ same on tarantool'),
-                 ('pipelined', 'pipelined ÷ plain'))
+                 ('pipelined', 'pipelined ÷ plain'),
+                 ('vinyl', 'vinyl ÷ memtx'))
 
 
 def page_table(table, names, page, mode, ceilings=None):

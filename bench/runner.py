@@ -7,7 +7,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import machine, profile, pythons, references, stats, verify, wrk
+from . import machine, profile, pythons, references, stats, storage, verify, wrk
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
@@ -39,6 +39,8 @@ class RunPlan:
     port: int = SITE.port
     server_args: list = field(default_factory=list)
     server_env: dict = field(default_factory=dict)     # database addresses
+    # Tarantool's storage engines, each Tarantool engine served on each
+    storages: list = field(default_factory=lambda: list(storage.DEFAULT))
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False
     workers: int = 1                    # server.py --workers; nginx's too
@@ -113,6 +115,7 @@ class Matrix:
                 'runs': settings.runs, 'wrk_threads': settings.threads,
                 'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
                 'server_args': settings.server_args,
+                'tarantool_engines': settings.storages,
                 'profile': settings.profile,
                 # Processes per engine and for nginx; hello references: 1.
                 'workers': settings.workers,
@@ -138,8 +141,10 @@ class Matrix:
         self.results.update(machine.describe())
         self.hellos = {}    # hello reference name -> its target record
         self.python_of = {}     # target name -> its interpreter's version
+        self.storage_of = {}    # target name -> its Tarantool storage engine
         planned = sum(target_guess(settings, 'engine') * len(
-            settings.where.get(e.name) or [None]) for e in settings.engines)
+            settings.where.get(e.name) or [None]) * len(self.storages(e))
+            for e in settings.engines)
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
         if settings.limits:
@@ -181,27 +186,41 @@ class Matrix:
         self.progress.note('%s: FAILED: %s' % (t['name'], reason.splitlines()[0]))
         self.progress.drop(guess_left)
 
+    def storages(self, engine):
+        """The Tarantool storage engines an engine is served on ([None]
+        for PostgreSQL's)."""
+        from runtime import engines
+        if engines.database(engine) != 'tarantool':
+            return [None]
+        return self.s.storages
+
     def engine(self, engine):
-        """Start the engine once per interpreter, verify each, then time its
-        pages with the runs on different interpreters taking turns; the
-        first one started manages the databases the others use."""
+        """Start the engine once per interpreter (and per Tarantool storage
+        engine), verify each, then time its pages with the runs on
+        different interpreters taking turns; the first one started manages
+        the databases the others use."""
         crew = []       # (target, server, interpreter), started and verified
         refs = {}       # engine target name -> its hello, for the ugly runs
         plan = list(combos(self.s, 'engine'))
         ugly = [m for p, m in plan if p == 'ugly']
         try:
-            for i, python in enumerate(self.s.where.get(engine.name) or
-                                       [pythons.MAIN]):
-                member = self.start_engine(engine, python, i == 0)
-                if member:
-                    crew.append(member)
+            first = True
+            for python in self.s.where.get(engine.name) or [pythons.MAIN]:
+                for kept in self.storages(engine):
+                    member = self.start_engine(engine, python, first, kept)
+                    first = False
+                    if member:
+                        crew.append(member)
             for step, (page, mode) in enumerate(plan):
                 if not crew:
                     return
                 if page == 'ugly' and mode == ugly[0]:
-                    refs = {t['name']: self.hello(engine.framework, engine.loop,
-                                                  python)
-                            for t, _, python in crew}
+                    hellos = {}     # one per interpreter
+                    for t, _, python in crew:
+                        if python not in hellos:
+                            hellos[python] = self.hello(
+                                engine.framework, engine.loop, python)
+                        refs[t['name']] = hellos[python]
                 turn = []
                 for t, server, _ in crew:
                     turn.append((t['name'], server, None))
@@ -210,7 +229,7 @@ class Matrix:
                         turn.append((ref.name, ref, t['name']))
                 dead = self.turns(turn, page, mode)
                 if page == 'ugly' and mode == ugly[-1]:
-                    for ref in refs.values():
+                    for ref in set(refs.values()):
                         if ref:
                             ref.stop()      # idle, but some poll
                     refs = {}
@@ -228,21 +247,28 @@ class Matrix:
                             page, mode, tail(server.log_path)),
                             sum(series_guess(self.s, p) for p, _ in plan[step + 1:]))
         finally:
-            for ref in refs.values():
+            for ref in set(refs.values()):
                 if ref:
                     ref.stop()
             for _, server, _ in reversed(crew):
                 server.stop()
 
-    def start_engine(self, engine, python, first):
-        """(target, server, interpreter) of one interpreter's server.py,
-        started and verified, or None (its target says why)."""
-        name = pythons.label(engine.name, python, self.s.several)
+    def start_engine(self, engine, python, first, kept=None):
+        """(target, server, interpreter) of one interpreter's server.py
+        (with its Tarantool on the storage engine `kept`), started and
+        verified, or None (its target says why)."""
+        name = pythons.label(storage.label(engine.name, kept, self.s.storages),
+                             python, self.s.several)
         t = self.target(name, 'engine')
         t['python'] = self.python_of[name] = python.version
+        args = list(self.s.server_args)
+        if kept:
+            t['tarantool_engine'] = self.storage_of[name] = kept
+            if storage.tagged(self.s.storages):
+                args += ['--tarantool-engine', kept]
         log = self.log(t)
         port = self.s.port if first else free_port()
-        server = EngineServer(engine.name, port, self.s.server_args, log,
+        server = EngineServer(engine.name, port, args, log,
                               self.s.pin['server'], self.s.server_env,
                               python=python.python, label=name)
         t['command'] = server.argv
@@ -452,6 +478,8 @@ class Matrix:
         record = self.wrk(url, page, mode, self.s.warmup)
         record.update(target=name, page=page, mode=mode, run=0, warmup=True,
                       python=self.python_of.get(name))
+        if name in self.storage_of:
+            record['tarantool_engine'] = self.storage_of[name]
         if pair:
             record['pair'] = pair
         self.results['runs'].append(record)
@@ -462,6 +490,8 @@ class Matrix:
         record = self.wrk(url, page, mode, self.s.duration)
         record.update(target=name, page=page, mode=mode, run=run, warmup=False,
                       python=self.python_of.get(name))
+        if name in self.storage_of:
+            record['tarantool_engine'] = self.storage_of[name]
         if pair:
             record['pair'] = pair
         if page == 'vote':

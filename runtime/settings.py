@@ -20,7 +20,10 @@ LOOPBACK = ('127.', '::1', 'localhost')
 # Environment settings that move the local databases' ports (README).
 PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
                     'postgres_port': 'STICKERS_POSTGRES_PORT',
-                    'redis_port': 'STICKERS_REDIS_PORT'}
+                    'redis_port': 'STICKERS_REDIS_PORT',
+                    'tarantool_vinyl_port': 'STICKERS_TARANTOOL_VINYL_PORT'}
+# Tarantool's storage engines for the site's spaces (--tarantool-engine).
+TARANTOOL_ENGINES = ('memtx', 'vinyl')
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,14 @@ class Settings:
     app_user: str = APP_USER
     admin_user: str = ADMIN_USER     # Tarantool's and Redis's data loader
     owner_user: str = OWNER_USER     # PostgreSQL's schema and loader
+    # The local Tarantool's storage engine. Each engine has its own local
+    # instance, port and directory (managed_tarantool_port, tarantool_dir),
+    # so a memtx one's data is never opened as vinyl's, and both may run.
+    tarantool_engine: str = 'memtx'
+    tarantool_vinyl_port: int = 3302
     # The managed Tarantool's expiry (app.lua; Redis's limits likewise):
-    # seconds idle, caps (None: what fits its memory), seconds between
-    # sweeps.
+    # seconds idle, caps (None: what fits its memory; on vinyl 1,000,000),
+    # seconds between sweeps.
     session_ttl: float = 900
     max_sessions: int = None
     max_ballots: int = None
@@ -86,7 +94,11 @@ class Settings:
     images = property(lambda self: os.path.join(self.var, 'img'))
     static = property(lambda self: os.path.join(self.root, 'static'))
     templates = property(lambda self: os.path.join(self.root, 'templates'))
-    tarantool_dir = property(lambda self: os.path.join(self.var, 'tarantool'))
+    tarantool_dir = property(lambda self: os.path.join(self.var, {
+        'memtx': 'tarantool', 'vinyl': 'tarantool-vinyl'}[self.tarantool_engine]))
+    managed_tarantool_port = property(lambda self: {
+        'memtx': self.tarantool_port,
+        'vinyl': self.tarantool_vinyl_port}[self.tarantool_engine])
     postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
     redis_dir = property(lambda self: os.path.join(self.var, 'redis'))
     session_key_file = property(
@@ -122,4 +134,5 @@ def from_environment(settings=DEFAULTS, environ=None):
         for key, name in PORT_ENVIRONMENT.items()})
 
 
-__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'from_environment', 'replace']
+__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'TARANTOOL_ENGINES',
+           'from_environment', 'replace']

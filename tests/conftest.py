@@ -69,19 +69,38 @@ def load_small_dataset(data):
         return pool.submit(asyncio.run, load_small(data)).result()
 
 
-@pytest.fixture(scope='session')
-def tarantool(tmp_path_factory):
-    """A Tarantool instance with the small data set loaded; its expiry fiber
-    stays idle so that tests see their short-lived ballots expire, not go."""
+def loaded_tarantool(directory, engine):
+    """A Tarantool instance on `engine` with the small data set loaded; its
+    expiry fiber stays idle so that tests see their short-lived ballots
+    expire, not go."""
     from data_interface.tarantool.asynctnt_data import AsynctntData
     # Its expiry fiber would race the contract's expiry tests: sweep hourly.
-    server = start_tarantool(str(tmp_path_factory.mktemp('tarantool')),
-                             TNT_SWEEP_EVERY='3600')
+    server = start_tarantool(directory, TNT_SWEEP_EVERY='3600',
+                             TNT_ENGINE=engine)
     try:
         load_small_dataset(AsynctntData(as_admin(tarantool_address(server))))
-        yield server
-    finally:
+    except BaseException:
         server.stop()
+        raise
+    return server
+
+
+@pytest.fixture(scope='session')
+def tarantool(tmp_path_factory):
+    """Tarantool on memtx, the small data set loaded."""
+    server = loaded_tarantool(str(tmp_path_factory.mktemp('tarantool')),
+                              'memtx')
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope='session')
+def tarantool_vinyl(tmp_path_factory):
+    """Tarantool on vinyl, the small data set loaded."""
+    server = loaded_tarantool(str(tmp_path_factory.mktemp('tarantool-vinyl')),
+                              'vinyl')
+    yield server
+    server.stop()
 
 
 # The accounts' passwords of the test Redis, which tests pass around.
@@ -259,21 +278,24 @@ def shared_server(request, start_server):
 class Backend:
     """How the contract suite makes DataInterface objects for one backend:
     new() for the app's account, admin() for the loader's, via(port) for the
-    app's account reaching the database through 127.0.0.1:port (a relay)."""
+    app's account reaching the database through 127.0.0.1:port (a relay);
+    engine: Tarantool's storage engine (None for PostgreSQL)."""
 
-    def __init__(self, new, admin, via):
+    def __init__(self, new, admin, via, engine=None):
         self.new, self.admin, self.via = new, admin, via
+        self.engine = engine
 
 
-def _tarantool_backend(request, mode, driver='asynctnt'):
+def _tarantool_backend(request, mode, driver='asynctnt', engine='memtx'):
     if driver == 'aiotarantool':
         from data_interface.tarantool.aiotarantool_data import (
             AiotarantoolData as Data)
     else:
         from data_interface.tarantool.asynctnt_data import AsynctntData as Data
-    address = tarantool_address(request.getfixturevalue('tarantool'))
+    fixture = 'tarantool' if engine == 'memtx' else 'tarantool_' + engine
+    address = tarantool_address(request.getfixturevalue(fixture))
     return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)),
-                   lambda port: Data(address._replace(port=port), mode))
+                   lambda port: Data(address._replace(port=port), mode), engine)
 
 
 def _postgres_backend(request):
@@ -299,6 +321,10 @@ def _redis_backend(request, mode):
 BACKENDS = {
     'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
     'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
+    'tarantool-vinyl-one': lambda request: _tarantool_backend(
+        request, 'one', engine='vinyl'),
+    'tarantool-vinyl-multi': lambda request: _tarantool_backend(
+        request, 'multi', engine='vinyl'),
     'postgres-pool': _postgres_backend,
     'redis-one': lambda request: _redis_backend(request, 'one'),
     'redis-pool': lambda request: _redis_backend(request, 'pool'),

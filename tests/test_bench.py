@@ -17,6 +17,7 @@ from bench import cli, profile, pythons, references, report, stats, verify
 from bench.charts import label
 from runtime.processes import answers
 from bench.progress import Progress, clock
+from test_local_databases import checkout  # noqa: F401 (a fixture)
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
 QUICK_PAGES = ['ugly', 'good', 'vote']
@@ -116,7 +117,11 @@ def test_ratios_of_a_table():
     }
     assert report.ratios(table, 'e', 'ugly', 'plain') == {
         'nginx': 0.1, 'hello': None, 'ugly': None, 'postgres': None,
-        'pipelined': None}
+        'pipelined': None, 'vinyl': None}
+    table[('e (memtx)', 'good', 'plain')] = {'rps': 800}
+    table[('e (vinyl)', 'good', 'plain')] = {'rps': 200}
+    assert report.ratios(table, 'e (vinyl)', 'good', 'plain')['vinyl'] == 0.25
+    assert report.ratios(table, 'e (memtx)', 'good', 'plain')['vinyl'] is None
     r = report.ratios(table, 'e', 'about', 'plain')
     assert r['ugly'] == 0.5 and r['nginx'] is None  # no nginx about measured
     assert report.ratios(table, 'e', 'ugly', 'pipelined')['pipelined'] == 3.0
@@ -557,3 +562,68 @@ def test_every_bare_hello_starts_and_answers(framework, tmp_path):
     finally:
         server.stop()
     assert verify.failure(checks) is None, checks
+
+
+# --- one quick run on both of Tarantool's storage engines --------------------
+
+def test_bad_tarantool_engines_exit_2(capsys):
+    for argv, message in (
+            (['--tarantool-engine', 'memtx,lmdb'], 'a list of memtx, vinyl'),
+            (['--tarantool-engine', 'vinyl,vinyl'], 'each once'),
+            (['--tarantool-engine', 'vinyl', '--tarantool', '127.0.0.1:3301'],
+             'leave out one of them')):
+        with pytest.raises(SystemExit) as e:
+            cli.settings(argv + ['--engines', 'aiohttp-tarantool-one'])
+        assert e.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_storage_labels():
+    from bench import storage
+    assert storage.label('a-tarantool-one', 'memtx', ['memtx']) == 'a-tarantool-one'
+    assert storage.label('a-tarantool-one', 'vinyl', ['vinyl']) == \
+        'a-tarantool-one (vinyl)'
+    assert storage.untag('a-tarantool-one (vinyl)@3.12') == 'a-tarantool-one@3.12'
+    assert storage.storage_of('a-tarantool-one (memtx)@3.12') == 'memtx'
+    assert storage.storage_of('a-tarantool-one@3.12') is None
+
+
+def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
+    """Each engine on the local Tarantool of each storage engine (a copy
+    of the checkout's, on ports of their own), in turns, rows side by side,
+    recorded per run."""
+    if shutil.which('wrk') is None:
+        pytest.skip('needs wrk (./run.sh setup)')
+    out = tmp_path / 'out'
+    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
+               STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
+    done = subprocess.run(
+        [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
+         '--tarantool-engine', 'memtx,vinyl', '--engines',
+         'aiohttp-tarantool-one', '--pages', 'ugly,good',
+         '--packs', str(TEST_PACKS), '--port', str(free_port()),
+         '--out', str(out)], cwd=checkout, capture_output=True, text=True,
+        timeout=240, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((out / 'results.json').read_text())
+    assert results['settings']['tarantool_engines'] == ['memtx', 'vinyl']
+    names = ['aiohttp-tarantool-one (memtx)', 'aiohttp-tarantool-one (vinyl)']
+    status = {t['name']: t for t in results['targets']}
+    for name, kept in zip(names, ('memtx', 'vinyl')):
+        assert status[name]['status'] == 'ok', status[name]
+        assert status[name]['tarantool_engine'] == kept
+        assert ('--tarantool-engine', kept) == tuple(
+            status[name]['command'][-2:])
+    good = [(r['target'], r['tarantool_engine']) for r in results['runs']
+            if r['page'] == 'good']
+    assert good == list(zip(names, ('memtx', 'vinyl')))
+    md = (out / 'results.md').read_text()
+    section = md.split('### good · plain\n')[1].split('\n## ')[0]
+    rows = [line.split('|')[1].strip() for line in section.splitlines()
+            if line.startswith('| aiohttp-')]
+    assert rows == names
+    assert 'vinyl ÷ memtx' in section.splitlines()[1]
+    # The ugly runs of both took turns with one bare hello.
+    ugly = [r['target'] for r in results['runs']
+            if r['page'] == 'ugly' and r['target'] != 'nginx']
+    assert ugly == [names[0], 'hello-aiohttp', names[1], 'hello-aiohttp']

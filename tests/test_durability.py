@@ -6,6 +6,7 @@ import secrets
 import uuid
 
 import aiohttp
+import pytest
 
 from bench.pagecheck import ballots
 from conftest import (ServerProcess, remove_postgres, start_postgres,
@@ -100,9 +101,10 @@ async def vote_through_a_crash(server, data, crash, restart):
             before, after, vars(tally))
 
 
-async def test_tarantool_killed_loses_no_acknowledged_vote(tmp_path):
+@pytest.mark.parametrize('engine', ['memtx', 'vinyl'])
+async def test_tarantool_killed_loses_no_acknowledged_vote(tmp_path, engine):
     from data_interface.tarantool.asynctnt_data import AsynctntData
-    db = start_tarantool(str(tmp_path / 'db'))
+    db = start_tarantool(str(tmp_path / 'db'), TNT_ENGINE=engine)
     server = None
     try:
         server = ServerProcess(

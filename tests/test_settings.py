@@ -20,6 +20,18 @@ def test_environment_moves_the_ports_and_refuses_bad_ones():
         settings.from_environment(environ={'STICKERS_POSTGRES_PORT': '99999'})
 
 
+def test_each_tarantool_engine_has_its_own_local_port_and_directory():
+    s = settings.from_environment(environ={
+        'STICKERS_TARANTOOL_VINYL_PORT': '4002'})
+    vinyl = settings.replace(s, tarantool_engine='vinyl')
+    assert (s.managed_tarantool_port, vinyl.managed_tarantool_port) == (
+        3301, 4002)
+    assert s.tarantool_dir.endswith('/var/tarantool')
+    assert vinyl.tarantool_dir.endswith('/var/tarantool-vinyl')
+    server = ManagedTarantool(vinyl.tarantool_dir, settings=vinyl)
+    assert (server.port, server.env['TNT_ENGINE']) == (4002, 'vinyl')
+
+
 def test_server_says_what_is_wrong_with_a_port_setting():
     done = subprocess.run(
         [sys.executable, 'server.py', '-e', 'aiohttp-tarantool-one'], cwd=ROOT,
@@ -42,7 +54,8 @@ def test_managed_tarantool_gets_the_expiry_settings(tmp_path):
                          sweep_every=0.5)
     server = ManagedTarantool(str(tmp_path), settings=s,
                               env={'TNT_MAX_BALLOTS': '9'})
-    assert server.env == {'TNT_SESSION_TTL': '30', 'TNT_SWEEP_EVERY': '0.5',
+    assert server.env == {'TNT_ENGINE': 'memtx', 'TNT_SESSION_TTL': '30',
+                          'TNT_SWEEP_EVERY': '0.5',
                           'TNT_MAX_BALLOTS': '9'}
     assert server.port == s.tarantool_port
     assert server.address.user == s.app_user

@@ -17,9 +17,9 @@ from runtime.processes import answers
 from bench.pagecheck import ballots, stat
 
 
-@pytest.fixture
-async def app_connection(tarantool):
-    a = tarantool_address(tarantool)
+@pytest.fixture(params=['tarantool', 'tarantool_vinyl'])
+async def app_connection(request):
+    a = tarantool_address(request.getfixturevalue(request.param))
     conn = asynctnt.Connection(host=a.host, port=a.port, username=a.user,
                                password=a.password)
     await conn.connect()

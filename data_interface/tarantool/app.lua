@@ -1,7 +1,8 @@
 -- The sticker site's app module: schema, stored functions (globals, which
 -- box.schema.func names) and the expiry fiber. Loaded by instance.lua after
--- box.cfg; start() sets the expiry limits and starts the fiber. Every page
--- operation is one call of a function below.
+-- box.cfg; start() makes the schema on its storage engine (memtx or vinyl),
+-- sets the expiry limits and starts the fiber. Every page operation is one
+-- call of a function below.
 local fiber = require('fiber')
 local digest = require('digest')
 local log = require('log')
@@ -9,7 +10,8 @@ local log = require('log')
 local M = {}
 
 -- Set by start().
-local SESSION_TTL, SWEEP_EVERY, MAX_SESSIONS, MAX_BALLOTS
+local ENGINE, SESSION_TTL, SWEEP_EVERY, MAX_SESSIONS, MAX_BALLOTS
+local stickers, packs, ballots, sessions, server
 
 -- Caps that fit memtx_memory. Measured on 2.6 with maximal strings, indexes
 -- and slab overhead included: a session takes about 520 bytes of the quota, a
@@ -20,6 +22,8 @@ local function cap(wanted, share, bytes)
     local fits = math.floor(box.cfg.memtx_memory * share / bytes)
     return math.min(wanted or fits, fits)
 end
+-- vinyl keeps them on disk: its caps are settings, not what memory holds.
+local VINYL_CAP = 1000000
 -- Above this share of the quota in use, the expiry fiber drops the oldest
 -- sessions and ballots without waiting for their time.
 local HIGH_WATER = 0.85
@@ -28,8 +32,9 @@ local HIGH_WATER = 0.85
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL = 100, 3600
 
-box.once('stickers-schema-v1', function()
-    local s = box.schema.space.create('stickers', {format = {
+-- Every space on one engine: a transaction may not span two.
+local function create_schema(engine)
+    local s = box.schema.space.create('stickers', {engine = engine, format = {
         {'id', 'unsigned'}, {'pack', 'string'}, {'image', 'string'},
         {'rating', 'integer'}, {'votes_plus', 'unsigned'},
         {'votes_minus', 'unsigned'}}})
@@ -37,32 +42,28 @@ box.once('stickers-schema-v1', function()
     s:create_index('rating', {parts = {'rating', 'id'}})
     s:create_index('pack', {parts = {'pack', 'id'}})
 
-    s = box.schema.space.create('packs', {format = {
+    s = box.schema.space.create('packs', {engine = engine, format = {
         {'name', 'string'}, {'title', 'string'}}})
     s:create_index('primary', {parts = {'name'}})
 
-    s = box.schema.space.create('ballots', {format = {
+    s = box.schema.space.create('ballots', {engine = engine, format = {
         {'token', 'string'}, {'session', 'string'}, {'sticker', 'unsigned'},
         {'partner', 'string'}, {'deadline', 'number'}}})
     s:create_index('primary', {parts = {'token'}})
     s:create_index('deadline', {parts = {'deadline'}, unique = false})
 
-    s = box.schema.space.create('sessions', {format = {
+    s = box.schema.space.create('sessions', {engine = engine, format = {
         {'uuid', 'string'}, {'last_seen', 'number'}, {'visits', 'unsigned'},
         {'ip', 'string'}, {'user_agent', 'string'}}})
     s:create_index('primary', {parts = {'uuid'}})
     s:create_index('last_seen', {parts = {'last_seen'}, unique = false})
 
-    s = box.schema.space.create('server', {format = {
+    s = box.schema.space.create('server', {engine = engine, format = {
         {'id', 'unsigned'}, {'users', 'unsigned'}, {'views', 'unsigned'},
         {'votes', 'unsigned'}}})
     s:create_index('primary', {parts = {'id'}})
     s:insert{1, 0, 0, 0}
-end)
-
-local stickers, packs = box.space.stickers, box.space.packs
-local ballots, sessions = box.space.ballots, box.space.sessions
-local server = box.space.server
+end
 
 -- Seed LuaJIT's generator from the OS so pairs differ between restarts.
 do
@@ -71,9 +72,9 @@ do
 end
 
 -- Pack titles by pack name, looked up once: packs change only when a data
--- set loads, and any change to the space empties the table.
+-- set loads, and any change to the space (start() sets the trigger)
+-- empties the table.
 local titles = {}
-packs:on_replace(function() titles = {} end)
 
 local function card(t)
     local title = titles[t[2]]
@@ -128,24 +129,87 @@ local function check_integer(value, low, high, what)
     end
 end
 
+-- Tuples per space. memtx: space:len(), exact and cheap. vinyl has no
+-- exact len(), and count() reads the whole space: its counts are taken once
+-- by start(), then moved by what each committed transaction inserted and
+-- deleted (every write goes through the functions here).
+local counts = {}
+
+local function size(space, change)
+    if ENGINE == 'memtx' then return space:len() end
+    return counts[space.name] + (change[space.name] or 0)
+end
+
+local function changed(change, space, n)
+    change[space.name] = (change[space.name] or 0) + n
+end
+
+-- A transaction: fn(change, ...) between box.begin() and box.commit().
+-- memtx runs it whole, with no yield inside. vinyl may yield on a read, and
+-- aborts a transaction that read what another one wrote meanwhile: it
+-- changed nothing, so it runs again from the start, reads included, up to
+-- RETRIES times; then the call fails (503). At least one of a set of
+-- conflicting transactions commits each round.
+local RETRIES = 100
+
+local function conflict(err)
+    return type(err) == 'cdata' and err.code == box.error.TRANSACTION_CONFLICT
+end
+
+local function atomically(fn, ...)
+    for attempt = 1, RETRIES do
+        local change = {}
+        box.begin()
+        local ok, result = pcall(fn, change, ...)
+        local committed, err = ok, result
+        if ok then committed, err = pcall(box.commit) end
+        if committed then
+            for name, n in pairs(change) do
+                counts[name] = (counts[name] or 0) + n
+            end
+            return result
+        end
+        box.rollback()
+        if not conflict(err) or attempt == RETRIES then error(err) end
+    end
+end
+
+-- Delete the tuple of `key` if it is there; 1 if it was. vinyl's delete
+-- says nothing, and reads the old tuple anyway (for the secondary
+-- indexes): the get costs little more, and makes the delete conflict
+-- with a concurrent one.
+local function remove(change, space, key)
+    if space:get(key) == nil then return 0 end
+    space:delete(key)
+    changed(change, space, -1)
+    return 1
+end
+
 -- Make room for `n` more tuples in a full space: drop its oldest ones
--- (by `index`) in the caller's transaction, so the cap holds at all times.
+-- (by `index`) in the caller's transaction, so the cap holds at all times
+-- (on vinyl, give or take the transactions in flight).
 -- A dropped tuple stays allocated while Lua refers to it (here, until the
 -- collector runs), so a full space collects every GC_EVERY drops: else a
 -- batch of visits, which makes little other garbage, could run out of
 -- memory on tuples already gone.
 local GC_EVERY, dropped = 1000, 0
-local function make_room(space, index, cap, n)
-    for _ = 1, space:len() + n - cap do
+local function make_room(change, space, index, cap, n)
+    for _ = 1, size(space, change) + n - cap do
         local oldest = index:min()
         if oldest == nil then return end
-        space:delete(oldest[1])
+        remove(change, space, oldest[1])
         dropped = dropped + 1
     end
     if dropped >= GC_EVERY then
         dropped = 0
         collectgarbage('collect')
     end
+end
+
+-- The site's counters (users, views, votes): upserts, which read nothing,
+-- so on vinyl the transactions that move them do not conflict on them.
+local function count(ops)
+    server:upsert({1, 0, 0, 0}, ops)
 end
 
 -- At most this many visits per record_visits call.
@@ -165,22 +229,25 @@ function record_visits(visits)
         check_visit(v[1], v[2], v[3])
     end
     if #visits == 0 then return 0 end
-    local now, new = fiber.time(), 0
-    box.begin()
-    for _, v in ipairs(visits) do
-        local uuid = v[1]
-        if sessions:get(uuid) == nil then
-            make_room(sessions, sessions.index.last_seen, MAX_SESSIONS, 1)
-            sessions:insert{uuid, now, 1, v[2], v[3]}
-            new = new + 1
-        else
-            sessions:update(uuid, {{'=', 2, now}, {'+', 3, 1}, {'=', 4, v[2]},
-                                   {'=', 5, v[3]}})
+    local now = fiber.time()
+    return atomically(function(change)
+        local new = 0
+        for _, v in ipairs(visits) do
+            local uuid = v[1]
+            if sessions:get(uuid) == nil then
+                make_room(change, sessions, sessions.index.last_seen,
+                          MAX_SESSIONS, 1)
+                sessions:insert{uuid, now, 1, v[2], v[3]}
+                changed(change, sessions, 1)
+                new = new + 1
+            else
+                sessions:update(uuid, {{'=', 2, now}, {'+', 3, 1},
+                                       {'=', 4, v[2]}, {'=', 5, v[3]}})
+            end
         end
-    end
-    server:update(1, {{'+', 2, new}, {'+', 3, #visits}})
-    box.commit()
-    return #visits
+        count{{'+', 2, new}, {'+', 3, #visits}}
+        return #visits
+    end)
 end
 
 -- A random existing sticker id other than `other`: a random key up to the
@@ -206,18 +273,19 @@ function sticker_pair(uuid, token_a, token_b, ttl)
     if type(ttl) ~= 'number' or not (ttl > 0 and ttl <= MAX_TTL) then
         refuse('ttl must be a number of seconds in (0, ' .. MAX_TTL .. ']')
     end
-    if stickers:len() < 2 then
+    if size(stickers, {}) < 2 then
         box.error{code = box.error.PROC_LUA,
                   reason = 'fewer than two stickers loaded'}
     end
     local a = random_sticker(nil)
     local b = random_sticker(a[1])
     local deadline = fiber.time() + ttl
-    box.begin()
-    make_room(ballots, ballots.index.deadline, MAX_BALLOTS, 2)
-    ballots:insert{token_a, uuid, a[1], token_b, deadline}
-    ballots:insert{token_b, uuid, b[1], token_a, deadline}
-    box.commit()
+    atomically(function(change)
+        make_room(change, ballots, ballots.index.deadline, MAX_BALLOTS, 2)
+        ballots:insert{token_a, uuid, a[1], token_b, deadline}
+        ballots:insert{token_b, uuid, b[1], token_a, deadline}
+        changed(change, ballots, 2)
+    end)
     -- Read again: a vote may have changed them while the commit waited.
     return {card(stickers:get(a[1])), card(stickers:get(b[1]))}
 end
@@ -226,23 +294,26 @@ function cast_vote(uuid, win_token, lose_token)
     check_uuid(uuid)
     check_token(win_token)
     check_token(lose_token)
-    local win, lose = ballots:get(win_token), ballots:get(lose_token)
-    if win == nil or lose == nil or win_token == lose_token then
-        return 'unknown'
-    end
-    if win[4] ~= lose_token or lose[4] ~= win_token then return 'not_pair' end
-    if win[2] ~= uuid then return 'foreign' end
-    if win[5] < fiber.time() then return 'expired' end
-    -- No yield between the checks above and the deletes below, so a second
-    -- call with the same tokens finds them gone.
-    box.begin()
-    ballots:delete(win_token)
-    ballots:delete(lose_token)
-    stickers:update(win[3], {{'+', 4, 1}, {'+', 5, 1}})
-    stickers:update(lose[3], {{'-', 4, 1}, {'+', 6, 1}})
-    server:update(1, {{'+', 4, 1}})
-    box.commit()
-    return 'ok'
+    -- The checks read in the transaction that deletes the ballots: a second
+    -- call with the same tokens finds them gone (memtx: no yield between;
+    -- vinyl: the later of two such transactions conflicts and runs again).
+    return atomically(function(change)
+        local win, lose = ballots:get(win_token), ballots:get(lose_token)
+        if win == nil or lose == nil or win_token == lose_token then
+            return 'unknown'
+        end
+        if win[4] ~= lose_token or lose[4] ~= win_token then
+            return 'not_pair'
+        end
+        if win[2] ~= uuid then return 'foreign' end
+        if win[5] < fiber.time() then return 'expired' end
+        remove(change, ballots, win_token)
+        remove(change, ballots, lose_token)
+        stickers:update(win[3], {{'+', 4, 1}, {'+', 5, 1}})
+        stickers:update(lose[3], {{'-', 4, 1}, {'+', 6, 1}})
+        count{{'+', 4, 1}}
+        return 'ok'
+    end)
 end
 
 local function ranked(count, iterator)
@@ -263,8 +334,9 @@ end
 
 function site_stats()
     local counters = server:get(1)
-    return {packs:len(), stickers:len(), counters[2], counters[3],
-            counters[4], sessions:len(), ballots:len()}
+    local none = {}
+    return {size(packs, none), size(stickers, none), counters[2], counters[3],
+            counters[4], size(sessions, none), size(ballots, none)}
 end
 
 function list_packs()
@@ -302,22 +374,31 @@ end
 -- requests/s from 5 to 18 ms meanwhile.
 local SWEEP_BATCH, SWEEP_PAUSE = 100, 0.001
 
+-- A tuple found is deleted only if its key field is still what the scan
+-- saw: on vinyl the scan may yield, and a visit meanwhile may have made an
+-- idle session fresh again.
 local function sweep(space, index, limit, cap, pause)
     local removed = 0
+    local fieldno = index.parts[1].fieldno
     while true do
-        local over = space:len() - cap
-        local keys = {}
+        local over = size(space, {}) - cap
+        local found = {}
         for _, t in index:pairs(nil, {iterator = 'GE'}) do
-            if #keys >= SWEEP_BATCH then break end
-            local key_field = t[index.parts[1].fieldno]
-            if key_field >= limit and #keys >= over then break end
-            keys[#keys + 1] = t[1]
+            if #found >= SWEEP_BATCH then break end
+            if t[fieldno] >= limit and #found >= over then break end
+            found[#found + 1] = {t[1], t[fieldno]}
         end
-        if #keys == 0 then return removed end
-        box.begin()
-        for _, key in ipairs(keys) do space:delete(key) end
-        box.commit()
-        removed = removed + #keys
+        if #found == 0 then return removed end
+        removed = removed + atomically(function(change)
+            local n = 0
+            for _, f in ipairs(found) do
+                local t = space:get(f[1])
+                if t ~= nil and t[fieldno] == f[2] then
+                    n = n + remove(change, space, f[1])
+                end
+            end
+            return n
+        end)
         if pause > 0 then fiber.sleep(pause) else fiber.yield() end
     end
 end
@@ -363,7 +444,7 @@ end
 -- effect. Index memory is not always given back, so a quarter of each cap
 -- is kept whatever the figure says.
 local function shed()
-    if memory_used() <= HIGH_WATER then return end
+    if ENGINE ~= 'memtx' or memory_used() <= HIGH_WATER then return end
     -- Deleted tuples stay allocated while Lua objects still refer to them.
     collectgarbage('collect')
     local used = memory_used()
@@ -378,20 +459,32 @@ local function shed()
 end
 
 function load_stickers(pack_rows, sticker_rows)
-    box.begin()
-    for _, p in ipairs(pack_rows) do
-        if packs:get(p[1]) == nil then packs:insert(p) end
-    end
-    local inserted = 0
-    for _, s in ipairs(sticker_rows) do
-        if stickers:get(s[1]) == nil then
-            stickers:insert(s)
-            inserted = inserted + 1
+    local ok, inserted = pcall(atomically, function(change)
+        for _, p in ipairs(pack_rows) do
+            if packs:get(p[1]) == nil then
+                packs:insert(p)
+                changed(change, packs, 1)
+            end
         end
-    end
-    box.commit()
+        local n = 0
+        for _, s in ipairs(sticker_rows) do
+            if stickers:get(s[1]) == nil then
+                stickers:insert(s)
+                n = n + 1
+            end
+        end
+        changed(change, stickers, n)
+        return n
+    end)
     titles = {}     -- a rolled back change may have filled it
+    if not ok then error(inserted) end
     return inserted
+end
+
+-- The storage engine of the site's spaces (server.py checks the one it
+-- asked for).
+function storage_engine()
+    return ENGINE
 end
 
 M.APP_FUNCTIONS = {'record_visits', 'sticker_pair', 'cast_vote',
@@ -399,17 +492,46 @@ M.APP_FUNCTIONS = {'record_visits', 'sticker_pair', 'cast_vote',
     'get_sticker'}
 -- Not for the app: the expiry fiber sweeps (expire(0, 0, 0) would empty
 -- every session), limits() is for tests and operators.
-M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits'}
+M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits', 'storage_engine'}
 
--- config: session_ttl and sweep_every (seconds), max_sessions and
--- max_ballots (nil: what fits memtx_memory; never more).
+-- config: engine ('memtx' or 'vinyl', of new spaces; existing ones must be
+-- on it), session_ttl and sweep_every (seconds), max_sessions and
+-- max_ballots (memtx: nil for what fits memtx_memory, never more; vinyl:
+-- nil for VINYL_CAP).
 function M.start(config)
+    local engine = config.engine or 'memtx'
+    if engine ~= 'memtx' and engine ~= 'vinyl' then
+        error(string.format('engine must be memtx or vinyl, not %q', engine), 0)
+    end
+    box.once('stickers-schema-v1', create_schema, engine)
+    local found = box.space.stickers.engine
+    if found ~= engine then
+        error(string.format('the site\'s spaces here are on %s, not %s: a '
+                            .. 'data directory keeps the engine it was made '
+                            .. 'with (start it on %s, or use another '
+                            .. 'directory for %s)', found, engine, found,
+                            engine), 0)
+    end
+    ENGINE = engine
+    stickers, packs = box.space.stickers, box.space.packs
+    ballots, sessions = box.space.ballots, box.space.sessions
+    server = box.space.server
+    packs:on_replace(function() titles = {} end)
     SESSION_TTL = config.session_ttl
     SWEEP_EVERY = config.sweep_every
-    MAX_SESSIONS = cap(config.max_sessions, 0.5, SESSION_BYTES)
-    MAX_BALLOTS = cap(config.max_ballots, 0.25, BALLOT_BYTES)
-    log.info('limits: sessions idle %d s, at most %d sessions and %d ballots',
-             SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
+    if ENGINE == 'memtx' then
+        MAX_SESSIONS = cap(config.max_sessions, 0.5, SESSION_BYTES)
+        MAX_BALLOTS = cap(config.max_ballots, 0.25, BALLOT_BYTES)
+    else
+        MAX_SESSIONS = config.max_sessions or VINYL_CAP
+        MAX_BALLOTS = config.max_ballots or VINYL_CAP
+        -- Once, before the instance listens: count() reads every tuple.
+        for _, space in ipairs{stickers, packs, ballots, sessions} do
+            counts[space.name] = space:count()
+        end
+    end
+    log.info('%s: sessions idle %d s, at most %d sessions and %d ballots',
+             ENGINE, SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)
     fiber.create(function()
         fiber.name('expiry')
         local next_sweep = fiber.clock() + SWEEP_EVERY

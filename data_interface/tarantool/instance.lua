@@ -21,13 +21,21 @@ if APP_PASSWORD == nil or ADMIN_PASSWORD == nil then
     os.exit(1)
 end
 -- listen is set at the end, once the accounts' passwords are.
+-- The storage engine of the site's spaces: memtx (in memory) or vinyl (on
+-- disk). A data directory keeps the one it was made with.
+local ENGINE = env('TNT_ENGINE', 'memtx')
 box.cfg{
     memtx_dir = dir,
+    vinyl_dir = dir,
     wal_dir = dir,
     pid_file = env('TNT_PID_FILE', nil),
     log = env('TNT_LOG', nil),
     log_level = tonumber(env('TNT_LOG_LEVEL', '5')),
     memtx_memory = tonumber(env('TNT_MEMTX_MEMORY', tostring(1024 * 1024 * 1024))),
+    -- vinyl: its in-memory level (writes wait for a dump when it is full)
+    -- and its cache of disk pages; Tarantool's defaults, 128 MB each.
+    vinyl_memory = tonumber(env('TNT_VINYL_MEMORY', tostring(128 * 1024 * 1024))),
+    vinyl_cache = tonumber(env('TNT_VINYL_CACHE', tostring(128 * 1024 * 1024))),
     checkpoint_interval = 600,
     -- A snapshot after 64 MB of log too: recovery replays less at start.
     checkpoint_wal_threshold = tonumber(env('TNT_CHECKPOINT_WAL_THRESHOLD',
@@ -71,12 +79,17 @@ local app = require('app')
 
 -- Defaults for an instance run by hand; server.py's managed instance gets
 -- the settings of settings.py.
-app.start{
+local started, why = pcall(app.start, {
+    engine = ENGINE,
     session_ttl = tonumber(env('TNT_SESSION_TTL', '900')),
     sweep_every = tonumber(env('TNT_SWEEP_EVERY', '5')),
     max_sessions = tonumber(env('TNT_MAX_SESSIONS', nil)),
     max_ballots = tonumber(env('TNT_MAX_BALLOTS', nil)),
-}
+})
+if not started then
+    log.error('refusing to start: %s', why)
+    os.exit(1)
+end
 
 -- Users are (re)configured on every start so passwords follow the settings.
 box.once('stickers-users-v1', function()

@@ -91,3 +91,8 @@ class Procedures(DataInterface):
 
     async def load_batch(self, packs, stickers):
         return await self._call('load_stickers', [packs, stickers])
+
+    async def storage_engine(self):
+        """'memtx' or 'vinyl': where the site's spaces are (the loader's
+        account only)."""
+        return await self._call('storage_engine', [])

@@ -20,7 +20,7 @@ from ..supervise import Backoff, cancel
 from .load import load_if_empty
 from .postgres import ManagedPostgres
 from .redis import ManagedRedis
-from .tarantool import ManagedTarantool
+from .tarantool import ManagedTarantool, check_engine
 
 log = logging.getLogger('databases')
 
@@ -86,7 +86,8 @@ class Databases:
         s = self.settings
         if self.tarantool_address is None:
             server = managed('tarantool', s.tarantool_dir, settings=s)
-            if not await self._blocking(answers, s.db_host, s.tarantool_port):
+            port = s.managed_tarantool_port
+            if not await self._blocking(answers, s.db_host, port):
                 await self._start(server)
             elif await self._blocking(server.adopt):
                 self.managed.append(server)
@@ -95,9 +96,12 @@ class Databases:
                 self.tarantool_address = found
                 self.tarantool_admin = as_admin(found, server.found_address(
                     s.admin_user).password)
+                await check_engine(self.tarantool_admin, s.tarantool_engine)
                 return found
             self.tarantool_address = server.address
             self.tarantool_admin = server.admin_address
+            # Started here, instance.lua checked it; adopted, it may not have.
+            await check_engine(self.tarantool_admin, s.tarantool_engine)
         elif self.tarantool_admin is None:
             self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address

@@ -29,14 +29,40 @@ INSTANCE_LUA = os.path.join(ROOT, 'data_interface', 'tarantool',
 
 
 def instance_env(settings):
-    """app.lua's expiry settings, as its TNT_* environment."""
-    env = {'TNT_SESSION_TTL': '%g' % settings.session_ttl,
+    """app.lua's storage engine and expiry settings, as its TNT_*
+    environment."""
+    env = {'TNT_ENGINE': settings.tarantool_engine,
+           'TNT_SESSION_TTL': '%g' % settings.session_ttl,
            'TNT_SWEEP_EVERY': '%g' % settings.sweep_every}
     if settings.max_sessions is not None:
         env['TNT_MAX_SESSIONS'] = str(settings.max_sessions)
     if settings.max_ballots is not None:
         env['TNT_MAX_BALLOTS'] = str(settings.max_ballots)
     return env
+
+
+async def check_engine(admin_address, wanted):
+    """RuntimeError unless the site's spaces of the Tarantool at
+    admin_address (the loader's account) are on the storage engine
+    `wanted`: one found answering on a local port may be another engine's."""
+    from data_interface import DataUnavailable
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    data = AsynctntData(admin_address)
+    try:
+        await data.start()
+        try:
+            found = await data.storage_engine()
+        finally:
+            await data.close()
+    except DataUnavailable as e:
+        raise RuntimeError('cannot tell the storage engine of the Tarantool '
+                           'at %s:%d: %s' % (admin_address.host,
+                                             admin_address.port, e))
+    if found != wanted:
+        raise RuntimeError(
+            'the Tarantool at %s:%d keeps the site on %s, not %s: stop it, or '
+            'ask for --tarantool-engine %s' % (
+                admin_address.host, admin_address.port, found, wanted, found))
 
 
 class ManagedTarantool(LocalDatabase):
@@ -48,7 +74,7 @@ class ManagedTarantool(LocalDatabase):
         """env: TNT_* settings over those of `settings` (tests)."""
         super().__init__(directory)
         self.host = host or settings.db_host
-        self.port = port or settings.tarantool_port
+        self.port = port or settings.managed_tarantool_port
         self.users = settings.app_user, settings.admin_user
         self.env = dict(instance_env(settings), **(env or {}))
         self.process = None
@@ -136,8 +162,8 @@ class ManagedTarantool(LocalDatabase):
         logged = self._log_offset
         while not self._ready():
             if self.process.poll() is not None:
-                raise RuntimeError('Tarantool %s; see %s' % (
-                    ended(self.process), self.log_file))
+                raise RuntimeError('Tarantool %s%s; see %s' % (
+                    ended(self.process), self._refusal(), self.log_file))
             size = self._log_size()
             if size != logged:
                 logged, deadline = size, time.monotonic() + timeout
@@ -156,6 +182,19 @@ class ManagedTarantool(LocalDatabase):
             return os.path.getsize(self.log_file)
         except OSError:
             return 0
+
+    def _refusal(self):
+        """': why' when instance.lua refused to start (a data directory of
+        another engine, no passwords), else ''."""
+        try:
+            with open(self.log_file, 'rb') as f:
+                f.seek(self._log_offset)
+                said = f.read().decode('utf-8', 'replace')
+        except OSError:
+            return ''
+        found = [line.split('refusing to start: ', 1)[1].strip()
+                 for line in said.splitlines() if 'refusing to start: ' in line]
+        return ': ' + found[-1] if found else ''
 
     def _ready(self):
         try:

@@ -1,0 +1,162 @@
+"""Tarantool on vinyl: server.py's local instance on it, data directories
+kept to the engine they were made with, and its caps, which are settings
+rather than what memory holds. The contract suite runs on vinyl too."""
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+import dataset
+from conftest import (TEST_PACKS, ServerProcess, free_port, start_tarantool,
+                      tarantool_address)
+from data_interface import Visit, VoteOutcome
+from data_interface.address import as_admin
+from data_interface.tarantool.asynctnt_data import AsynctntData
+from runtime.databases.tarantool import ManagedTarantool
+from runtime.settings import DEFAULTS, replace
+from test_local_databases import checkout, ports  # noqa: F401 (a fixture)
+from test_tarantool import first_vote
+
+
+def local_ports():
+    return dict(ports(), STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
+
+
+async def storage_engine(address):
+    admin = AsynctntData(address)
+    await admin.start()
+    try:
+        return await admin.storage_engine()
+    finally:
+        await admin.close()
+
+
+async def test_server_starts_its_tarantool_on_vinyl(checkout, tmp_path):  # noqa: F811
+    env = local_ports()
+    site = ServerProcess('aiohttp-tarantool-one', ['--tarantool-engine', 'vinyl'],
+                         str(tmp_path / 'server.log'), root=checkout, env=env)
+    try:
+        _, voted = await first_vote(site.url)
+        assert voted['votes_plus'] >= 1
+        from conftest import fetch
+        status, _, text = await fetch(site.url + '/good')
+        assert status == 200 and 'rating' in text
+        s = replace(DEFAULTS, root=checkout, tarantool_engine='vinyl',
+                    tarantool_vinyl_port=int(env['STICKERS_TARANTOOL_VINYL_PORT']))
+        server = ManagedTarantool(s.tarantool_dir, settings=s)
+        assert await storage_engine(server.admin_address) == 'vinyl'
+    finally:
+        assert site.stop() == 0, site.output()
+    assert 'starting Tarantool on 127.0.0.1:%s' % env[
+        'STICKERS_TARANTOOL_VINYL_PORT'] in site.output()
+    var = os.path.join(checkout, 'var')
+    assert os.path.isdir(os.path.join(var, 'tarantool-vinyl'))
+    assert not os.path.exists(os.path.join(var, 'tarantool'))
+
+
+def test_a_data_directory_keeps_its_engine(tmp_path):
+    """memtx's spaces opened as vinyl (or the reverse): the instance refuses
+    to start, and says why."""
+    directory = str(tmp_path / 'db')
+    start_tarantool(directory, TNT_ENGINE='memtx').stop()
+    with pytest.raises(RuntimeError, match='on memtx, not vinyl'):
+        start_tarantool(directory, TNT_ENGINE='vinyl')
+    directory = str(tmp_path / 'db2')
+    start_tarantool(directory, TNT_ENGINE='vinyl').stop()
+    with pytest.raises(RuntimeError, match='on vinyl, not memtx'):
+        start_tarantool(directory, TNT_ENGINE='memtx')
+
+
+def test_a_tarantool_found_on_the_other_engine_is_refused(checkout):  # noqa: F811
+    """A memtx instance answers at the local vinyl port, with the passwords
+    of var/tarantool-vinyl (managed by another process, so not adopted):
+    server.py --tarantool-engine vinyl says so and exits, serving nothing."""
+    env = local_ports()
+    s = replace(DEFAULTS, root=checkout, tarantool_engine='vinyl')
+    db = ManagedTarantool(s.tarantool_dir, port=int(
+        env['STICKERS_TARANTOOL_VINYL_PORT']), env={'TNT_ENGINE': 'memtx'})
+    db.start()
+    try:
+        result = subprocess.run(
+            [sys.executable, os.path.join(checkout, 'server.py'), '-e',
+             'aiohttp-tarantool-one', '-p', str(free_port()),
+             '--tarantool-engine', 'vinyl'],
+            cwd=checkout, capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, **env))
+    finally:
+        db.stop()
+    assert result.returncode == 1, result.stderr
+    assert 'keeps the site on memtx, not vinyl' in result.stderr
+    assert 'Traceback' not in result.stderr
+
+
+async def test_vinyl_caps_are_settings(tmp_path):
+    """By default 1,000,000 sessions and ballots; given ones are kept, and
+    concurrent calls past them (conflicting on the oldest rows) all succeed
+    and leave the tables at the caps; the counts survive a restart, where
+    they are counted again."""
+    directory = str(tmp_path / 'db')
+    db = start_tarantool(directory, TNT_ENGINE='vinyl')
+    try:
+        admin = AsynctntData(as_admin(tarantool_address(db)))
+        await admin.start()
+        try:
+            assert (await admin._call('limits', []))[1:] == [10 ** 6, 10 ** 6]
+        finally:
+            await admin.close()
+    finally:
+        db.stop()
+    db = start_tarantool(directory, TNT_ENGINE='vinyl', TNT_MAX_SESSIONS='300',
+                         TNT_MAX_BALLOTS='400')
+    try:
+        admin = AsynctntData(as_admin(tarantool_address(db)))
+        await admin.start()
+        try:
+            await admin.load(dataset.generate(packs=TEST_PACKS))
+        finally:
+            await admin.close()
+        data = AsynctntData(tarantool_address(db))
+        await data.start()
+        try:
+            for _ in range(4):
+                visits = [Visit(str(uuid.uuid4()), '127.0.0.1', 'test')
+                          for _ in range(100)]
+                await asyncio.gather(*[data.record_visits(visits[i::5])
+                                       for i in range(5)])
+                await asyncio.gather(*[data.sticker_pair(
+                    v.session, (uuid.uuid4().hex[:22], uuid.uuid4().hex[:22]),
+                    600) for v in visits])
+            stats = await data.stats()
+            assert (stats.sessions, stats.ballots) == (300, 400)
+            v = visits[-1]
+            win, lose = uuid.uuid4().hex[:22], uuid.uuid4().hex[:22]
+            await data.sticker_pair(v.session, (win, lose), 600)
+            assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+            before = await data.stats()
+        finally:
+            await data.close()
+    finally:
+        db.stop()
+    # A snapshot at start (the log is past the threshold) writes the rows
+    # to disk and no cache keeps them: reads yield, so the transactions
+    # below overlap, conflict, and run again.
+    db = start_tarantool(directory, TNT_ENGINE='vinyl', TNT_MAX_SESSIONS='300',
+                         TNT_MAX_BALLOTS='400', TNT_VINYL_CACHE='0',
+                         TNT_CHECKPOINT_WAL_THRESHOLD=str(64 * 1024))
+    try:
+        data = AsynctntData(tarantool_address(db))
+        await data.start()
+        try:
+            assert await data.stats() == before
+            await asyncio.gather(*[data.record_visits(visits[i:] + visits[:i])
+                                   for i in range(0, 100, 10)])
+            after = await data.stats()
+            assert (after.users, after.views, after.sessions) == (
+                before.users, before.views + 1000, 300)
+        finally:
+            await data.close()
+    finally:
+        db.stop()
