@@ -116,7 +116,7 @@ def test_ratios_of_a_table():
         ('nginx', 'ugly', 'plain'): {'rps': 10000},
     }
     assert report.ratios(table, 'e', 'ugly', 'plain') == {
-        'nginx': 0.1, 'hello': None, 'ugly': None, 'postgres': None,
+        'nginx': 0.1, 'hello': None, 'ugly': None, 'tarantool': None,
         'pipelined': None, 'vinyl': None}
     table[('e (memtx)', 'good', 'plain')] = {'rps': 800}
     table[('e (vinyl)', 'good', 'plain')] = {'rps': 200}
@@ -126,6 +126,21 @@ def test_ratios_of_a_table():
     assert r['ugly'] == 0.5 and r['nginx'] is None  # no nginx about measured
     assert report.ratios(table, 'e', 'ugly', 'pipelined')['pipelined'] == 3.0
     assert report.ratios(table, 'nginx', 'ugly', 'plain')['nginx'] is None
+
+
+def test_postgres_and_redis_are_divided_by_tarantool_on_memtx():
+    table = {('aiohttp-tarantool-one (memtx)', 'good', 'plain'): {'rps': 800},
+             ('aiohttp-tarantool-one (vinyl)', 'good', 'plain'): {'rps': 100},
+             ('aiohttp-redis-one', 'good', 'plain'): {'rps': 400},
+             ('aiohttp-postgres-pool', 'good', 'plain'): {'rps': 200}}
+    for name, expected in (('aiohttp-redis-one', 0.5),
+                           ('aiohttp-postgres-pool', 0.25)):
+        assert report.ratios(table, name, 'good', 'plain')['tarantool'] == \
+            expected
+    del table[('aiohttp-tarantool-one (memtx)', 'good', 'plain')]
+    table[('aiohttp-tarantool-one', 'good', 'plain')] = {'rps': 400}
+    assert report.ratios(table, 'aiohttp-redis-one', 'good',
+                         'plain')['tarantool'] == 1.0
 
 
 def test_an_engine_ugly_is_divided_by_its_own_framework_and_loop_hello():
