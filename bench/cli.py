@@ -118,6 +118,7 @@ def parser():
     p.add_argument('--tarantool', metavar='[USER:PASS@]HOST:PORT',
                    help='passed to server.py')
     p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
+    p.add_argument('--redis', metavar='URL', help='passed to server.py')
     p.add_argument('--tarantool-engine', type=comma_list, metavar='E,…',
                    help='serve every Tarantool engine on each of these '
                         'storage engines, in turns: memtx, vinyl (default '
@@ -278,6 +279,15 @@ def settings(argv):
         if not server_accepts('--postgres'):
             fail('--postgres: this server.py has no PostgreSQL option')
         server_env['STICKERS_POSTGRES'] = args.postgres
+    if args.redis:
+        from data_interface.address import parse_redis
+        try:
+            parse_redis(args.redis)
+        except ValueError as e:
+            fail('--redis: %s' % e)
+        if not server_accepts('--redis'):
+            fail('--redis: this server.py has no Redis option')
+        server_env['STICKERS_REDIS'] = args.redis
     storages = args.tarantool_engine or storage.DEFAULT
     if [x for x in storages if x not in SITE_ENGINES] or len(
             set(storages)) != len(storages):
