@@ -486,7 +486,9 @@ class Matrix:
         self.progress.advance(self.s.warmup)
 
     def timed(self, name, url, page, mode, run, pair=None, guess=None):
-        before = self.votes(url) if page == 'vote' else None
+        # The POSTs the previous run left may still be committing (a pool
+        # engine's queue): the totals are read once they stop moving.
+        before = self.settled_votes(url) if page == 'vote' else None
         record = self.wrk(url, page, mode, self.s.duration)
         record.update(target=name, page=page, mode=mode, run=run, warmup=False,
                       python=self.python_of.get(name))
@@ -495,13 +497,23 @@ class Matrix:
         if pair:
             record['pair'] = pair
         if page == 'vote':
-            time.sleep(0.5)  # let the server finish the POSTs wrk left
             record['vote_check'] = stats.vote_check(
-                before, self.votes(url), record.get('wrk'))
+                before, self.settled_votes(url), record.get('wrk'))
         record['problems'] = stats.problems(record)
         self.results['runs'].append(record)
         self.progress.advance(guess if guess is not None else (
             self.s.duration + RUN_GUESS + (VOTE_GUESS if page == 'vote' else 0)))
+
+    def settled_votes(self, url, pause=0.25, patience=20):
+        """The vote total once two reads `pause` s apart agree."""
+        last = self.votes(url)
+        for _ in range(patience):
+            time.sleep(pause)
+            now = self.votes(url)
+            if now == last:
+                return now
+            last = now
+        return last
 
     def votes(self, url):
         try:

@@ -28,10 +28,10 @@ def ceilings(results, page):
     rates = {}
     for t in results['targets']:
         engine = engines.BY_NAME.get(t['name'].partition('@')[0])
-        if engine is None or call is None:
+        driver = engine and ENGINE_DRIVERS.get(engine.driver)
+        if driver is None or call is None:     # --limits measures no Redis
             continue
-        r = found.get((engines.database(engine),
-                       ENGINE_DRIVERS[engine.driver], call))
+        r = found.get((engines.database(engine), driver, call))
         if r and not r['failure'] and r['rate']:
             rates[t['name']] = r['rate']
     return rates
