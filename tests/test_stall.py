@@ -29,3 +29,32 @@ async def test_a_stalled_call_is_unavailable(tmp_path):
             await data.close()
     finally:
         db.stop()
+
+
+@pytest.mark.legacy
+@pytest.mark.parametrize('mode', ['one', 'pool'])
+async def test_a_stalled_redis_is_unavailable(tmp_path, mode):
+    """Stopped under a call, and while a new connection logs in."""
+    from conftest import configure_redis, start_redis
+    from data_interface.redis.redis_data import RedisData
+    db = start_redis(str(tmp_path / 'db'))
+    try:
+        configure_redis(db)
+        data = RedisData(db.address, mode, timeout=0.5)
+        await data.start()
+        late = RedisData(db.address, mode, timeout=0.5)
+        try:
+            assert await data.top_stickers(9) == []
+            os.kill(db.pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(DataUnavailable):
+                    await data.top_stickers(9)
+                with pytest.raises(DataUnavailable):
+                    await late.start()
+            finally:
+                os.kill(db.pid, signal.SIGCONT)
+            assert await data.top_stickers(9) == []
+        finally:
+            await data.close()
+    finally:
+        db.stop()

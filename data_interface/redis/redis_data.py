@@ -119,7 +119,8 @@ class Shared:
     async def _open(self):
         conn = self._open_connection()
         try:
-            await conn.connect()
+            # Connecting includes AUTH, which a stopped Redis never answers.
+            await asyncio.wait_for(conn.connect(), self.timeout)
         except BaseException:
             self._failed_at = asyncio.get_event_loop().time()
             await conn.disconnect()

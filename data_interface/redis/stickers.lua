@@ -3,9 +3,13 @@
 -- a function below, atomic (Redis runs one at a time) and checked before it
 -- writes anything. redis_data.py loads this library (FUNCTION LOAD) with
 -- the loader's account. Keys, all under st: (the accounts' ACL):
---   st:sticker:ID    hash pack image rating plus minus
---   st:ratings       zset  member: the id in 16 digits, score: rating, so
---                    that ZRANGE orders ties by id as the other backends do
+--   st:stickers      hash  field: the id in 16 digits (a MEMBER), value:
+--                    the sticker as one MessagePack document, {pack, image,
+--                    rating, plus, minus, title} (its pack's title, written
+--                    with it: packs never change once loaded), as
+--                    PostgreSQL keeps each row as one jsonb document
+--   st:ratings       zset  MEMBER by rating, so that ZRANGE orders ties by
+--                    id as the other backends do
 --   st:packs         zset  pack names (score 0: in name order)
 --   st:pack:NAME     hash  title
 --   st:pack_ids:NAME zset  the pack's ids (score: id)
@@ -18,7 +22,7 @@
 --                    loader's; the app may only read it)
 -- Functions only the loader may call take the key st:admin, which the
 -- app's account may not name.
-local VERSION = '1'
+local VERSION = '3'
 
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL, MAX_VISITS = 100, 3600, 1000
@@ -106,18 +110,28 @@ local function member(id)
     return string.format('%016d', id)
 end
 
--- A sticker row as every backend returns it; titles: a per-call cache.
-local function card(id, titles)
-    local s = redis.call('HMGET', 'st:sticker:' .. id,
-                         'pack', 'image', 'rating', 'plus', 'minus')
-    if not s[1] then return nil end
-    local title = titles[s[1]]
-    if title == nil then
-        title = redis.call('HGET', 'st:pack:' .. s[1], 'title') or s[1]
-        titles[s[1]] = title
+-- Sticker rows as every backend returns them, for a list of members: one
+-- read (a member not there gives nil).
+local function cards(members)
+    if #members == 0 then return {} end
+    local docs = redis.call('HMGET', 'st:stickers', unpack(members))
+    local result = {}
+    for i, m in ipairs(members) do
+        if docs[i] then
+            local s = cmsgpack.unpack(docs[i])
+            result[i] = {tonumber(m), s[1], s[2], s[3], s[4], s[5], s[6]}
+        end
     end
-    return {id, s[1], s[2], tonumber(s[3]), tonumber(s[4]), tonumber(s[5]),
-            title}
+    return result
+end
+
+-- Add `by` to a sticker's rating and 1 to its votes for or against.
+local function rate(m, by)
+    local s = cmsgpack.unpack(redis.call('HGET', 'st:stickers', m))
+    s[3] = s[3] + by
+    if by > 0 then s[4] = s[4] + 1 else s[5] = s[5] + 1 end
+    redis.call('HSET', 'st:stickers', m, cmsgpack.pack(s))
+    redis.call('ZINCRBY', 'st:ratings', by, m)
 end
 
 local function limits()
@@ -196,7 +210,7 @@ local function sticker_pair(_, args)
         return redis.error_reply('ballot token already issued')
     end
     local picked = redis.call('ZRANDMEMBER', 'st:ratings', 2)
-    local a, b = tonumber(picked[1]), tonumber(picked[2])
+    local a, b = picked[1], picked[2]
     local _, _, max_ballots = limits()
     make_room('st:ballots', 'st:b:', max_ballots, 2)
     local deadline = now() + ttl
@@ -208,8 +222,7 @@ local function sticker_pair(_, args)
     redis.call('PEXPIRE', 'st:b:' .. token_a, keep)
     redis.call('PEXPIRE', 'st:b:' .. token_b, keep)
     redis.call('ZADD', 'st:ballots', deadline, token_a, deadline, token_b)
-    local titles = {}
-    return {card(a, titles), card(b, titles)}
+    return cards({a, b})
 end
 
 local FIELDS = {'session', 'sticker', 'partner', 'deadline'}
@@ -229,13 +242,8 @@ local function cast_vote(_, args)
     if tonumber(win[4]) < now() then return 'expired' end
     redis.call('DEL', 'st:b:' .. win_token, 'st:b:' .. lose_token)
     redis.call('ZREM', 'st:ballots', win_token, lose_token)
-    local w, l = tonumber(win[2]), tonumber(lose[2])
-    redis.call('HINCRBY', 'st:sticker:' .. w, 'rating', 1)
-    redis.call('HINCRBY', 'st:sticker:' .. w, 'plus', 1)
-    redis.call('ZINCRBY', 'st:ratings', 1, member(w))
-    redis.call('HINCRBY', 'st:sticker:' .. l, 'rating', -1)
-    redis.call('HINCRBY', 'st:sticker:' .. l, 'minus', 1)
-    redis.call('ZINCRBY', 'st:ratings', -1, member(l))
+    rate(win[2], 1)
+    rate(lose[2], -1)
     redis.call('HINCRBY', 'st:counters', 'votes', 1)
     return 'ok'
 end
@@ -245,9 +253,7 @@ local function ranked(args, reverse)
     local ids = reverse
         and redis.call('ZRANGE', 'st:ratings', 0, count - 1, 'REV')
         or redis.call('ZRANGE', 'st:ratings', 0, count - 1)
-    local result, titles = {}, {}
-    for i, m in ipairs(ids) do result[i] = card(tonumber(m), titles) end
-    return result
+    return cards(ids)
 end
 
 local function top_stickers(_, args) return ranked(args, true) end
@@ -275,17 +281,15 @@ local function pack_stickers(_, args)
     check_text(name, MAX_NAME, 'pack name')
     local title = redis.call('HGET', 'st:pack:' .. name, 'title')
     if not title then return false end
-    local result, titles = {}, {[name] = title}
-    local ids = redis.call('ZRANGE', 'st:pack_ids:' .. name, 0, -1)
-    for i, m in ipairs(ids) do result[i] = card(tonumber(m), titles) end
-    return {name, title, result}
+    return {name, title,
+            cards(redis.call('ZRANGE', 'st:pack_ids:' .. name, 0, -1))}
 end
 
 local function get_sticker(_, args)
     local pack = args[1]
     check_text(pack, MAX_NAME, 'pack name')
     local id = integer(args[2], 0, 2 ^ 53, 'sticker id')
-    local s = card(id, {})
+    local s = cards({member(id)})[1]
     if s == nil or s[2] ~= pack then return false end
     return s
 end
@@ -370,14 +374,17 @@ local function load_stickers(keys, args)
     local inserted = 0
     for i = first, #args, 6 do
         local id = integer(args[i], 1, 2 ^ 53, 'sticker id')
-        local key = 'st:sticker:' .. id
-        if redis.call('EXISTS', key) == 0 then
+        local m = member(id)
+        if redis.call('HEXISTS', 'st:stickers', m) == 0 then
             local rating = integer(args[i + 3], -2 ^ 53, 2 ^ 53, 'rating')
-            redis.call('HSET', key, 'pack', args[i + 1], 'image', args[i + 2],
-                       'rating', rating, 'plus', args[i + 4],
-                       'minus', args[i + 5])
-            redis.call('ZADD', 'st:ratings', rating, member(id))
-            redis.call('ZADD', 'st:pack_ids:' .. args[i + 1], id, member(id))
+            local title = redis.call('HGET', 'st:pack:' .. args[i + 1],
+                                     'title') or args[i + 1]
+            redis.call('HSET', 'st:stickers', m, cmsgpack.pack({
+                args[i + 1], args[i + 2], rating,
+                integer(args[i + 4], 0, 2 ^ 53, 'votes'),
+                integer(args[i + 5], 0, 2 ^ 53, 'votes'), title}))
+            redis.call('ZADD', 'st:ratings', rating, m)
+            redis.call('ZADD', 'st:pack_ids:' .. args[i + 1], id, m)
             inserted = inserted + 1
         end
     end
