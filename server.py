@@ -4,6 +4,7 @@
                      [--tarantool HOST:PORT] [--tarantool-engine memtx|vinyl]
                      [--postgres postgresql://USER:PASS@HOST:PORT/DB]
                      [--redis redis://USER:PASS@HOST:PORT/DB]
+                     [--redis-fsync always|everysec]
                      [--header-timeout S] [--body-timeout S]
                      [--keepalive-timeout S] [--max-connections N]
                      [--limit-sessions N/m] [--limit-votes N/m]
@@ -95,6 +96,12 @@ def parse_args(argv):
                         '%d) or vinyl (on disk, port %d); default %s'
                         % (d.tarantool_port, d.tarantool_vinyl_port,
                            d.tarantool_engine))
+    p.add_argument('--redis-fsync', choices=settings.REDIS_FSYNC,
+                   default=d.redis_fsync,
+                   help='when the local Redis fsyncs its append-only file: '
+                        'always, before it answers (default), or everysec '
+                        '(a crash of the machine may lose the last second or '
+                        'two, as with Tarantool\'s wal_mode write)')
     p.add_argument('--packs', type=int, default=d.packs,
                    help='packs in the generated data set (default %d)'
                    % d.packs)
@@ -173,7 +180,8 @@ def add_edge_args(p, d):
                        '--host, else 0)' % (text, settings.REMOTE_LIMITS[what]))
 
 
-OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'redis', 'packs',
+OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'redis', 'redis_fsync',
+           'packs',
            'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
            'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',

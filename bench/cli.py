@@ -125,6 +125,9 @@ def parser():
                         'memtx); each has its own local Tarantool')
     p.add_argument('--packs', type=positive, metavar='N',
                    help='passed to server.py: packs in the generated data set')
+    p.add_argument('--redis-fsync', choices=('always', 'everysec'),
+                   help="passed to server.py: when the local Redis fsyncs "
+                        "(default always)")
     p.add_argument('--delay', type=positive, metavar='MS',
                    help='passed to server.py: answer every page that asks '
                         'the database MS ms late (a slower build on purpose, '
@@ -300,6 +303,10 @@ def settings(argv):
         server_args += ['--packs', str(args.packs)]
     if args.delay:
         server_args += ['--delay', str(args.delay)]
+    if args.redis_fsync:
+        if not server_accepts('--redis-fsync'):
+            fail('--redis-fsync: this server.py has no such option')
+        server_args += ['--redis-fsync', args.redis_fsync]
     if args.workers > 1:
         if args.profile:
             fail('--profile samples one process: leave out --workers')

@@ -9,7 +9,7 @@ import sys
 from runtime.settings import ROOT
 
 PACKAGES = ('aiohttp', 'sanic', 'uvicorn', 'granian', 'fastapi', 'socketify',
-            'uvloop', 'asynctnt', 'asyncpg', 'jinja2')
+            'uvloop', 'asynctnt', 'asyncpg', 'redis', 'hiredis', 'jinja2')
 
 
 def _first(path, prefix):
@@ -89,6 +89,7 @@ def describe():
             'packages': {p: package_version(p) for p in PACKAGES},
             'tarantool': _output(['tarantool', '--version']),
             'postgres': postgres and _output([postgres, '--version']),
+            'redis': _output(['redis-server', '--version']),
             'nginx': _output(['nginx', '-v'], stderr=True),
             'wrk': _output(['wrk', '-v']),
         },

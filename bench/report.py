@@ -237,7 +237,7 @@ def header(results):
     packages = ', '.join('%s %s' % kv for kv in v['packages'].items() if kv[1])
     wrk = v.get('wrk') and ' '.join(v['wrk'].split()[:2])
     tools = '; '.join(x for x in (wrk, v.get('nginx'), v.get('tarantool'),
-                                  v.get('postgres')) if x)
+                                  v.get('postgres'), v.get('redis')) if x)
     source = results.get('source', {})
     lines = [
         '# Benchmark results', '',

@@ -22,6 +22,7 @@ PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
                     'postgres_port': 'STICKERS_POSTGRES_PORT',
                     'redis_port': 'STICKERS_REDIS_PORT',
                     'tarantool_vinyl_port': 'STICKERS_TARANTOOL_VINYL_PORT'}
+REDIS_FSYNC = ('always', 'everysec')
 # Tarantool's storage engines for the site's spaces (--tarantool-engine).
 TARANTOOL_ENGINES = ('memtx', 'vinyl')
 
@@ -67,6 +68,9 @@ class Settings:
     postgres_port: int = 5433      # not 5432: a system cluster there is left alone
     redis_port: int = 6380         # not 6379, for the same reason
     redis_memory: int = 1024 ** 3  # the local Redis's maxmemory, bytes
+    # When the local Redis fsyncs its append-only file: 'always' (before
+    # it answers) or 'everysec' (REDIS_FSYNC).
+    redis_fsync: str = 'always'
     database: str = 'stickers'
     app_user: str = APP_USER
     admin_user: str = ADMIN_USER     # Tarantool's and Redis's data loader

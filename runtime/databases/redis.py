@@ -2,7 +2,8 @@
 address is given. Its two accounts (data_interface/redis/accounts.py) get
 random passwords, kept in DIRECTORY/USER.password (0600); the default user
 is off. It listens on the loopback only, keeps every write in its
-append-only file before answering (appendfsync always), holds at most
+append-only file before answering (appendfsync always, unless
+--redis-fsync everysec), holds at most
 redis_memory bytes (writes past it fail: 503) and is written to DIRECTORY/
 redis.conf at each start.
 
@@ -35,9 +36,10 @@ daemonize no
 dir {directory}
 pidfile {directory}/redis.pid
 logfile {directory}/redis.log
-# Every write is in the append-only file, fsynced, before it is answered.
+# always: every write is in the append-only file, fsynced, before it is
+# answered; everysec: written, fsynced within a second or two.
 appendonly yes
-appendfsync always
+appendfsync {fsync}
 appenddirname aof
 save ""
 maxmemory {memory}
@@ -58,6 +60,7 @@ class ManagedRedis(LocalDatabase):
         self.host = host or settings.db_host
         self.port = port or settings.redis_port
         self.memory = memory or settings.redis_memory
+        self.fsync = settings.redis_fsync
         self.users = settings.app_user, settings.admin_user
         self.passwords = passwords or {}
         self.process = None
@@ -111,7 +114,8 @@ class ManagedRedis(LocalDatabase):
     def _config(self):
         """redis.conf, with the accounts (their passwords hashed)."""
         text = CONFIG.format(host=self.host, port=self.port,
-                             directory=self.directory, memory=self.memory)
+                             directory=self.directory, memory=self.memory,
+                             fsync=self.fsync)
         users = acl_lines(*[self._password(u) for u in self.users])
         path = os.path.join(self.directory, 'redis.conf')
         files.write(path, text + '\n'.join(users) + '\n')
