@@ -28,7 +28,8 @@ async def browser():
 # Screenshots of the first engine in test-artifacts/, of the others in
 # test-artifacts/ENGINE/.
 BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
-           'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop']
+           'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
+           'sanic-redis-pool-uvloop']
 
 
 @pytest.mark.parametrize('engine', BROWSED)

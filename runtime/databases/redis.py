@@ -14,20 +14,17 @@ import logging
 import os
 import shutil
 import subprocess
-import time
 
 from data_interface.address import RedisAddress
 from data_interface.redis.accounts import acl_lines
-from ..processes import (LISTEN, Adopted, answers, ended, launcher, spawn,
-                         tcp_sockets, terminate)
+from ..processes import LISTEN, launcher, spawn, tcp_sockets
 from ..settings import DEFAULTS
 from . import files
 from .files import secret
-from .local import LocalDatabase
+from .logged import LoggedDatabase
 
 log = logging.getLogger('redis')
 
-READY = b'Ready to accept connections'
 CONFIG = """# Written by server.py at each start: edits are lost.
 bind {host}
 port {port}
@@ -49,9 +46,9 @@ hash-max-listpack-value 512
 """
 
 
-class ManagedRedis(LocalDatabase):
+class ManagedRedis(LoggedDatabase):
     name = 'Redis'
-    start_timeout = 30.0    # seconds with nothing new in its log
+    ready_mark = b'Ready to accept connections'
 
     def __init__(self, directory, host=None, port=None, memory=None,
                  passwords=None, settings=DEFAULTS):
@@ -63,7 +60,6 @@ class ManagedRedis(LocalDatabase):
         self.fsync = settings.redis_fsync
         self.users = settings.app_user, settings.admin_user
         self.passwords = passwords or {}
-        self.process = None
 
     @property
     def log_file(self):
@@ -104,9 +100,6 @@ class ManagedRedis(LocalDatabase):
             return None
         return pid if tcp_sockets(pid, self.port, LISTEN) else None
 
-    def _take(self, pid):
-        self.process = Adopted(pid)
-
     def _prepare(self):
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         files.tighten(self.directory)
@@ -121,77 +114,14 @@ class ManagedRedis(LocalDatabase):
         files.write(path, text + '\n'.join(users) + '\n')
         return path
 
-    def _start(self):
+    def _launch(self):
         binary = shutil.which('redis-server')
         if binary is None:
             raise RuntimeError('redis-server is not installed: run ./run.sh '
                                'setup (or apt-get install redis-server)')
-        self._log_offset = self._log_size()
         log.info('starting Redis on %s:%d with data in %s',
                  self.host, self.port, self.directory)
-        self.process = spawn(
-            launcher('TERM') + [binary, self._config()],
-            env=dict(os.environ), cwd=self.directory,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            start_new_session=True)
-        # A long AOF load logs its progress: the timeout runs from the last
-        # line of its log.
-        deadline = time.monotonic() + self.start_timeout
-        logged = self._log_offset
-        while not self._ready():
-            if self.process.poll() is not None:
-                raise RuntimeError('Redis %s; see %s' % (
-                    ended(self.process), self.log_file))
-            size = self._log_size()
-            if size != logged:
-                logged = size
-                deadline = time.monotonic() + self.start_timeout
-            if self._stopping or time.monotonic() > deadline:
-                terminate(self.process, 10)
-                if self._stopping:
-                    raise RuntimeError('Redis: stopped while starting')
-                raise RuntimeError('Redis did not start: nothing new in its '
-                                   'log for %.0f s; see %s'
-                                   % (self.start_timeout, self.log_file))
-            time.sleep(0.05)
-
-    def _log_size(self):
-        try:
-            return os.path.getsize(self.log_file)
-        except OSError:
-            return 0
-
-    def _ready(self):
-        try:
-            with open(self.log_file, 'rb') as f:
-                f.seek(self._log_offset)
-                return READY in f.read() and answers(self.host, self.port)
-        except OSError:
-            return False
-
-    @property
-    def pid(self):
-        return self.process and self.process.pid
-
-    def death(self):
-        """None while it runs, else how it ended (the process is reaped)."""
-        if self.process is None or self.process.poll() is None:
-            return None
-        return ended(self.process)
-
-    def stop(self, timeout=10.0):
-        self._stopping = True
-        with self._lock:
-            try:
-                if self.process is None or self.process.poll() is not None:
-                    return
-                terminate(self.process, timeout)
-                log.info('Redis stopped')
-            finally:
-                self._unmanage()
-
-    def kill(self):
-        """Stop abruptly, as a crash would (for tests)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        return spawn(launcher('TERM') + [binary, self._config()],
+                     env=dict(os.environ), cwd=self.directory,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     start_new_session=True)

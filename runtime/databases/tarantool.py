@@ -12,15 +12,13 @@ import logging
 import os
 import shutil
 import subprocess
-import time
 
 from data_interface.address import TarantoolAddress
-from ..processes import (LISTEN, Adopted, answers, ended, launcher, spawn,
-                         tcp_sockets, terminate)
+from ..processes import LISTEN, launcher, spawn, tcp_sockets
 from ..settings import DEFAULTS, ROOT
 from . import files
 from .files import secret
-from .local import LocalDatabase
+from .logged import LoggedDatabase
 
 log = logging.getLogger('tarantool')
 
@@ -65,9 +63,9 @@ async def check_engine(admin_address, wanted):
                 admin_address.host, admin_address.port, found, wanted, found))
 
 
-class ManagedTarantool(LocalDatabase):
+class ManagedTarantool(LoggedDatabase):
     name = 'Tarantool'
-    start_timeout = 30.0    # seconds with nothing new in its log
+    ready_mark = b'sticker site instance ready'
 
     def __init__(self, directory, host=None, port=None, env=None,
                  settings=DEFAULTS):
@@ -77,7 +75,6 @@ class ManagedTarantool(LocalDatabase):
         self.port = port or settings.managed_tarantool_port
         self.users = settings.app_user, settings.admin_user
         self.env = dict(instance_env(settings), **(env or {}))
-        self.process = None
 
     @property
     def log_file(self):
@@ -125,16 +122,12 @@ class ManagedTarantool(LocalDatabase):
             return pid
         return None
 
-    def _take(self, pid):
-        self.process = Adopted(pid)
-
     def _prepare(self):
         """The directory and its files made private."""
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         files.tighten(self.directory)
 
-    def _start(self):
-        timeout = self.start_timeout
+    def _launch(self):
         binary = shutil.which('tarantool')
         if binary is None:
             raise RuntimeError('tarantool is not installed: run ./run.sh setup '
@@ -146,88 +139,16 @@ class ManagedTarantool(LocalDatabase):
                    TNT_APP_PASSWORD=self.address.password,
                    TNT_ADMIN_PASSWORD=self.admin_address.password)
         env.update(self.env)
-        try:
-            self._log_offset = os.path.getsize(self.log_file)
-        except OSError:
-            self._log_offset = 0
         log.info('starting Tarantool on %s:%d with data in %s',
                  self.host, self.port, self.directory)
-        self.process = spawn(
-            launcher('TERM') + [binary, INSTANCE_LUA], env=env,
-            cwd=self.directory, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-        # The timeout runs from the last line of its log: a long recovery
-        # logs each file it replays.
-        deadline = time.monotonic() + timeout
-        logged = self._log_offset
-        while not self._ready():
-            if self.process.poll() is not None:
-                raise RuntimeError('Tarantool %s%s; see %s' % (
-                    ended(self.process), self._refusal(), self.log_file))
-            size = self._log_size()
-            if size != logged:
-                logged, deadline = size, time.monotonic() + timeout
-            if self._stopping or time.monotonic() > deadline:
-                terminate(self.process, 10)
-                if self._stopping:
-                    log.info('Tarantool stopped while starting')
-                    raise RuntimeError('Tarantool: stopped while starting')
-                raise RuntimeError('Tarantool did not start: nothing new in '
-                                   'its log for %.0f s; see %s'
-                                   % (timeout, self.log_file))
-            time.sleep(0.05)
+        return spawn(launcher('TERM') + [binary, INSTANCE_LUA], env=env,
+                     cwd=self.directory, stdin=subprocess.DEVNULL,
+                     start_new_session=True)
 
-    def _log_size(self):
-        try:
-            return os.path.getsize(self.log_file)
-        except OSError:
-            return 0
-
-    def _refusal(self):
+    def _why(self):
         """': why' when instance.lua refused to start (a data directory of
         another engine, no passwords), else ''."""
-        try:
-            with open(self.log_file, 'rb') as f:
-                f.seek(self._log_offset)
-                said = f.read().decode('utf-8', 'replace')
-        except OSError:
-            return ''
+        said = (self._since_start() or b'').decode('utf-8', 'replace')
         found = [line.split('refusing to start: ', 1)[1].strip()
                  for line in said.splitlines() if 'refusing to start: ' in line]
         return ': ' + found[-1] if found else ''
-
-    def _ready(self):
-        try:
-            with open(self.log_file, 'rb') as f:
-                f.seek(self._log_offset)
-                return (b'sticker site instance ready' in f.read()
-                        and answers(self.host, self.port))
-        except OSError:
-            return False
-
-    @property
-    def pid(self):
-        return self.process and self.process.pid
-
-    def death(self):
-        """None while it runs, else how it ended (the process is reaped)."""
-        if self.process is None or self.process.poll() is None:
-            return None
-        return ended(self.process)
-
-    def stop(self, timeout=10.0):
-        self._stopping = True
-        with self._lock:
-            try:
-                if self.process is None or self.process.poll() is not None:
-                    return
-                terminate(self.process, timeout)
-                log.info('Tarantool stopped')
-            finally:
-                self._unmanage()
-
-    def kill(self):
-        """Stop abruptly, as a crash would (for tests)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
