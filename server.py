@@ -38,6 +38,16 @@ ADDRESS_ENVIRONMENT = {'tarantool': 'STICKERS_TARANTOOL',
 log = logging.getLogger('server')
 
 
+def argument_type(parse):
+    """An argparse type from a parser that raises ValueError."""
+    def convert(text):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e))
+    return convert
+
+
 def parse_args(argv):
     from data_interface.address import (parse_postgres, parse_redis,
                                         parse_tarantool)
@@ -58,31 +68,18 @@ def parse_args(argv):
     # Given by the parent to the workers it starts (workers.py).
     p.add_argument('--worker', type=int, help=argparse.SUPPRESS)
 
-    def tarantool(text):
-        try:
-            return parse_tarantool(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e))
+    tarantool, postgres, redis = (
+        argument_type(parse)
+        for parse in (parse_tarantool, parse_postgres, parse_redis))
     p.add_argument('--tarantool', type=tarantool, metavar='[USER:PASS@]HOST:PORT',
                    help='use this Tarantool (running data_interface/tarantool/'
                         'instance.lua) instead of a local one under var/ '
                         '(default: $STICKERS_TARANTOOL)')
-
-    def postgres(text):
-        try:
-            return parse_postgres(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e))
     p.add_argument('--postgres', type=postgres,
                    metavar='postgresql://USER:PASS@HOST:PORT/DB',
                    help='use this PostgreSQL database (the schema is applied '
                         'at start) instead of a local cluster under var/ '
                         '(default: $STICKERS_POSTGRES)')
-    def redis(text):
-        try:
-            return parse_redis(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e))
     p.add_argument('--redis', type=redis,
                    metavar='redis://USER:PASS@HOST:PORT/DB',
                    help='use this Redis (with the accounts of data_interface/'

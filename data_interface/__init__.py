@@ -158,3 +158,39 @@ def packs_of(rows):
 def pack_of(row):
     """A pack with its stickers: (name, title, [sticker rows])."""
     return None if row is None else Pack(row[0], row[1], stickers_of(row[2]))
+
+
+class FunctionCalls(DataInterface):
+    """A backend whose page operations are each one call of a stored
+    function of the same name and arguments (Tarantool's app.lua, Redis's
+    stickers.lua): a subclass gives _call(name, args) -> the function's
+    result, and what differs (visits, loading, expiry)."""
+
+    @abc.abstractmethod
+    async def _call(self, name, args):
+        """The function's result; DataUnavailable if the call fails."""
+
+    async def sticker_pair(self, session, tokens, ttl):
+        return stickers_of(await self._call('sticker_pair', [
+            session, tokens[0], tokens[1], ttl]))
+
+    async def cast_vote(self, session, win_token, lose_token):
+        return await self._call('cast_vote', [session, win_token, lose_token])
+
+    async def top_stickers(self, count):
+        return stickers_of(await self._call('top_stickers', [count]))
+
+    async def bottom_stickers(self, count):
+        return stickers_of(await self._call('bottom_stickers', [count]))
+
+    async def stats(self):
+        return Stats(*await self._call('site_stats', []))
+
+    async def packs(self):
+        return packs_of(await self._call('list_packs', []))
+
+    async def pack(self, name):
+        return pack_of(await self._call('pack_stickers', [name]))
+
+    async def sticker(self, pack, sticker_id):
+        return sticker_of(await self._call('get_sticker', [pack, sticker_id]))

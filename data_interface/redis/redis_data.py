@@ -10,8 +10,7 @@ from collections import deque
 import redis.asyncio as redis
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
-from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
-                packs_of, sticker_of, stickers_of)
+from .. import REFUSED, DataUnavailable, FunctionCalls
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'stickers.lua'), encoding='utf-8') as _f:
@@ -194,7 +193,7 @@ class Shared:
             await link.conn.disconnect()
 
 
-class RedisData(DataInterface):
+class RedisData(FunctionCalls):
     """mode 'one': one shared connection (Shared); mode 'pool': up to
     max_size connections, a call waiting `timeout` s at most for one."""
 
@@ -283,31 +282,6 @@ class RedisData(DataInterface):
         if visits:
             await self._call('record_visits',
                              [x for v in visits for x in v])
-
-    async def sticker_pair(self, session, tokens, ttl):
-        return stickers_of(await self._call(
-            'sticker_pair', [session, tokens[0], tokens[1], ttl]))
-
-    async def cast_vote(self, session, win_token, lose_token):
-        return await self._call('cast_vote', [session, win_token, lose_token])
-
-    async def top_stickers(self, count):
-        return stickers_of(await self._call('top_stickers', [count]))
-
-    async def bottom_stickers(self, count):
-        return stickers_of(await self._call('bottom_stickers', [count]))
-
-    async def stats(self):
-        return Stats(*await self._call('site_stats', []))
-
-    async def packs(self):
-        return packs_of(await self._call('list_packs', []))
-
-    async def pack(self, name):
-        return pack_of(await self._call('pack_stickers', [name]))
-
-    async def sticker(self, pack, sticker_id):
-        return sticker_of(await self._call('get_sticker', [pack, sticker_id]))
 
     async def expire(self):
         """In calls of EXPIRE_BATCH of each, by the limits Redis keeps."""

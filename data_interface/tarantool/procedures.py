@@ -4,10 +4,10 @@ connection (mode 'one') or a connection per call (mode 'multi'). A driver
 adds _connect, _disconnect and _send."""
 import abc
 
-from .. import DataInterface, Stats, pack_of, packs_of, sticker_of, stickers_of
+from .. import FunctionCalls
 
 
-class Procedures(DataInterface):
+class Procedures(FunctionCalls):
     sweeps_itself = True    # app.lua's expiry fiber
 
     def __init__(self, address, mode='one'):
@@ -59,31 +59,6 @@ class Procedures(DataInterface):
 
     async def record_visits(self, visits):
         await self._call('record_visits', [[list(v) for v in visits]])
-
-    async def sticker_pair(self, session, tokens, ttl):
-        return stickers_of(await self._call('sticker_pair', [
-            session, tokens[0], tokens[1], ttl]))
-
-    async def cast_vote(self, session, win_token, lose_token):
-        return await self._call('cast_vote', [session, win_token, lose_token])
-
-    async def top_stickers(self, count):
-        return stickers_of(await self._call('top_stickers', [count]))
-
-    async def bottom_stickers(self, count):
-        return stickers_of(await self._call('bottom_stickers', [count]))
-
-    async def stats(self):
-        return Stats(*await self._call('site_stats', []))
-
-    async def packs(self):
-        return packs_of(await self._call('list_packs', []))
-
-    async def pack(self, name):
-        return pack_of(await self._call('pack_stickers', [name]))
-
-    async def sticker(self, pack, sticker_id):
-        return sticker_of(await self._call('get_sticker', [pack, sticker_id]))
 
     async def expire(self):
         # app.lua's fiber sweeps; the app's account may not call expire.
