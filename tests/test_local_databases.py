@@ -59,7 +59,8 @@ def checkout():
 def ports():
     """Local database ports of a server's own (its environment)."""
     return {'STICKERS_TARANTOOL_PORT': str(free_port()),
-            'STICKERS_POSTGRES_PORT': str(free_port())}
+            'STICKERS_POSTGRES_PORT': str(free_port()),
+            'STICKERS_REDIS_PORT': str(free_port())}
 
 
 def processes_of(path):
@@ -232,12 +233,18 @@ def tarantool_of(checkout):
     return pid_in(os.path.join(checkout, 'var', 'tarantool', 'tarantool.pid'))
 
 
+def redis_of(checkout):
+    return pid_in(os.path.join(checkout, 'var', 'redis', 'redis.pid'))
+
+
 def test_a_killed_server_takes_its_databases_along(checkout, tmp_path):
     env = ports()
     sites = [ServerProcess(engine, [], str(tmp_path / (engine + '.log')),
                            root=checkout, env=env)
-             for engine in ('aiohttp-tarantool-one', 'aiohttp-postgres-pool')]
-    pids = [tarantool_of(checkout), postmaster_of(checkout)]
+             for engine in ('aiohttp-tarantool-one', 'aiohttp-postgres-pool',
+                            'aiohttp-redis-one')]
+    pids = [tarantool_of(checkout), postmaster_of(checkout),
+            redis_of(checkout)]
     for site in sites:
         site.stop(signal.SIGKILL)
     assert wait_ended(pids), [(p, state(p)) for p in pids]
@@ -247,6 +254,7 @@ def test_a_killed_server_takes_its_databases_along(checkout, tmp_path):
 @pytest.mark.parametrize('engine, starting', [
     ('aiohttp-tarantool-one', 'starting Tarantool'),
     ('aiohttp-postgres-pool', 'creating a PostgreSQL cluster'),
+    ('aiohttp-redis-one', 'starting Redis'),
 ])
 def test_a_signal_while_the_database_starts_leaves_none(
         checkout, tmp_path, engine, starting):
@@ -333,6 +341,33 @@ async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
             assert site.stop() == 0, site.output()
         assert wait_ended([pid]), site.output()
     assert not pg.running()
+
+
+async def test_a_redis_no_server_manages_is_adopted(checkout, tmp_path):
+    """Left running by a server that could not stop it (here: its lock let
+    go by hand): the next server watches it, restarts it when it dies, and
+    stops it at the end."""
+    from runtime.databases.redis import ManagedRedis
+    env = ports()
+    orphan = ManagedRedis(os.path.join(checkout, 'var', 'redis'),
+                          port=int(env['STICKERS_REDIS_PORT']))
+    orphan.start()
+    orphan._unmanage()
+    first = orphan.pid
+    site = ServerProcess('aiohttp-redis-one', [], str(tmp_path / 'site.log'),
+                         root=checkout, env=env)
+    try:
+        adopted = lines(site.output(), 'managed from now on')
+        assert len(adopted) == 1 and 'Redis (pid %d)' % first in adopted[0]
+        assert await burst(site.url + '/good', 2) == [200] * 2
+        os.kill(first, signal.SIGKILL)
+        wait_lines(site, 'Redis restarted', 1)
+        await wait_for(site.url + '/good', 200, timeout=10)
+        second = redis_of(checkout)
+        assert second != first
+    finally:
+        assert site.stop() == 0, site.output()
+    assert wait_ended([second]), site.output()
 
 
 @ROOT_ONLY
