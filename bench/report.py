@@ -315,7 +315,7 @@ def remote_line(results):
     return ['- %s Not started by the bench (--target): %s. Verified and '
             'loaded from the machine above, over the network between them; '
             'their processes are not pinned, profiled or paired with a bare '
-            'hello, and their database is not measured' % (
+            'hello, and neither their CPU nor their database\'s is measured' % (
                 ELSEWHERE, '; '.join('%s at %s%s' % (
                     t['name'], t['url'], ', Server: %s' % t['server_header']
                     if t.get('server_header') else '') for t in sites))]
