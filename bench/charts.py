@@ -107,7 +107,7 @@ def page_chart(results, table, page, path):
     if 'pipelined' in modes:
         note += '; pipelined: %d requests in flight per connection' % s['pipeline']
     missing = ['%s (%s)' % (t['name'], t['status']) for t in results['targets']
-               if t['status'] != 'ok' and t['kind'] == 'engine']
+               if t['status'] != 'ok' and t['kind'] in ('engine', 'remote')]
     if missing:
         note += '\nnot shown: ' + ', '.join(missing)
     fig.text(0.01, 0.01, note, fontsize=7.5, color='#555555', va='bottom')

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from . import pythons, storage
+from . import pythons, remote, storage
 from .latency import budget, oha
 from .profile import py_spy
 from .runner import RunPlan
@@ -63,6 +63,14 @@ def parser():
     p.add_argument('--engines', type=comma_list, metavar='A,B,…',
                    help='engine names or globs (default: all, none with '
                         '--limits; see python server.py --list)')
+    p.add_argument('--target', action='append', type=comma_list,
+                   metavar='URL', help='a site already running, here or '
+                   'elsewhere (http://HOST:PORT; repeat it or give a comma '
+                   'list): verified and timed like an engine, not started; '
+                   'alone it runs no engine')
+    p.add_argument('--label', action='append', metavar='NAME',
+                   help="each --target's row name, in order (default "
+                        "HOST:PORT)")
     p.add_argument('--pages', type=comma_list,
                    metavar='P,…', help='of %s (default all)' % ','.join(PAGES))
     modes = p.add_mutually_exclusive_group()
@@ -201,6 +209,28 @@ def listing(patterns, interpreters, fail):
                      + r[-1] for r in rows)
 
 
+def remote_sites(args, fail):
+    """[(label, url)] of the --target sites, checked."""
+    from runtime import engines
+    urls = [url for group in args.target or [] for url in group]
+    labels = args.label or []
+    if labels and len(labels) != len(urls):
+        fail('--label: one per --target (%d labels, %d targets)'
+             % (len(labels), len(urls)))
+    try:
+        urls = [remote.parse(url) for url in urls]
+    except ValueError as e:
+        fail('--target: %s' % e)
+    labels = labels or [remote.default_label(url) for url in urls]
+    for label in labels:
+        why = remote.bad_label(label, engines.BY_NAME)
+        if why:
+            fail('--label: ' + why)
+    if len(set(labels)) != len(labels):
+        fail('--label: each --target needs a label of its own')
+    return list(zip(labels, urls))
+
+
 def server_accepts(option):
     done = subprocess.run([sys.executable, os.path.join(ROOT, 'server.py'),
                            '--help'], capture_output=True, text=True, cwd=ROOT)
@@ -247,9 +277,19 @@ def settings(argv):
         args.oha = oha.find()
         if args.oha is None:
             fail('--latency: ' + oha.INSTALL)
+    remotes = remote_sites(args, fail)
+    if remotes and args.engines is None:
+        # Options of the servers the bench starts; a site runs what it runs.
+        for option, given in (('--profile', args.profile),
+                              ('--workers', args.workers > 1),
+                              ('--tarantool-engine', args.tarantool_engine),
+                              ('--pythons', args.pythons)):
+            if given:
+                fail('%s applies to the engines the bench starts, and '
+                     '--target starts none (add --engines)' % option)
     if args.engines is None:
-        args.engines = [] if args.limits else ['*']
-        if args.limits:     # the limits alone: no page to time
+        args.engines = [] if args.limits or remotes else ['*']
+        if args.limits and not remotes:     # the limits alone: no page to time
             args.pages = []
     try:
         interpreters = pythons.prepare(args.pythons) if args.pythons else None
@@ -334,7 +374,7 @@ def settings(argv):
         profile=args.profile, workers=args.workers, limits=args.limits,
         latency=args.latency, rates=args.rates, slo=args.slo,
         oha=getattr(args, 'oha', None),
-        oha_version=args.latency and oha.version(args.oha))
+        oha_version=args.latency and oha.version(args.oha), remotes=remotes)
 
 
 def interrupt(signum, frame):

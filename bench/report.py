@@ -11,6 +11,7 @@ from .storage import storage_of
 
 NGINX = 'nginx'
 FLAG = '⚠'
+ELSEWHERE = '†'     # marks the row of a site the bench did not start
 
 
 def cells(results):
@@ -118,9 +119,10 @@ RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('vinyl', 'vinyl ÷ memtx'))
 
 
-def page_table(table, names, page, mode, ceilings=None):
+def page_table(table, names, page, mode, ceilings=None, marks=None):
     """Markdown lines of one page and mode, then its flag notes; ceilings:
-    {engine: the rate of its page's call through its driver alone}."""
+    {engine: the rate of its page's call through its driver alone}; marks:
+    {name: what follows it in its row}."""
     ceilings = ceilings or {}
     present = [n for n in names if (n, page, mode) in table]
     computed = {n: ratios(table, n, page, mode) for n in present}
@@ -138,8 +140,9 @@ def page_table(table, names, page, mode, ceilings=None):
     for name in present:
         c = table[(name, page, mode)]
         errors = number(c['errors']) + (' ' + FLAG if c['flags'] else '')
-        rows.append([name, '%s (%s–%s)' % (number(c['rps']), number(c['rps_min']),
-                                           number(c['rps_max'])),
+        rows.append([marked(name, marks), '%s (%s–%s)' % (
+                         number(c['rps']), number(c['rps_min']),
+                         number(c['rps_max'])),
                      ms(c['p50']), ms(c['p99']), errors]
                     + [times(computed[name][k]) for k, _ in shown]
                     + (['%d/%d runs' % (c['votes_ok'], c['votes_checked'])]
@@ -153,15 +156,19 @@ def page_table(table, names, page, mode, ceilings=None):
     return lines
 
 
-def overview(table, names, pages, mode):
+def marked(name, marks):
+    return name + marks[name] if marks and name in marks else name
+
+
+def overview(table, names, pages, mode, marks=None):
     pages = [p for p in pages if any(k[1:] == (p, mode) for k in table)]
     present = [n for n in names if any((n, p, mode) in table for p in pages)]
-    rows = [[n] + [number((table.get((n, p, mode)) or {}).get('rps')) for p in pages]
-            for n in present]
+    rows = [[marked(n, marks)] + [number((table.get((n, p, mode)) or {}).get('rps'))
+                                   for p in pages] for n in present]
     return table_md(['engine'] + list(pages), rows)
 
 
-def ratio_overview(table, names, pages, mode):
+def ratio_overview(table, names, pages, mode, marks=None):
     """The ratios people ask first: engine ÷ nginx and page ÷ own ugly."""
     columns = [('ugly', 'nginx', 'ugly ÷ nginx'),
                ('ugly', 'hello', 'ugly ÷ bare hello'),
@@ -172,7 +179,8 @@ def ratio_overview(table, names, pages, mode):
              for n in names if n != NGINX}
     keep = [i for i in range(len(columns))
             if any(v[i] is not None for v in found.values())]
-    rows = [[n] + [times(v[i]) for i in keep] for n, v in found.items()
+    rows = [[marked(n, marks)] + [times(v[i]) for i in keep]
+            for n, v in found.items()
             if any(v[i] is not None for i in keep)]
     headers = ['engine'] + [columns[i][2] for i in keep]
     return table_md(headers, rows) if rows else []
@@ -264,6 +272,7 @@ def header(results):
         '- Pinning: %s' % ('server on `%s` (%s), wrk on `%s`' % (
             pin['server'], pin['server_covers'], pin['wrk'])
             if pin['server'] else 'none (fewer than two usable cores)'),
+    ] + remote_line(results) + [
         '',
         'Medians over the timed runs. %s marks a run with more than 1%% '
         'non-2xx answers or socket errors, or a vote count that did not add '
@@ -281,8 +290,35 @@ def status_table(results):
         detail = t.get('reason') or t.get('note') or ''
         if t['status'] == 'ok' and t.get('verification'):
             detail = 'verified: ' + ', '.join(c['check'] for c in t['verification'])
-        rows.append([t['name'], t['status'], detail.replace('\n', ' ').replace('|', '/')])
+        if t['kind'] == 'remote':
+            detail = '%s, not started by the bench%s; %s' % (
+                t['url'], '' if not t.get('server_header') else
+                ' (Server: %s)' % t['server_header'], detail)
+            if t.get('note') and t['note'] not in detail:
+                detail += '; ' + t['note']
+        rows.append([marked(t['name'], remote_marks(results)), t['status'],
+                     detail.replace('\n', ' ').replace('|', '/')])
     return table_md(['engine', 'status', 'details'], rows, numeric=False)
+
+
+def remote_marks(results):
+    """{name: mark} of the --target sites."""
+    return {t['name']: ' ' + ELSEWHERE for t in results['targets']
+            if t['kind'] == 'remote'}
+
+
+def remote_line(results):
+    """The header line on the --target sites, or []."""
+    sites = [t for t in results['targets'] if t['kind'] == 'remote']
+    if not sites:
+        return []
+    return ['- %s Not started by the bench (--target): %s. Verified and '
+            'loaded from the machine above, over the network between them; '
+            'their processes are not pinned, profiled or paired with a bare '
+            'hello, and neither their CPU nor their database\'s is measured' % (
+                ELSEWHERE, '; '.join('%s at %s%s' % (
+                    t['name'], t['url'], ', Server: %s' % t['server_header']
+                    if t.get('server_header') else '') for t in sites))]
 
 
 def us(value):
@@ -348,11 +384,12 @@ def render(results):
              if any(k[2] == m for k in table)]
     first, fixed = latency.sections(results, names)
     lines = header(results) + ([''] + first if first else [])
+    marks = remote_marks(results)
     lines += ['', '## Engines', ''] + status_table(results)
     for mode in modes:
         lines += ['', '## Median requests/s, %s' % mode, '']
-        lines += overview(table, names, pages, mode)
-        ratio_lines = ratio_overview(table, names, pages, mode)
+        lines += overview(table, names, pages, mode, marks)
+        ratio_lines = ratio_overview(table, names, pages, mode, marks)
         if ratio_lines:
             lines += ['', '### Ratios, %s' % mode, ''] + ratio_lines
     for page in pages:
@@ -361,7 +398,7 @@ def render(results):
             if any(k[1:] == (page, mode) for k in table):
                 lines += ['', '### %s · %s' % (page, mode), '']
                 lines += page_table(table, names, page, mode,
-                                    limits.ceilings(results, page))
+                                    limits.ceilings(results, page), marks)
         lines += fixed.get(page, [])
     lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)

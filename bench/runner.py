@@ -7,7 +7,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import machine, profile, pythons, references, stats, storage, verify, wrk
+from . import (machine, profile, pythons, references, remote, stats, storage,
+               verify, wrk)
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
@@ -55,6 +56,7 @@ class RunPlan:
     slo: dict = None                    # {'percentile': 'p99', 'ms': 10.0}
     oha: str = None                     # its path
     oha_version: str = None
+    remotes: list = field(default_factory=list)    # (label, url) of --target
 
 
 def combos(settings, kind):
@@ -109,6 +111,9 @@ class Matrix:
             'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
             'settings': {
                 'engines': [e.name for e in settings.engines],
+                # Sites already running, not started by the bench (--target).
+                'targets': [{'label': label, 'url': url}
+                            for label, url in settings.remotes],
                 'pages': settings.pages, 'modes': settings.modes,
                 'connections': settings.connections,
                 'duration': settings.duration, 'warmup': settings.warmup,
@@ -145,6 +150,7 @@ class Matrix:
         planned = sum(target_guess(settings, 'engine') * len(
             settings.where.get(e.name) or [None]) * len(self.storages(e))
             for e in settings.engines)
+        planned += len(settings.remotes) * target_guess(settings, 'remote')
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
         if settings.limits:
@@ -166,6 +172,9 @@ class Matrix:
             self.progress.note('%s: skipped (%s)' % (name, why))
         for engine in self.s.engines:
             self.engine(engine)
+            self.save()
+        for label, url in self.s.remotes:
+            remote.run(self, label, url)
             self.save()
         if any(True for _ in combos(self.s, 'nginx')):
             self.nginx()

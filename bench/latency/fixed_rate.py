@@ -46,6 +46,8 @@ class Member:
         self.database = matrix.database_of(name, server)
 
     def cpu(self):
+        if self.server.process is None:     # a --target site: not ours to read
+            return None, {}
         db = self.database[0] if self.database else None
         return (tree_cpu(self.server.process.pid, skip=(db,)),
                 profile.database_cpu(db) if db else {})
@@ -103,14 +105,16 @@ def point(matrix, member, page, run, rate, label):
     if report is not None:
         report['offered'] = rate
     answered = (report or {}).get('requests') or 0
-    server = after[0] - before[0]
+    server = after[0] - before[0] if before[0] is not None else None
     database = profile.cpu_delta(before[1], after[1]) if member.database else None
     record.update(
         target=member.name, page=page, run=run, rate=label, pair=member.pair,
         python=matrix.python_of.get(member.name),
-        cpu_s={'server': round(server, 3), 'database': database and round(database, 3)},
+        cpu_s={'server': server and round(server, 3),
+               'database': database and round(database, 3)},
         us_per_request={
-            'server': round(server / answered * 1e6, 1) if answered else None,
+            'server': (round(server / answered * 1e6, 1)
+                       if answered and server is not None else None),
             'database': (round(database / answered * 1e6, 1)
                          if answered and database is not None else None)},
         miss=budget.verdict(report, s.slo))
