@@ -137,3 +137,18 @@ async def test_a_new_redis_without_functions_is_refused_to_the_app(tmp_path):
         await data.close()
     finally:
         server.stop()
+
+
+async def test_an_idle_shared_connection_stays_open(redis):
+    """redis-py's reads time out after 5 s by default: the shared
+    connection's reader must wait for replies however idle the site is."""
+    data = RedisData(redis.address, 'one')
+    await data.start()
+    try:
+        link = data._client._link
+        await asyncio.sleep(6)
+        assert data._client._link is link
+        assert len(await data.top_stickers(9)) == 9
+        assert data._client._link is link
+    finally:
+        await data.close()

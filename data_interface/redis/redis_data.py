@@ -148,7 +148,7 @@ class Shared:
                         raise ConnectionError('connection closed')
                     await link.conn.send_packed_command(chunks,
                                                         check_health=False)
-        except UNAVAILABLE as e:
+        except Exception as e:     # whatever it was, the link is unusable
             self._lost(link, e)
 
     async def _read(self, link):
@@ -165,7 +165,7 @@ class Shared:
                     future.set_exception(reply)
                 else:
                     future.set_result(reply)
-        except (IndexError,) + UNAVAILABLE as e:
+        except Exception as e:     # lost, or out of step: unusable
             self._lost(link, e)
 
     def _lost(self, link, error):
@@ -219,8 +219,11 @@ class RedisData(FunctionCalls):
 
     async def start(self):
         if self.mode == 'one':
+            # No socket timeout: the reader waits for replies however idle
+            # the site is, and each call has its own timer (Shared).
             self._client = Shared(
-                lambda: redis.Connection(**self._options()), self.timeout)
+                lambda: redis.Connection(socket_timeout=None,
+                                         **self._options()), self.timeout)
         else:
             pool = redis.BlockingConnectionPool(
                 max_connections=self.max_size, timeout=self.timeout,
