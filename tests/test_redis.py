@@ -152,3 +152,35 @@ async def test_an_idle_shared_connection_stays_open(redis):
         assert data._client._link is link
     finally:
         await data.close()
+
+
+async def test_redis_keeps_the_pace_of_the_sweep(tmp_path):
+    """However many servers call expire(), a sweep that ended less than
+    sweep_every seconds ago is not begun again; the loader's still runs."""
+    server = start_redis(str(tmp_path))
+    try:
+        configure_redis(server, sweep_every=3600)
+        await load_small(RedisData(server.admin_address))
+        data = RedisData(server.address)
+        await data.start()
+        try:
+            async def expired_pair():
+                await data.sticker_pair(str(uuid.uuid4()), (
+                    secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 0.1)
+                await asyncio.sleep(0.3)
+            await expired_pair()
+            assert await data.expire() == (2, 0)
+            await expired_pair()
+            assert await data.expire() == (0, 0)
+            assert (await data.stats()).ballots == 2
+            admin = RedisData(server.admin_address)
+            await admin.start()
+            try:
+                assert await admin._admin('expire_below', [
+                    3600, 10 ** 9, 10 ** 9, 100]) == [2, 0]
+            finally:
+                await admin.close()
+        finally:
+            await data.close()
+    finally:
+        server.stop()

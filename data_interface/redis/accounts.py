@@ -12,9 +12,9 @@ from data_interface.address import ADMIN_USER, APP_USER
 CONNECTION = '+ping +auth +hello +select'
 FUNCTIONS = ('+fcall +fcall_ro +time +exists +del +expire +pexpire +hget '
              '+hmget +hset +hincrby +zadd +zrem +zscore +zcard +zrange '
-             '+zrandmember +zincrby +hexists')
+             '+zrandmember +zincrby +hexists +get +set')
 APP_KEYS = ('%RW~st:s:* %RW~st:sessions %RW~st:b:* %RW~st:ballots '
-            '%RW~st:stickers %RW~st:ratings %RW~st:counters '
+            '%RW~st:stickers %RW~st:ratings %RW~st:counters %RW~st:swept '
             '%R~st:packs %R~st:pack:* %R~st:pack_ids:* %R~st:limits')
 # The loader also loads the library and reads maxmemory for the caps.
 ADMIN_KEYS = '~st:*'

@@ -296,10 +296,11 @@ class RedisData(FunctionCalls):
                 return tuple(removed)
 
     async def configure(self, session_ttl, max_sessions=None,
-                        max_ballots=None, keep=False):
+                        max_ballots=None, keep=False, sweep_every=5.0):
         """Loader only: set the sweep's limits, the caps no more than fit
-        Redis's maxmemory (with keep, only if none are set); returns
-        (session_ttl, max_sessions, max_ballots)."""
+        Redis's maxmemory (with keep, only if none are set), and how often
+        at most the app's sweep runs; returns (session_ttl, max_sessions,
+        max_ballots)."""
         if keep:
             ttl, sessions, ballots, kept = await self._admin('limits', [])
             if kept:
@@ -308,8 +309,8 @@ class RedisData(FunctionCalls):
         found = re.search(r'^maxmemory:(\d+)', info, re.M)
         limits = caps(int(found.group(1)) if found else 0, max_sessions,
                       max_ballots)
-        return tuple(await self._admin('set_limits',
-                                       [session_ttl] + list(limits)))[:3]
+        return tuple(await self._admin(
+            'set_limits', [session_ttl] + list(limits) + [sweep_every]))[:3]
 
     async def load_batch(self, packs, stickers):
         args = [len(packs)]

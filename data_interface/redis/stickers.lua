@@ -18,11 +18,12 @@
 --   st:b:TOKEN       hash  session sticker partner deadline (TTL too)
 --   st:ballots       zset  token by deadline
 --   st:counters      hash  users views votes
---   st:limits        hash  session_ttl max_sessions max_ballots (the
---                    loader's; the app may only read it)
+--   st:limits        hash  session_ttl max_sessions max_ballots sweep_every
+--                    (the loader's; the app may only read it)
+--   st:swept         when the app's last sweep ended
 -- Functions only the loader may call take the key st:admin, which the
 -- app's account may not name.
-local VERSION = '3'
+local VERSION = '4'
 
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL, MAX_VISITS = 100, 3600, 1000
@@ -315,11 +316,22 @@ local function sweep(ttl, max_sessions, max_ballots, batch)
             one('st:sessions', 'st:s:', t - ttl, max_sessions)}
 end
 
--- The app's sweep, by the limits in st:limits (the site calls it).
+-- The app's sweep, by the limits in st:limits (the site calls it every
+-- refresh). Redis keeps the pace: a sweep that ended less than sweep_every
+-- seconds ago (st:swept) is not begun again, however many servers ask.
 local function expire(_, args)
     local batch = integer(args[1], 1, MAX_BATCH, 'batch')
+    local t = now()
+    local every = tonumber(redis.call('HGET', 'st:limits', 'sweep_every'))
+    if t - (tonumber(redis.call('GET', 'st:swept')) or 0) < (every or 0) then
+        return {0, 0}
+    end
     local ttl, max_sessions, max_ballots = limits()
-    return sweep(ttl, max_sessions, max_ballots, batch)
+    local removed = sweep(ttl, max_sessions, max_ballots, batch)
+    if removed[1] < batch and removed[2] < batch then
+        redis.call('SET', 'st:swept', t)
+    end
+    return removed
 end
 
 local function check_admin(keys)
@@ -343,7 +355,8 @@ local function set_limits(keys, args)
     redis.call('HSET', 'st:limits',
                'session_ttl', seconds(args[1], 'session ttl'),
                'max_sessions', integer(args[2], 0, 2 ^ 53, 'max sessions'),
-               'max_ballots', integer(args[3], 0, 2 ^ 53, 'max ballots'))
+               'max_ballots', integer(args[3], 0, 2 ^ 53, 'max ballots'),
+               'sweep_every', seconds(args[4] or '0', 'sweep every'))
     return {limits()}
 end
 

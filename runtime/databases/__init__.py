@@ -207,7 +207,7 @@ class Databases:
         await admin.start()
         try:
             limits = await admin.configure(s.session_ttl, s.max_sessions,
-                                           s.max_ballots, keep)
+                                           s.max_ballots, keep, s.sweep_every)
         finally:
             await admin.close()
         log.info('Redis limits: sessions idle %g s, at most %d sessions and '
