@@ -480,17 +480,21 @@ class Matrix:
                 self, [m for m in members if m[0] not in dead], page, mode)
         return dead
 
+    def tag_record(self, record, name, page, mode, run, pair):
+        """What a wrk record is of: run 0 is the warmup."""
+        record.update(target=name, page=page, mode=mode, run=run,
+                      warmup=run == 0, python=self.python_of.get(name))
+        if name in self.storage_of:
+            record['tarantool_engine'] = self.storage_of[name]
+        if pair:
+            record['pair'] = pair
+
     def warmup(self, label, name, url, page, mode, pair=None):
         if not self.s.warmup:
             return
         self.progress.show(label + ' · warmup')
         record = self.wrk(url, page, mode, self.s.warmup)
-        record.update(target=name, page=page, mode=mode, run=0, warmup=True,
-                      python=self.python_of.get(name))
-        if name in self.storage_of:
-            record['tarantool_engine'] = self.storage_of[name]
-        if pair:
-            record['pair'] = pair
+        self.tag_record(record, name, page, mode, 0, pair)
         self.results['runs'].append(record)
         self.progress.advance(self.s.warmup)
 
@@ -499,12 +503,7 @@ class Matrix:
         # engine's queue): the totals are read once they stop moving.
         before = self.settled_votes(url) if page == 'vote' else None
         record = self.wrk(url, page, mode, self.s.duration)
-        record.update(target=name, page=page, mode=mode, run=run, warmup=False,
-                      python=self.python_of.get(name))
-        if name in self.storage_of:
-            record['tarantool_engine'] = self.storage_of[name]
-        if pair:
-            record['pair'] = pair
+        self.tag_record(record, name, page, mode, run, pair)
         if page == 'vote':
             record['vote_check'] = stats.vote_check(
                 before, self.settled_votes(url), record.get('wrk'))

@@ -35,6 +35,12 @@ class DataUnavailable(Exception):
     what visitors send is validated by the pages before any call."""
 
 
+class NotSetUp(DataUnavailable):
+    """The database lacks what the project installs in it (Redis: this
+    version of its functions), and this account may not install it: the
+    loader's may."""
+
+
 # In the message of a DataUnavailable for an argument the database refused:
 # a bug of the caller, which a retry would not mend.
 REFUSED = 'bad argument'

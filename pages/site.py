@@ -32,7 +32,6 @@ PACKS = '/packs'        # the HTML pages of packs and stickers
 MAX_PACK_FRAMES = 10000
 
 
-
 def ranking(s):
     """The order of /good (reversed) and of a pack's pages."""
     return s.rating, s.id

@@ -10,7 +10,7 @@ from collections import deque
 import redis.asyncio as redis
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
-from .. import REFUSED, DataUnavailable, FunctionCalls
+from .. import REFUSED, DataUnavailable, FunctionCalls, NotSetUp
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'stickers.lua'), encoding='utf-8') as _f:
@@ -51,11 +51,6 @@ def argument(value):
         return repr(value).encode()
     raise DataUnavailable('%s: %r is neither text nor a number'
                           % (REFUSED, type(value).__name__))
-
-
-class MissingFunctions(DataUnavailable):
-    """Redis has not this version of stickers.lua, and the account cannot
-    load it."""
 
 
 class Link:
@@ -249,7 +244,7 @@ class RedisData(FunctionCalls):
         except DataUnavailable as e:
             if not isinstance(e.__cause__, NoPermissionError):
                 raise
-            raise MissingFunctions(
+            raise NotSetUp(
                 'Redis at %s has not the functions of stickers.lua version %s,'
                 ' and this account cannot load them (%s): start once with the '
                 "loader's account" % (self, VERSION, e)) from e

@@ -134,6 +134,7 @@ end
 -- by start(), then moved by what each committed transaction inserted and
 -- deleted (every write goes through the functions here).
 local counts = {}
+local NONE = {}     -- no change (yet) in this call
 
 local function size(space, change)
     if ENGINE == 'memtx' then return space:len() end
@@ -174,11 +175,14 @@ local function atomically(fn, ...)
     end
 end
 
--- Delete the tuple of `key` if it is there; 1 if it was. vinyl's delete
--- says nothing, and reads the old tuple anyway (for the secondary
--- indexes): the get costs little more, and makes the delete conflict
--- with a concurrent one.
+-- Delete the tuple of `key` if it is there; 1 if it was. memtx's delete
+-- returns it. vinyl's says nothing, and reads the old tuple anyway (for the
+-- secondary indexes): a get first costs little more, and makes the delete
+-- conflict with a concurrent one.
 local function remove(change, space, key)
+    if ENGINE == 'memtx' then
+        return space:delete(key) and 1 or 0
+    end
     if space:get(key) == nil then return 0 end
     space:delete(key)
     changed(change, space, -1)
@@ -273,7 +277,7 @@ function sticker_pair(uuid, token_a, token_b, ttl)
     if type(ttl) ~= 'number' or not (ttl > 0 and ttl <= MAX_TTL) then
         refuse('ttl must be a number of seconds in (0, ' .. MAX_TTL .. ']')
     end
-    if size(stickers, {}) < 2 then
+    if size(stickers, NONE) < 2 then
         box.error{code = box.error.PROC_LUA,
                   reason = 'fewer than two stickers loaded'}
     end
@@ -334,9 +338,8 @@ end
 
 function site_stats()
     local counters = server:get(1)
-    local none = {}
-    return {size(packs, none), size(stickers, none), counters[2], counters[3],
-            counters[4], size(sessions, none), size(ballots, none)}
+    return {size(packs, NONE), size(stickers, NONE), counters[2], counters[3],
+            counters[4], size(sessions, NONE), size(ballots, NONE)}
 end
 
 function list_packs()
@@ -381,7 +384,7 @@ local function sweep(space, index, limit, cap, pause)
     local removed = 0
     local fieldno = index.parts[1].fieldno
     while true do
-        local over = size(space, {}) - cap
+        local over = size(space, NONE) - cap
         local found = {}
         for _, t in index:pairs(nil, {iterator = 'GE'}) do
             if #found >= SWEEP_BATCH then break end

@@ -10,7 +10,7 @@ import logging
 import time
 from contextlib import asynccontextmanager
 
-from data_interface import DataUnavailable
+from data_interface import NotSetUp
 from data_interface.address import as_admin
 from .. import engines
 from ..engines import data_for
@@ -80,49 +80,42 @@ class Databases:
         self.managed.append(server)    # stopped by close() even if half-up
         await self._blocking(server.start)
 
+    async def _local(self, kind, directory, port):
+        """(app address, loader address) of the local database of `kind`:
+        started if nothing answers at `port`, adopted if no server manages
+        the one that does, else that one, with the passwords kept in
+        `directory` (neither watched nor stopped here)."""
+        s = self.settings
+        server = managed(kind, directory, settings=s)
+        if not await self._blocking(answers, s.db_host, port):
+            await self._start(server)
+        elif await self._blocking(server.adopt):
+            self.managed.append(server)
+        else:
+            return (server.found_address(s.app_user),
+                    server.found_address(s.admin_user))
+        return server.address, server.admin_address
+
     async def tarantool(self):
-        """The Tarantool address to use, starting a local one if needed;
-        the local one found running is adopted if no server manages it."""
+        """The Tarantool address to use: the one given, else the local one
+        (see _local), on the storage engine asked for."""
         s = self.settings
         if self.tarantool_address is None:
-            server = managed('tarantool', s.tarantool_dir, settings=s)
-            port = s.managed_tarantool_port
-            if not await self._blocking(answers, s.db_host, port):
-                await self._start(server)
-            elif await self._blocking(server.adopt):
-                self.managed.append(server)
-            else:
-                found = server.found_address(s.app_user)
-                self.tarantool_address = found
-                self.tarantool_admin = as_admin(found, server.found_address(
-                    s.admin_user).password)
-                await check_engine(self.tarantool_admin, s.tarantool_engine)
-                return found
-            self.tarantool_address = server.address
-            self.tarantool_admin = server.admin_address
-            # Started here, instance.lua checked it; adopted, it may not have.
+            self.tarantool_address, self.tarantool_admin = await self._local(
+                'tarantool', s.tarantool_dir, s.managed_tarantool_port)
+            # Started here, instance.lua checked it; the others may not be.
             await check_engine(self.tarantool_admin, s.tarantool_engine)
         elif self.tarantool_admin is None:
             self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address
 
     async def redis(self):
-        """The Redis address to use: the one given, else the local one under
-        var/ (started, or adopted, or found answering with the passwords
-        kept there)."""
+        """The Redis address to use: the one given, else the local one (see
+        _local)."""
+        s = self.settings
         if self.redis_address is None:
-            s = self.settings
-            server = managed('redis', s.redis_dir, settings=s)
-            if not await self._blocking(answers, s.db_host, s.redis_port):
-                await self._start(server)
-            elif await self._blocking(server.adopt):
-                self.managed.append(server)
-            else:
-                self.redis_address = server.found_address(s.app_user)
-                self.redis_admin = server.found_address(s.admin_user)
-                return self.redis_address
-            self.redis_address = server.address
-            self.redis_admin = server.admin_address
+            self.redis_address, self.redis_admin = await self._local(
+                'redis', s.redis_dir, s.redis_port)
         elif self.redis_admin is None:
             self.redis_admin = as_admin(self.redis_address)
         return self.redis_address
@@ -187,10 +180,8 @@ class Databases:
                              tarantool=self.tarantool_admin)
         try:
             await data.start()
-        except DataUnavailable as e:
+        except NotSetUp:
             # A Redis given by address, without the functions yet.
-            if type(e).__name__ != 'MissingFunctions':
-                raise
             await self._configure_redis(admin, keep=True)
             await data.start()
         try:
