@@ -58,7 +58,8 @@ def figures(results):
     for (target, page), c in capacities(results).items():
         t = c['rate']
         found[('capacity/s', named(target), page, 'at ' + label(c['slo']))] = (
-            t['median'], t['min'], t['max'], t['runs'], True)
+            t['median'], t['min'], t['max'], t['runs'], True, False,
+            100.0 * (c.get('resolution') or 0))
     return found
 
 
@@ -68,10 +69,14 @@ def label(slo):
 
 def band(a, b, floor):
     """The noise band (%) of a figure: the larger spread of the two runs'
-    runs, at least the floor; a figure measured once gets ONE_RUN."""
+    runs, or of a capacity's search bracket, at least the floor; a figure
+    measured once gets ONE_RUN."""
     spreads = []
     for median, low, high, runs in (a[:4], b[:4]):
         spreads.append(ONE_RUN if runs < 2 else 100.0 * (spread([low, high, median]) or 0))
+    # A capacity is known to within its search's bracket: searches that
+    # all stop at the same step agree, but only to that step.
+    spreads += [f[6] for f in (a, b) if len(f) > 6]
     return max([floor] + spreads)
 
 
@@ -116,7 +121,8 @@ def compare(a, b, floor=FLOOR):
                  len(rows), worse, better, len(rows) - worse - better - thin, thin,
                  len(set(fa) - set(fb)), len(set(fb) - set(fa))),
              '- Noise band: the larger spread (max - min) / median of either '
-             'run\'s runs, at least %g%%; %g%% for a figure measured once; '
+             'run\'s runs or a capacity\'s search bracket, at least %g%%; '
+             '%g%% for a figure measured once; '
              'latency changes under %g ms are noise; a percentile with fewer '
              'than %d requests beyond it in a run is shown, not judged' % (
                  floor, ONE_RUN, LATENCY_FLOOR_MS, TAIL), '']

@@ -288,3 +288,13 @@ def test_results_html_inlines_charts_and_escapes(tmp_path):
     page = open(html.write(str(tmp_path))).read()
     assert '&lt;b&gt;x&lt;/b&gt;' in page and '<td class="n">1</td>' in page
     assert 'data:image/png;base64,iVBORyBmYWtl' in page and '(d: no chart)' in page
+
+
+def test_a_capacity_is_judged_only_beyond_its_search_bracket():
+    """Three searches stopping at one step agree exactly, but only to
+    within the step: a capacity one step lower is not worse."""
+    a = (6983.0, 6983.0, 6983.0, 3, True, False, 10.0)
+    b = (5268.0, 5268.0, 5268.0, 3, True, False, 32.6)
+    assert compare.verdict(('capacity/s',), a, b, 10)[2] is None
+    b = (4000.0, 4000.0, 4000.0, 3, True, False, 10.0)
+    assert compare.verdict(('capacity/s',), a, b, 10)[2] == 'worse'

@@ -50,7 +50,12 @@ def capacities(results):
     cells = {}
     for key, found in groups.items():
         rates = [c['rate'] for c in found]
+        # How finely the searches placed it: the widest gap between a rate
+        # kept and the next one missed.
+        gaps = [c['missed_at'] / c['rate'] - 1 for c in found
+                if c.get('missed_at') and c['rate']]
         cells[key] = {'rate': triple(rates), 'open': any(c['open'] for c in found),
+                      'resolution': max(gaps) if gaps else None,
                       'saturation': triple([c['saturation'] for c in found]),
                       'slo': found[0]['slo'], 'pair': found[0].get('pair'),
                       'noisy': noisy(rates)}
