@@ -86,6 +86,23 @@ def parse_args(argv):
                         'redis/accounts.py; the functions are loaded at start)'
                         ' instead of a local one under var/ (default: '
                         '$STICKERS_REDIS)')
+    p.add_argument('--tarantool-replica', dest='tarantool_replicas',
+                   type=tarantool, action='append', default=[],
+                   metavar='[USER:PASS@]HOST:PORT',
+                   help='a read-only replica of the --tarantool given, for '
+                        'the reads that may lag (repeat for more)')
+    p.add_argument('--postgres-replica', dest='postgres_replicas',
+                   type=postgres, action='append', default=[],
+                   metavar='postgresql://USER:PASS@HOST:PORT/DB',
+                   help='a hot standby of the --postgres given, for the '
+                        'reads that may lag (repeat for more)')
+    p.add_argument('--replicas', type=int, default=d.replicas, metavar='N',
+                   help='start N read-only replicas beside the local '
+                        'Tarantool or PostgreSQL (default %d)' % d.replicas)
+    p.add_argument('--replica-lag', type=float, default=d.replica_lag,
+                   metavar='SECONDS',
+                   help='a replica lagging more serves no reads until it '
+                        'has caught up (default %g)' % d.replica_lag)
     p.add_argument('--tarantool-engine', choices=settings.TARANTOOL_ENGINES,
                    default=d.tarantool_engine,
                    help="storage engine of the local Tarantool's spaces, "
@@ -124,6 +141,7 @@ def parse_args(argv):
         p.error('--workers must be 1..256')
     if not 2 <= args.packs <= 5000:
         p.error('--packs must be 2..5000')
+    check_replicas(p, args)
     if args.data:
         import dataset
         try:
@@ -177,8 +195,32 @@ def add_edge_args(p, d):
                        '--host, else 0)' % (text, settings.REMOTE_LIMITS[what]))
 
 
+def check_replicas(p, args):
+    """Exit with a message for replica options that cannot be served."""
+    if not 0 <= args.replicas <= 8:
+        p.error('--replicas must be 0..8')
+    if not 0 < args.replica_lag <= 60:
+        p.error('--replica-lag must be above 0 and at most 60 seconds')
+    for kind in ('tarantool', 'postgres'):
+        if getattr(args, kind + '_replicas') and getattr(args, kind) is None:
+            p.error('--%s-replica needs --%s, the primary it replicates'
+                    % (kind, kind))
+    engine = engines.BY_NAME.get(args.engine or '')
+    if engine is None or not args.replicas:
+        return
+    kind = engines.database(engine)
+    if kind == 'redis':
+        p.error('--replicas: Redis engines have no replicas here; run a '
+                'Tarantool or PostgreSQL engine')
+    if getattr(args, kind) is not None:
+        p.error('--replicas starts replicas of the local %s; for the one '
+                'given, give its replicas with --%s-replica'
+                % (kind, kind))
+
+
 OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'redis', 'redis_fsync',
-           'packs',
+           'tarantool_replicas', 'postgres_replicas', 'replicas',
+           'replica_lag', 'packs',
            'header_timeout',
            'body_timeout', 'keepalive_timeout', 'max_connections',
            'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',
@@ -203,6 +245,8 @@ def build_settings(p, args):
         p.error(str(e))
     s = settings.replace(s, dump=args.data, reuse_port=args.workers > 1, **{
         name: getattr(args, name) for name in OPTIONS})
+    s = settings.replace(s, tarantool_replicas=tuple(s.tarantool_replicas),
+                         postgres_replicas=tuple(s.postgres_replicas))
     for what in ('sessions', 'votes', 'ballots'):
         try:
             parse_rate(s.limit(what))

@@ -140,16 +140,36 @@ def tarantool_driver(driver):
     return AsynctntData
 
 
-def data_for(engine, tarantool=None, postgres=None, redis=None):
+def data_for(engine, tarantool=None, postgres=None, redis=None,
+             replica=False):
     """An unstarted DataInterface of the engine's driver and mode at the
-    Tarantool address, PostgreSQL DSN or Redis address given."""
+    Tarantool address, PostgreSQL DSN or Redis address given (a read
+    replica's, with replica)."""
     if database(engine) == 'postgres':
         from data_interface.postgres.asyncpg_data import PostgresData
-        return PostgresData(postgres)
+        return PostgresData(postgres, replica=replica)
     if database(engine) == 'redis':
         from data_interface.redis.redis_data import RedisData
         return RedisData(redis, engine.mode)
     return tarantool_driver(engine.driver)(tarantool, engine.mode)
+
+
+def replicated(engine, primary, tarantool=(), postgres=(), max_lag=None):
+    """`primary` (an unstarted DataInterface) with reads spread over the
+    engine's driver at these replica addresses, if any are given."""
+    if not tarantool and not postgres:
+        return primary
+    from data_interface.replicated import MAX_LAG, Replicated
+    replicas = [data_for(engine, tarantool=a, replica=True) for a in tarantool]
+    replicas += [data_for(engine, postgres=d, replica=True) for d in postgres]
+    for r in replicas:    # the pool size set for the primary's
+        for size in ('min_size', 'max_size'):
+            if hasattr(primary, size):
+                setattr(r, size, getattr(primary, size))
+    where = ['%s:%s' % (a.host, a.port) for a in tarantool]
+    where += [str(r) for r in replicas[len(tarantool):]]
+    names = ['replica %d (%s)' % (i, w) for i, w in enumerate(where, 1)]
+    return Replicated(primary, replicas, max_lag or MAX_LAG, names)
 
 
 def closest(name):

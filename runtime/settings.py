@@ -63,6 +63,14 @@ class Settings:
     tarantool: object = None
     postgres: str = None
     redis: object = None
+    # Read replicas: given (--tarantool-replica: TarantoolAddresses,
+    # --postgres-replica: URLs), or this many started beside the local
+    # primary (--replicas); a replica lagging more than replica_lag seconds
+    # serves no reads until it catches up (data_interface/replicated.py).
+    tarantool_replicas: tuple = ()
+    postgres_replicas: tuple = ()
+    replicas: int = 0
+    replica_lag: float = 1.0
     db_host: str = '127.0.0.1'
     tarantool_port: int = 3301
     postgres_port: int = 5433      # not 5432: a system cluster there is left alone

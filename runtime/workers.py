@@ -231,6 +231,11 @@ async def parent(engine, s, argv, stopped):
                   'postgres': data.dsn if kind == 'postgres' else None,
                   'redis': list(data.address) if kind == 'redis' else None,
                   'session_key': s.session_key}
+        replicas = getattr(data, 'replicas', [])
+        config['replicas'] = [
+            list(r.data.address) if kind == 'tarantool' else r.data.dsn
+            for r in replicas]
+        config['replica_lag'] = s.replica_lag
         postgres = kind == 'postgres'
         if postgres:
             await size_pools(data, s.workers, config)
@@ -262,6 +267,8 @@ def without_addresses(argv):
     p.add_argument('--tarantool', action='append')
     p.add_argument('--postgres', action='append')
     p.add_argument('--redis', action='append')
+    p.add_argument('--tarantool-replica', action='append')
+    p.add_argument('--postgres-replica', action='append')
     return p.parse_known_args(argv)[1]
 
 
@@ -278,6 +285,9 @@ def read_config():
         config['tarantool'] = TarantoolAddress(*config['tarantool'])
     if config.get('redis'):
         config['redis'] = RedisAddress(*config['redis'])
+    if config['tarantool']:
+        config['replicas'] = [TarantoolAddress(*a)
+                              for a in config.get('replicas', [])]
     return config
 
 
@@ -289,6 +299,10 @@ async def given_databases(engine, config):
     if config.get('pool_size'):
         data.max_size = config['pool_size']
         data.min_size = min(data.min_size, data.max_size)
+    replicas = config.get('replicas', [])
+    data = engines.replicated(
+        engine, data, replicas if config['tarantool'] else (),
+        replicas if config['postgres'] else (), config.get('replica_lag'))
     # The parent sweeps (see above): the site must not, once per worker.
     data.sweeps_itself = True
     await data.start()

@@ -29,6 +29,9 @@ RANKED = {
     True: 'SELECT * FROM sticker_cards ORDER BY rating DESC, id DESC LIMIT %d',
     False: 'SELECT * FROM sticker_cards ORDER BY rating, id LIMIT %d'}
 EXPIRE_BATCH = 1000   # rows of each table per transaction, as in app.lua
+POSITION = ("SELECT (CASE WHEN pg_is_in_recovery() THEN "
+            "pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END "
+            "- '0/0')::bigint")
 # The tables are small enough to stay cached: with the default cost of a
 # random page (4, for spinning disks) the planner would rather scan all the
 # packs than probe their index for one title.
@@ -88,8 +91,11 @@ class PostgresData(DataInterface):
 
     sweeps_itself = False
 
-    def __init__(self, dsn, min_size=4, max_size=16, timeout=3.0):
+    def __init__(self, dsn, min_size=4, max_size=16, timeout=3.0,
+                 replica=False):
+        """replica: a hot standby's DSN (its schema is the primary's)."""
         self.dsn = dsn
+        self.replica = replica
         self.min_size, self.max_size = min_size, max_size
         self.timeout = timeout
         self._pool = None
@@ -102,8 +108,9 @@ class PostgresData(DataInterface):
         self._pool = Pool(self._connect, self.max_size)
         try:
             await self._pool.fill(self.min_size)
-            async with self._pool.acquire(self.timeout) as conn:
-                await apply_schema(conn)
+            if not self.replica:
+                async with self._pool.acquire(self.timeout) as conn:
+                    await apply_schema(conn)
         except BaseException as e:
             await self.close()
             if isinstance(e, UNAVAILABLE):
@@ -162,6 +169,11 @@ class PostgresData(DataInterface):
 
     async def stats(self):
         return Stats(*await self._query('fetchval', 'SELECT site_stats()'))
+
+    async def position(self):
+        """How far this server has come in the primary's log (bytes of
+        WAL): a standby's replayed, a primary's written."""
+        return await self._query('fetchval', POSITION)
 
     async def connection_limit(self):
         """The connections the server takes from roles like the site's."""

@@ -486,13 +486,24 @@ end
 
 -- The storage engine of the site's spaces (server.py checks the one it
 -- asked for).
+-- How far this instance has come in the primary's log: the sum of its
+-- vclock's components, the local one (0) left out. A replica has caught up
+-- with the primary as it was when the primary's position was this.
+function replication_position()
+    local sum = 0
+    for id, lsn in pairs(box.info.vclock) do
+        if id ~= 0 then sum = sum + lsn end
+    end
+    return sum
+end
+
 function storage_engine()
     return ENGINE
 end
 
 M.APP_FUNCTIONS = {'record_visits', 'sticker_pair', 'cast_vote',
     'top_stickers', 'bottom_stickers', 'site_stats', 'list_packs', 'pack_stickers',
-    'get_sticker'}
+    'get_sticker', 'replication_position'}
 -- Not for the app: the expiry fiber sweeps (expire(0, 0, 0) would empty
 -- every session), limits() is for tests and operators.
 M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits', 'storage_engine'}
@@ -500,13 +511,20 @@ M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits', 'storage_engine'}
 -- config: engine ('memtx' or 'vinyl', of new spaces; existing ones must be
 -- on it), session_ttl and sweep_every (seconds), max_sessions and
 -- max_ballots (memtx: nil for what fits memtx_memory, never more; vinyl:
--- nil for VINYL_CAP).
+-- nil for VINYL_CAP), replica (true: a read-only replica, whose schema and
+-- writes come from its primary: no schema made here, no expiry fiber).
 function M.start(config)
     local engine = config.engine or 'memtx'
     if engine ~= 'memtx' and engine ~= 'vinyl' then
         error(string.format('engine must be memtx or vinyl, not %q', engine), 0)
     end
-    box.once('stickers-schema-v1', create_schema, engine)
+    if config.replica then
+        if box.space.stickers == nil then
+            error('the primary has no sticker site schema', 0)
+        end
+    else
+        box.once('stickers-schema-v1', create_schema, engine)
+    end
     local found = box.space.stickers.engine
     if found ~= engine then
         error(string.format('the site\'s spaces here are on %s, not %s: a '
@@ -531,7 +549,19 @@ function M.start(config)
         -- Once, before the instance listens: count() reads every tuple.
         for _, space in ipairs{stickers, packs, ballots, sessions} do
             counts[space.name] = space:count()
+            -- A replica's writes come from its primary, not through
+            -- atomically(): the counts follow them here.
+            if config.replica then
+                space:on_replace(function(old, new)
+                    local n = (new and 1 or 0) - (old and 1 or 0)
+                    counts[space.name] = counts[space.name] + n
+                end)
+            end
         end
+    end
+    if config.replica then
+        log.info('%s replica: reads only', ENGINE)
+        return
     end
     log.info('%s: sessions idle %d s, at most %d sessions and %d ballots',
              ENGINE, SESSION_TTL, MAX_SESSIONS, MAX_BALLOTS)

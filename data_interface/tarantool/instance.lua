@@ -24,7 +24,16 @@ end
 -- The storage engine of the site's spaces: memtx (in memory) or vinyl (on
 -- disk). A data directory keeps the one it was made with.
 local ENGINE = env('TNT_ENGINE', 'memtx')
+-- HOST:PORT of a primary: this instance is its read-only replica (an
+-- anonymous one: the primary keeps no record of it), joined in an empty
+-- directory as the loader's account, which may replicate.
+local PRIMARY = env('TNT_REPLICA_OF', nil)
 box.cfg{
+    replication = PRIMARY and ('sticker_admin:' .. ADMIN_PASSWORD .. '@'
+                               .. PRIMARY) or nil,
+    replication_anon = PRIMARY ~= nil,
+    read_only = PRIMARY ~= nil,
+    replication_connect_timeout = 10,
     memtx_dir = dir,
     vinyl_dir = dir,
     wal_dir = dir,
@@ -67,7 +76,7 @@ local function log_since_snapshot()
 end
 
 local since = log_since_snapshot()
-if since >= box.cfg.checkpoint_wal_threshold then
+if PRIMARY == nil and since >= box.cfg.checkpoint_wal_threshold then
     log.info('making a snapshot: %d bytes of log since the last one', since)
     box.snapshot()
 end
@@ -85,38 +94,49 @@ local started, why = pcall(app.start, {
     sweep_every = tonumber(env('TNT_SWEEP_EVERY', '5')),
     max_sessions = tonumber(env('TNT_MAX_SESSIONS', nil)),
     max_ballots = tonumber(env('TNT_MAX_BALLOTS', nil)),
+    replica = PRIMARY ~= nil,
 })
 if not started then
     log.error('refusing to start: %s', why)
     os.exit(1)
 end
 
--- Users are (re)configured on every start so passwords follow the settings.
-box.once('stickers-users-v1', function()
-    box.schema.user.create('sticker_app', {password = 'x'})
-    box.schema.user.create('sticker_admin', {password = 'x'})
-    for _, name in ipairs(app.APP_FUNCTIONS) do
-        box.schema.func.create(name, {setuid = true})
-        box.schema.user.grant('sticker_app', 'execute', 'function', name)
-        box.schema.user.grant('sticker_admin', 'execute', 'function', name)
+-- Users are (re)configured on every start so passwords follow the settings;
+-- a replica has its primary's.
+local function set_up_users()
+    box.once('stickers-users-v1', function()
+        box.schema.user.create('sticker_app', {password = 'x'})
+        box.schema.user.create('sticker_admin', {password = 'x'})
+        box.schema.func.create('load_stickers', {setuid = true})
+        box.schema.user.grant('sticker_admin', 'execute', 'function',
+                              'load_stickers')
+        box.schema.user.grant('sticker_app', 'read', 'space', 'stickers')
+        box.schema.user.grant('sticker_app', 'read', 'space', 'packs')
+    end)
+    -- Grants follow the app's lists on every start, instances made by
+    -- older versions of these scripts included.
+    local function create(name)
+        box.schema.func.create(name, {setuid = true, if_not_exists = true})
+        box.schema.user.grant('sticker_admin', 'execute', 'function', name,
+                              {if_not_exists = true})
     end
-    box.schema.func.create('load_stickers', {setuid = true})
-    box.schema.user.grant('sticker_admin', 'execute', 'function',
-                          'load_stickers')
-    box.schema.user.grant('sticker_app', 'read', 'space', 'stickers')
-    box.schema.user.grant('sticker_app', 'read', 'space', 'packs')
-end)
--- Grants follow the app's lists on every start, instances made by older
--- versions of these scripts included.
-for _, name in ipairs(app.ADMIN_FUNCTIONS) do
-    box.schema.func.create(name, {setuid = true, if_not_exists = true})
-    box.schema.user.grant('sticker_admin', 'execute', 'function', name,
+    for _, name in ipairs(app.APP_FUNCTIONS) do
+        create(name)
+        box.schema.user.grant('sticker_app', 'execute', 'function', name,
+                              {if_not_exists = true})
+    end
+    for _, name in ipairs(app.ADMIN_FUNCTIONS) do
+        create(name)
+        box.schema.user.revoke('sticker_app', 'execute', 'function', name,
+                               {if_exists = true})
+    end
+    -- Replicas join as the loader.
+    box.schema.user.grant('sticker_admin', 'replication', nil, nil,
                           {if_not_exists = true})
-    box.schema.user.revoke('sticker_app', 'execute', 'function', name,
-                           {if_exists = true})
+    box.schema.user.passwd('sticker_app', APP_PASSWORD)
+    box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD)
 end
-box.schema.user.passwd('sticker_app', APP_PASSWORD)
-box.schema.user.passwd('sticker_admin', ADMIN_PASSWORD)
+if PRIMARY == nil then set_up_users() end
 
 -- A Unix socket or a loopback host; a bare port means every interface.
 local function loopback(listen)

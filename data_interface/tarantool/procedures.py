@@ -67,6 +67,10 @@ class Procedures(FunctionCalls):
     async def load_batch(self, packs, stickers):
         return await self._call('load_stickers', [packs, stickers])
 
+    async def position(self):
+        """How far this instance has come in the primary's log."""
+        return await self._call('replication_position', [])
+
     async def storage_engine(self):
         """'memtx' or 'vinyl': where the site's spaces are (the loader's
         account only)."""

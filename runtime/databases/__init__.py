@@ -20,7 +20,7 @@ from ..supervise import Backoff, cancel
 from .load import load_if_empty
 from .postgres import ManagedPostgres
 from .redis import ManagedRedis
-from .tarantool import ManagedTarantool, check_engine
+from .tarantool import ManagedReplica, ManagedTarantool, check_engine
 
 log = logging.getLogger('databases')
 
@@ -69,6 +69,8 @@ class Databases:
         self.postgres_owner_dsn = settings.postgres
         self.redis_address = settings.redis
         self.redis_admin = None
+        self.tarantool_replicas = list(settings.tarantool_replicas)
+        self.postgres_replicas = list(settings.postgres_replicas)
         self.managed = []
         self._watcher = None
 
@@ -81,12 +83,18 @@ class Databases:
         await self._blocking(server.start)
 
     async def _local(self, kind, directory, port):
-        """(app address, loader address) of the local database of `kind`:
-        started if nothing answers at `port`, adopted if no server manages
-        the one that does, else that one, with the passwords kept in
+        """(app address, loader address, server) of the local database of
+        `kind`: started if nothing answers at `port`, adopted if no server
+        manages the one that does, else that one, with the passwords kept in
         `directory` (neither watched nor stopped here)."""
         s = self.settings
         server = managed(kind, directory, settings=s)
+        return (await self._run_here(server, port)) + (server,)
+
+    async def _run_here(self, server, port):
+        """(app address, loader address) of `server`, a local database not
+        started yet: see _local."""
+        s = self.settings
         if not await self._blocking(answers, s.db_host, port):
             await self._start(server)
         elif await self._blocking(server.adopt):
@@ -101,10 +109,15 @@ class Databases:
         (see _local), on the storage engine asked for."""
         s = self.settings
         if self.tarantool_address is None:
-            self.tarantool_address, self.tarantool_admin = await self._local(
-                'tarantool', s.tarantool_dir, s.managed_tarantool_port)
+            self.tarantool_address, self.tarantool_admin, server = (
+                await self._local('tarantool', s.tarantool_dir,
+                                  s.managed_tarantool_port))
             # Started here, instance.lua checked it; the others may not be.
             await check_engine(self.tarantool_admin, s.tarantool_engine)
+            for index in range(1, s.replicas + 1):
+                replica = ManagedReplica(server, index, s)
+                address, _ = await self._run_here(replica, replica.port)
+                self.tarantool_replicas.append(address)
         elif self.tarantool_admin is None:
             self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address
@@ -135,13 +148,32 @@ class Databases:
                     self.managed.append(server)
                 await self._blocking(server.prepare)
             elif await can_connect(default):
+                if self.settings.replicas:
+                    raise RuntimeError(
+                        'a PostgreSQL that is not the local cluster answers '
+                        'at %s: --replicas starts standbys of the local one '
+                        'only' % default.split('@')[-1])
                 self.postgres_dsn = self.postgres_owner_dsn = default
                 return default
             else:
                 await self._start(server)
             self.postgres_dsn = server.dsn
             self.postgres_owner_dsn = server.owner_dsn
+            await self._standbys(server)
+        elif self.settings.replicas:
+            raise RuntimeError('--replicas starts standbys of the local '
+                               'PostgreSQL only')
         return self.postgres_dsn
+
+    async def _standbys(self, primary):
+        """Start settings.replicas hot standbys of the local cluster."""
+        if not self.settings.replicas:
+            return
+        from .postgres_standby import ManagedPostgresStandby
+        for index in range(1, self.settings.replicas + 1):
+            standby = ManagedPostgresStandby(primary, index, self.settings)
+            await self._start(standby)
+            self.postgres_replicas.append(standby.dsn)
 
     async def open(self, engine, stopped=None):
         """A started DataInterface for the engine, with data loaded: close()
@@ -186,6 +218,13 @@ class Databases:
             await data.start()
         try:
             await load_if_empty(data, admin, self.settings)
+            primary = data
+            data = engines.replicated(
+                engine, data, self.tarantool_replicas * (kind == 'tarantool'),
+                self.postgres_replicas * (kind == 'postgres'),
+                self.settings.replica_lag)
+            if data is not primary:
+                await data.start_replicas()
         except BaseException:
             await data.close()
             raise

@@ -75,6 +75,7 @@ class ManagedTarantool(LoggedDatabase):
         self.port = port or settings.managed_tarantool_port
         self.users = settings.app_user, settings.admin_user
         self.env = dict(instance_env(settings), **(env or {}))
+        self.secrets = self.directory    # where the passwords are kept
 
     @property
     def log_file(self):
@@ -83,7 +84,7 @@ class ManagedTarantool(LoggedDatabase):
     def _password(self, user, setting):
         """Given in env (tests), else the one kept in the directory."""
         return self.env.get(setting) or secret(
-            os.path.join(self.directory, user + '.password'), create=True)
+            os.path.join(self.secrets, user + '.password'), create=True)
 
     @property
     def address(self):
@@ -101,7 +102,7 @@ class ManagedTarantool(LoggedDatabase):
         """The address of an instance found answering here, with the
         password of `user` kept in the directory (none is made);
         RuntimeError if there is none."""
-        path = os.path.join(self.directory, user + '.password')
+        path = os.path.join(self.secrets, user + '.password')
         password = secret(path)
         if not password:
             raise RuntimeError(
@@ -117,7 +118,7 @@ class ManagedTarantool(LoggedDatabase):
         except (OSError, ValueError, IndexError):
             return None
         passwords = all(os.path.exists(os.path.join(
-            self.directory, user + '.password')) for user in self.users)
+            self.secrets, user + '.password')) for user in self.users)
         if passwords and tcp_sockets(pid, self.port, LISTEN):
             return pid
         return None
@@ -152,3 +153,32 @@ class ManagedTarantool(LoggedDatabase):
         found = [line.split('refusing to start: ', 1)[1].strip()
                  for line in said.splitlines() if 'refusing to start: ' in line]
         return ': ' + found[-1] if found else ''
+
+
+class ManagedReplica(ManagedTarantool):
+    """Read-only replica number `index` of a local primary (a
+    ManagedTarantool): its own process, directory (the primary's, with
+    -replica-INDEX) and port (the primary's + 10 * INDEX), the primary's
+    accounts and passwords. It joins the primary afresh at every start:
+    a replica is a copy, and an empty directory never holds one the
+    primary can no longer feed."""
+    KEEP = ('server.lock', 'tarantool.log')
+
+    def __init__(self, primary, index, settings=DEFAULTS):
+        super().__init__('%s-replica-%d' % (primary.directory, index),
+                         host=primary.host, port=primary.port + 10 * index,
+                         env=dict(primary.env, TNT_REPLICA_OF='%s:%d' % (
+                             primary.host, primary.port)),
+                         settings=settings)
+        self.name = 'Tarantool replica %d' % index
+        self.secrets = primary.secrets
+
+    def _launch(self):
+        for name in os.listdir(self.directory):
+            if name not in self.KEEP:
+                path = os.path.join(self.directory, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+        return super()._launch()

@@ -1,0 +1,215 @@
+"""A primary and its read replicas behind the one data interface.
+
+What writes or must see its own writes (sessions, ballots, votes, visits,
+expiry, loading) goes to the primary. The reads that may lag a moment (the
+ranked lists, the statistics, packs and stickers) go to the replicas that
+have caught up, in turn, else to the primary.
+
+A replica is in the read set while it answers and lags the primary by at
+most `max_lag` seconds. Every CHECK_EVERY seconds the primary's position in
+its log is noted with the time, and each replica's asked: a replica's lag is
+the age of the oldest noted position it has not reached. A replica that
+fails a read or a check, or lags more, is taken out at once (its reads go to
+the next one, or the primary) and put back when it answers and lags at most
+half the bound. While the primary does not answer, nothing new is written,
+so a replica that answers is in, whatever it lacks.
+"""
+import asyncio
+import collections
+import logging
+import time
+
+from . import REFUSED, DataInterface, DataUnavailable
+
+log = logging.getLogger('replicas')
+
+CHECK_EVERY = 0.2     # seconds
+MAX_LAG = 1.0         # seconds, the default bound
+NOT_CHECKED = 'not checked yet'
+
+
+class Replica:
+    def __init__(self, data, name):
+        self.data = data
+        self.name = name
+        self.lag = None     # seconds, at the last check
+        self.why_out = NOT_CHECKED
+
+
+class Replicated(DataInterface):
+    """`primary` and `replicas`: unstarted DataInterfaces of one driver;
+    start() starts them all (a replica that cannot connect is left out
+    until it can)."""
+
+    def __init__(self, primary, replicas, max_lag=MAX_LAG, names=None):
+        self.primary = primary
+        names = names or ['replica %d' % (i + 1) for i in range(len(replicas))]
+        self.replicas = [Replica(r, n) for r, n in zip(replicas, names)]
+        self.max_lag = max_lag
+        self.reading = []       # the replicas in the read set
+        self._turn = 0
+        self._positions = collections.deque()   # (time, primary's position)
+        self._primary_down = False
+        self._checker = None
+
+    # What the wrapper does not define (address, dsn, pool sizes, ...) is
+    # the primary's.
+    def __getattr__(self, name):
+        return getattr(self.primary, name)
+
+    @property
+    def sweeps_itself(self):
+        return self.primary.sweeps_itself
+
+    @sweeps_itself.setter
+    def sweeps_itself(self, value):
+        self.primary.sweeps_itself = value
+
+    async def start(self):
+        await self.primary.start()
+        await self.start_replicas()
+
+    async def start_replicas(self):
+        """start() for a primary already started."""
+        for replica in self.replicas:
+            try:
+                await replica.data.start()
+            except DataUnavailable as e:
+                log.warning('%s is not there yet: %s', replica.name, e)
+        await self.check()
+        self._checker = asyncio.ensure_future(self._check_forever())
+
+    async def close(self):
+        if self._checker is not None:
+            self._checker.cancel()
+            try:
+                await self._checker
+            except asyncio.CancelledError:
+                pass
+            self._checker = None
+        for replica in self.replicas:
+            await replica.data.close()
+        await self.primary.close()
+
+    async def _check_forever(self):
+        while True:
+            await asyncio.sleep(CHECK_EVERY)
+            try:
+                await self.check()
+            except Exception:     # keep checking
+                log.exception('checking the replicas failed')
+
+    async def check(self):
+        """Note the primary's position, then judge each replica."""
+        now = time.monotonic()
+        try:
+            position = await asyncio.wait_for(self.primary.position(),
+                                              self.max_lag)
+            self._positions.append((now, position))
+            if self._primary_down:
+                log.info('the primary answers again')
+            self._primary_down = False
+        except (DataUnavailable, asyncio.TimeoutError) as e:
+            if not self._primary_down:
+                log.warning('the primary does not answer (%s): reads go to '
+                            'every replica that answers',
+                            e or 'no answer within %g s' % self.max_lag)
+            self._primary_down = True
+        # Keep what a replica within twice the bound may not have reached.
+        while self._positions and self._positions[0][0] < now - 2 * self.max_lag - 1:
+            self._positions.popleft()
+        await asyncio.gather(*(self._judge(r) for r in self.replicas))
+
+    async def _judge(self, replica):
+        try:
+            position = await asyncio.wait_for(replica.data.position(),
+                                              self.max_lag)
+        except (DataUnavailable, asyncio.TimeoutError) as e:
+            self._leave(replica, 'does not answer: %s' % (
+                e or 'no answer within %g s' % self.max_lag))
+            return
+        replica.lag = self._lag(position)
+        if self._primary_down:
+            self._join(replica)
+        elif replica.lag > self.max_lag:
+            self._leave(replica, 'lags the primary by %.1f s' % replica.lag)
+        elif replica not in self.reading and replica.lag <= self.max_lag / 2:
+            self._join(replica)
+
+    def _lag(self, position):
+        """Seconds since the oldest noted primary position beyond
+        `position`; 0 if there is none."""
+        now = time.monotonic()
+        for noted, primary in self._positions:
+            if primary > position:
+                return now - noted
+        return 0.0
+
+    def _join(self, replica):
+        if replica not in self.reading:
+            self.reading.append(replica)
+            log.info('%s is %s the read set (lag %.2f s)', replica.name,
+                     'in' if replica.why_out == NOT_CHECKED else 'back in',
+                     replica.lag or 0)
+            replica.why_out = None
+
+    def _leave(self, replica, why):
+        if replica in self.reading:
+            self.reading.remove(replica)
+            log.warning('%s is out of the read set: %s', replica.name, why)
+        elif replica.why_out in (None, NOT_CHECKED):
+            log.warning('%s is not in the read set: %s', replica.name, why)
+        replica.why_out = why
+
+    async def _read(self, name, *args):
+        """The read `name` on the next replica in the read set (the others in
+        turn if it fails), else on the primary."""
+        for _ in range(len(self.reading)):
+            self._turn = (self._turn + 1) % len(self.reading)
+            replica = self.reading[self._turn]
+            try:
+                return await getattr(replica.data, name)(*args)
+            except DataUnavailable as e:
+                if REFUSED in str(e):
+                    raise
+                self._leave(replica, 'a read failed: %s' % e)
+            if not self.reading:
+                break
+        return await getattr(self.primary, name)(*args)
+
+    async def top_stickers(self, count):
+        return await self._read('top_stickers', count)
+
+    async def bottom_stickers(self, count):
+        return await self._read('bottom_stickers', count)
+
+    async def stats(self):
+        return await self._read('stats')
+
+    async def packs(self):
+        return await self._read('packs')
+
+    async def pack(self, name):
+        return await self._read('pack', name)
+
+    async def sticker(self, pack, sticker_id):
+        return await self._read('sticker', pack, sticker_id)
+
+    # Writes, and what must see them: the primary's.
+    async def record_visits(self, visits):
+        return await self.primary.record_visits(visits)
+
+    async def sticker_pair(self, session, tokens, ttl):
+        return await self.primary.sticker_pair(session, tokens, ttl)
+
+    async def cast_vote(self, session, win_token, lose_token):
+        return await self.primary.cast_vote(session, win_token, lose_token)
+
+    async def expire(self):
+        return await self.primary.expire()
+
+    async def load_batch(self, packs, stickers):
+        return await self.primary.load_batch(packs, stickers)
+
+    async def position(self):
+        return await self.primary.position()

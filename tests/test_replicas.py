@@ -1,0 +1,198 @@
+"""Read replicas that server.py starts itself (--replicas 1), in a copy of
+the checkout on ports of the test's own: reads come from the replica, a
+killed replica costs no request, a killed primary leaves the reads served
+and the writes refused, and nothing is lost or left behind."""
+import asyncio
+import os
+import re
+import signal
+import time
+
+import aiohttp
+import pytest
+
+from conftest import ServerProcess, free_port
+from runtime.databases.postgres import ManagedPostgres
+from runtime.processes import state
+from test_supervision import (checkout, children, hold_port, lines,  # noqa: F401
+                              pid_in, poll, wait_gone, wait_lines)
+
+ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-postgres-pool']
+# A contender of the index page: its sticker id, then its pack's link.
+CONTENDER = re.compile(r'data-sticker-id="(\d+)".*?href="/packs/([^"/]+)"',
+                       re.S)
+TOKENS = re.compile(r'name="win" value="([^"]+)">\s*'
+                    r'<input type="hidden" name="lose" value="([^"]+)">')
+LAG = 1.0    # the default bound of --replica-lag
+
+
+def start_site(engine, checkout, log_path, *args):
+    """server.py with one replica beside the primary it starts."""
+    env = {'STICKERS_TARANTOOL_PORT': str(free_port()),
+           'STICKERS_POSTGRES_PORT': str(free_port())}
+    site = ServerProcess(engine, ['--replicas', '1'] + list(args), log_path,
+                         root=checkout, env=env)
+    site.env = env
+    return site
+
+
+class Databases:
+    """The pids of the site's primary and replica, from their files."""
+
+    def __init__(self, engine, checkout, site):
+        var = os.path.join(checkout, 'var')
+        self.site = site
+        self.postgres = '-postgres-' in engine
+        if self.postgres:
+            self.primary_dir = ManagedPostgres(os.path.join(var, 'postgres')).data
+            self.replica_dir = ManagedPostgres(
+                os.path.join(var, 'postgres-replica-1')).data
+        else:
+            self.primary_dir = os.path.join(var, 'tarantool')
+            self.replica_dir = os.path.join(var, 'tarantool-replica-1')
+
+    def _pid(self, directory):
+        name = 'postmaster.pid' if self.postgres else 'tarantool.pid'
+        return pid_in(os.path.join(directory, name))
+
+    def primary(self):
+        return self._pid(self.primary_dir)
+
+    def replica(self):
+        return self._pid(self.replica_dir)
+
+    def primary_port(self):
+        if self.postgres:
+            with open(os.path.join(self.primary_dir, 'postmaster.pid')) as f:
+                return int(f.read().split('\n')[3])
+        return int(self.site.env['STICKERS_TARANTOOL_PORT'])
+
+    def everything(self):
+        """Every process of both, now."""
+        found = set()
+        for pid in (self.primary(), self.replica()):
+            found |= {pid} | children(pid)
+        return found
+
+
+async def ballot(session, url):
+    """(winner's (sticker id, pack), its win and lose tokens) from the
+    index page, or the status that refused it."""
+    async with session.get(url + '/') as r:
+        if r.status != 200:
+            return r.status
+        html = await r.text()
+    (sticker, pack), tokens = CONTENDER.findall(html)[0], TOKENS.findall(html)[0]
+    return (int(sticker), pack), tokens
+
+
+async def cast(session, url, tokens):
+    """The status of the vote."""
+    async with session.post(url + '/', data=dict(zip(('win', 'lose'), tokens)),
+                            allow_redirects=False) as r:
+        await r.read()
+        return r.status
+
+
+async def vote(session, url):
+    """One vote through the index page: 200, or the status that refused
+    the page or the vote."""
+    found = await ballot(session, url)
+    if isinstance(found, int):
+        return found
+    return await cast(session, url, found[1])
+
+
+async def votes_plus(session, url, sticker):
+    async with session.get('%s/stickers/%s/%d' % (url, sticker[1],
+                                                  sticker[0])) as r:
+        assert r.status == 200, await r.text()
+        return (await r.json())['votes_plus']
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
+        checkout, tmp_path, engine):
+    site = start_site(engine, checkout, str(tmp_path / 'server.log'))
+    dbs = Databases(engine, checkout, site)
+    held, pids = None, set()
+    jar = aiohttp.CookieJar(unsafe=True)
+    try:
+        output = wait_lines(site, 'is in the read set', 1)
+        pids |= dbs.everything()
+        async with aiohttp.ClientSession(cookie_jar=jar) as s:
+            # A vote is in the replica's answers within the lag bound.
+            found, tokens = await ballot(s, site.url)
+            before = await votes_plus(s, site.url, found)
+            assert await cast(s, site.url, tokens) == 200
+            voted = time.monotonic()
+            while await votes_plus(s, site.url, found) != before + 1:
+                assert time.monotonic() - voted < LAG, 'not within the lag'
+                await asyncio.sleep(0.01)
+            # The primary dies and cannot come back: its port is taken.
+            port = dbs.primary_port()
+            os.kill(dbs.primary(), signal.SIGKILL)
+            held = hold_port(port)
+            await asyncio.get_event_loop().run_in_executor(
+                None, wait_lines, site, 'primary does not answer', 1)
+            # Reads from the replica; writes refused, never a 500.
+            assert await votes_plus(s, site.url, found) == before + 1
+            for page in ('/good', '/bad', '/stickers'):
+                async with s.get(site.url + page) as r:
+                    assert r.status == 200, (page, site.output()[-3000:])
+            assert await vote(s, site.url) == 503
+            held.close()
+            held = None
+            await asyncio.get_event_loop().run_in_executor(
+                None, wait_lines, site, 'primary answers again', 1, 30)
+            # The acknowledged vote is kept, and voting works again.
+            assert await votes_plus(s, site.url, found) == before + 1
+            deadline = time.monotonic() + 10
+            while await vote(s, site.url) != 200:
+                assert time.monotonic() < deadline, site.output()[-3000:]
+                await asyncio.sleep(0.2)
+        pids |= dbs.everything()
+        output = site.output()
+        assert len(lines(output, 'primary does not answer')) == 1, output
+        assert len(lines(output, 'out of the read set')) == 0, output
+    finally:
+        if held is not None:
+            held.close()
+        assert site.stop() == 0, site.output()
+    assert wait_gone(pids), site.output()
+    assert ' ERROR ' not in site.output() and 'Traceback' not in site.output()
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+async def test_a_killed_replica_costs_no_request(checkout, tmp_path, engine):
+    """Reads keep being answered while the replica is killed and restarted;
+    it is back in the read set by itself."""
+    site = start_site(engine, checkout, str(tmp_path / 'server.log'))
+    dbs = Databases(engine, checkout, site)
+    pids = set()
+    try:
+        wait_lines(site, 'is in the read set', 1)
+        pids |= dbs.everything()
+        stop = asyncio.Event()
+        polled = [asyncio.ensure_future(poll(site.url + page, stop, 2))
+                  for page in ('/good', '/bad')]
+        await asyncio.sleep(0.3)
+        os.kill(dbs.replica(), signal.SIGKILL)
+        await asyncio.get_event_loop().run_in_executor(
+            None, wait_lines, site, 'replica 1 restarted', 1, 60)
+        await asyncio.get_event_loop().run_in_executor(
+            None, wait_lines, site, 'is back in the read set', 1, 10)
+        await asyncio.sleep(0.3)
+        stop.set()
+        statuses = sum(await asyncio.gather(*polled), [])
+        assert statuses and set(statuses) == {200}, (
+            sorted(set(statuses)), site.output()[-3000:])
+        pids |= dbs.everything()
+        output = site.output()
+        assert len(lines(output, 'out of the read set')) == 1, output
+        assert len(lines(output, 'replica 1 restarted')) == 1, output
+    finally:
+        assert site.stop() == 0, site.output()
+    assert wait_gone(pids), site.output()
+    assert 'Traceback' not in site.output()
+    assert all(state(p) is None for p in pids)
