@@ -1,0 +1,196 @@
+"""data_interface.replicated against a real Tarantool primary and real
+read-only replicas: where reads and writes go, how fast a write shows on a
+replica, and a replica that stalls, lags or dies leaving the read set and
+coming back."""
+import asyncio
+import os
+import signal
+import time
+import uuid
+
+import pytest
+
+from conftest import load_small_dataset, start_tarantool, tarantool_address
+from data_interface import DataUnavailable, Visit
+from data_interface.address import as_admin
+from data_interface.replicated import CHECK_EVERY, Replicated
+from data_interface.tarantool.asynctnt_data import AsynctntData
+from runtime.databases.tarantool import ManagedReplica
+
+LAG = 0.5   # the bound these tests set
+
+
+class Counted:
+    """A replica's data interface that counts the calls it serves."""
+
+    def __init__(self, data):
+        self.data, self.calls = data, 0
+
+    def __getattr__(self, name):
+        method = getattr(self.data, name)
+        if name in ('top_stickers', 'bottom_stickers', 'stats', 'packs',
+                    'pack', 'sticker', 'record_visits', 'sticker_pair',
+                    'cast_vote'):
+            self.calls += 1
+        return method
+
+
+@pytest.fixture(params=['memtx', 'vinyl'])
+def cluster(tmp_path, request):
+    """A loaded primary on the engine asked for, and two replicas."""
+    primary = start_tarantool(str(tmp_path / 'primary'),
+                              TNT_ENGINE=request.param,
+                              TNT_SWEEP_EVERY='3600')
+    replicas = []
+    try:
+        load_small_dataset(AsynctntData(as_admin(tarantool_address(primary))))
+        for index in (1, 2):
+            replicas.append(ManagedReplica(primary, index))
+            replicas[-1].start()
+        yield primary, replicas
+    finally:
+        for server in replicas + [primary]:
+            server.stop()
+
+
+def replicated(primary, replicas):
+    return Replicated(AsynctntData(tarantool_address(primary)),
+                      [Counted(AsynctntData(r.address)) for r in replicas],
+                      max_lag=LAG)
+
+
+async def until(condition, timeout):
+    """Seconds until condition() (a coroutine function) is true."""
+    started = time.monotonic()
+    while not await condition():
+        assert time.monotonic() - started < timeout, 'timed out'
+        await asyncio.sleep(0.005)
+    return time.monotonic() - started
+
+
+async def test_writes_go_to_the_primary_and_show_on_replicas_in_time(cluster):
+    primary, replicas = cluster
+    data = replicated(primary, replicas)
+    await data.start()
+    try:
+        assert len(data.reading) == 2
+        before = await data.stats()
+        assert sum(r.data.calls for r in data.replicas) == 1
+        session = str(uuid.uuid4())
+        await data.record_visits([Visit(session, '127.0.0.1', 'test')])
+        pair = await data.sticker_pair(session, ['a' * 22, 'b' * 22], 60)
+        assert await data.cast_vote(session, 'a' * 22, 'b' * 22) == 'ok'
+        # Not one of them on a replica, which could not take it.
+        assert sum(r.data.calls for r in data.replicas) == 1
+
+        async def counted():
+            s = await data.stats()
+            return (s.votes, s.sessions, s.users) == (
+                before.votes + 1, before.sessions + 1, before.users + 1)
+        assert await until(counted, LAG) < LAG
+        winner = await data.sticker(pair[0].pack, pair[0].id)
+        assert winner.votes_plus == pair[0].votes_plus + 1
+        # The reads went to both replicas in turn, none to the primary.
+        calls = [r.data.calls for r in data.replicas]
+        assert min(calls) >= 1 and sum(calls) >= 3, calls
+    finally:
+        await data.close()
+
+
+async def test_a_stalled_replica_leaves_and_comes_back(cluster):
+    primary, replicas = cluster
+    data = replicated(primary, replicas)
+    await data.start()
+    stalled = replicas[0]
+    try:
+        os.kill(stalled.pid, signal.SIGSTOP)
+        try:
+            left = await until(lambda: out(data, 0), 2 * LAG + 2 * CHECK_EVERY)
+            # Reads meanwhile: answered, by the other replica.
+            for _ in range(20):
+                assert len(await data.top_stickers(9)) == 9
+        finally:
+            os.kill(stalled.pid, signal.SIGCONT)
+        back = await until(lambda: back_in(data, 0), 2)
+        assert left < 2 * LAG + 2 * CHECK_EVERY and back < 2
+        assert data.replicas[0].why_out is None
+    finally:
+        await data.close()
+
+
+async def out(data, index):
+    return data.replicas[index] not in data.reading
+
+
+async def back_in(data, index):
+    return data.replicas[index] in data.reading
+
+
+async def test_a_killed_replica_costs_no_read_and_rejoins(cluster):
+    primary, replicas = cluster
+    data = replicated(primary, replicas)
+    await data.start()
+    try:
+        for replica in replicas:
+            replica.kill()
+        # The next reads find both gone and fall back to the primary.
+        for _ in range(10):
+            assert len(await data.bottom_stickers(9)) == 9
+        assert data.reading == []
+        for replica in replicas:
+            replica.restart()
+        await until(lambda: back_in(data, 1), 5)
+        await until(lambda: back_in(data, 0), 5)
+    finally:
+        await data.close()
+
+
+async def test_with_the_primary_dead_reads_go_on_and_writes_fail(cluster):
+    primary, replicas = cluster
+    data = replicated(primary, replicas)
+    await data.start()
+    try:
+        session = str(uuid.uuid4())
+        await data.sticker_pair(session, ['c' * 22, 'd' * 22], 60)
+        assert await data.cast_vote(session, 'c' * 22, 'd' * 22) == 'ok'
+        votes = (await primary_stats(primary)).votes
+        primary.kill()
+        await asyncio.sleep(3 * LAG)    # replicas judged with no primary
+        assert len(data.reading) == 2
+        assert (await data.stats()).votes == votes
+        with pytest.raises(DataUnavailable):
+            await data.sticker_pair(session, ['e' * 22, 'f' * 22], 60)
+        primary.restart()
+        await until(lambda: primary_answers(data), 10)
+        assert (await primary_stats(primary)).votes == votes
+    finally:
+        await data.close()
+
+
+async def primary_stats(primary):
+    data = AsynctntData(tarantool_address(primary))
+    await data.start()
+    try:
+        return await data.stats()
+    finally:
+        await data.close()
+
+
+async def primary_answers(data):
+    try:
+        await data.position()
+        return True
+    except DataUnavailable:
+        return False
+
+
+def test_a_replica_lags_by_the_oldest_position_it_has_not_reached():
+    data = Replicated(None, [], max_lag=1.0)
+    now = time.monotonic()
+    data._positions.extend([(now - 3, 10), (now - 2, 20), (now - 1, 30)])
+    assert data._lag(30) == 0
+    assert data._lag(35) == 0
+    assert 0.9 < data._lag(25) < 1.1
+    assert 0.9 < data._lag(20) < 1.1   # 20 reached, 30 not
+    assert 1.9 < data._lag(15) < 2.1
+    assert 2.9 < data._lag(5) < 3.1
