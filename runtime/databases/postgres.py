@@ -237,7 +237,11 @@ class ManagedPostgres(LocalDatabase):
         self.pid = self.process.pid
         self.started = True
         deadline = time.monotonic() + START_TIMEOUT
+        progress = self._progress()
         while not self._ready():
+            now = self._progress()
+            if now != progress:
+                progress, deadline = now, time.monotonic() + START_TIMEOUT
             if self.process.poll() is not None:
                 raise RuntimeError('PostgreSQL %s: %s' % (
                     ended(self.process), self._log_tail()))
@@ -250,6 +254,11 @@ class ManagedPostgres(LocalDatabase):
             time.sleep(0.05)
         files.write(os.path.join(self.directory, 'port'), str(self.port))
         self.prepare()
+
+    def _progress(self):
+        """What changes as a start advances, each change allowing
+        START_TIMEOUT more (a standby's replay); here nothing."""
+        return None
 
     def _ready(self):
         """The postmaster says it accepts connections, and does."""
