@@ -131,6 +131,10 @@ def parser():
                    help='serve every Tarantool engine on each of these '
                         'storage engines, in turns: memtx, vinyl (default '
                         'memtx); each has its own local Tarantool')
+    p.add_argument('--replicas', type=int, default=0, metavar='N',
+                   help='serve every Tarantool and PostgreSQL engine with no '
+                        'read replica and with N beside its local database, '
+                        'in turns (server.py --replicas)')
     p.add_argument('--packs', type=positive, metavar='N',
                    help='passed to server.py: packs in the generated data set')
     p.add_argument('--redis-fsync', choices=('always', 'everysec'),
@@ -339,6 +343,14 @@ def settings(argv):
     if args.tarantool and args.tarantool_engine:
         fail('--tarantool-engine: the Tarantool of --tarantool has the engine '
              'it was started with; leave out one of them')
+    if not 0 <= args.replicas <= 8:
+        fail('--replicas must be 0..8')
+    if args.replicas and (args.tarantool or args.postgres):
+        fail('--replicas starts replicas of the local databases: leave out '
+             '--tarantool and --postgres (or pass their replicas to '
+             'server.py yourself)')
+    if args.replicas and not server_accepts('--replicas'):
+        fail('--replicas: this server.py has no such option')
     if args.packs:
         server_args += ['--packs', str(args.packs)]
     if args.delay:
@@ -370,6 +382,7 @@ def settings(argv):
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
         server_args=server_args, server_env=server_env, storages=storages,
+        replicas=args.replicas,
         pin=pinning(args.no_pin, args.workers),
         profile=args.profile, workers=args.workers, limits=args.limits,
         latency=args.latency, rates=args.rates, slo=args.slo,

@@ -153,17 +153,21 @@ def listener(port):
 
 
 def find_database(server_pid, listen_port, load=None, timeout=3.0):
-    """(pid, name) of the database server the engine talks to, or None. An
-    engine that connects per request has no connection when idle: `load`
-    (a callable returning a process) makes some while we look."""
+    """[(pid, name)] of the database servers the engine talks to (its
+    primary first, then its read replicas, by port), or None. An engine
+    that connects per request has no connection when idle: `load` (a
+    callable returning a process) makes some while we look."""
     process = None
     deadline = time.monotonic() + timeout
     try:
         while True:
+            found = []
             for port in sorted(database_ports(server_pid, listen_port)):
                 pid = listener(port)
-                if pid is not None:
-                    return pid, _comm(pid)
+                if pid is not None and pid not in [f[0] for f in found]:
+                    found.append((pid, _comm(pid)))
+            if found:
+                return found
             if time.monotonic() > deadline:
                 return None
             if process is None and load is not None:

@@ -7,7 +7,7 @@ from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .pythons import short
 from .stats import ratio, summarize
-from .storage import storage_of
+from .storage import replicas_of, storage_of, without_replicas
 
 NGINX = 'nginx'
 FLAG = '⚠'
@@ -85,6 +85,8 @@ def ratios(table, name, page, mode):
         if mode == 'pipelined' else None,
         'vinyl': ratio(mine, rps(name.replace(' (vinyl)', ' (memtx)'), page,
                                  mode)) if storage_of(name) == 'vinyl' else None,
+        'replicas': ratio(mine, rps(without_replicas(name), page, mode))
+        if replicas_of(name) else None,
     }
 
 
@@ -116,7 +118,8 @@ RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('ugly', '÷ own ugly'),
                  ('tarantool', '÷ same on tarantool'),
                  ('pipelined', 'pipelined ÷ plain'),
-                 ('vinyl', 'vinyl ÷ memtx'))
+                 ('vinyl', 'vinyl ÷ memtx'),
+                 ('replicas', 'replicas ÷ none'))
 
 
 def page_table(table, names, page, mode, ceilings=None, marks=None):

@@ -42,6 +42,7 @@ class RunPlan:
     server_env: dict = field(default_factory=dict)     # database addresses
     # Tarantool's storage engines, each Tarantool engine served on each
     storages: list = field(default_factory=lambda: list(storage.DEFAULT))
+    replicas: int = 0       # each Tarantool/PostgreSQL engine also with N
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False
     workers: int = 1                    # server.py --workers; nginx's too
@@ -121,6 +122,7 @@ class Matrix:
                 'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
                 'server_args': settings.server_args,
                 'tarantool_engines': settings.storages,
+                'replicas': settings.replicas,
                 'profile': settings.profile,
                 # Processes per engine and for nginx; hello references: 1.
                 'workers': settings.workers,
@@ -147,8 +149,9 @@ class Matrix:
         self.hellos = {}    # hello reference name -> its target record
         self.python_of = {}     # target name -> its interpreter's version
         self.storage_of = {}    # target name -> its Tarantool storage engine
+        self.replicas_of = {}   # target name -> its read replicas, if any
         planned = sum(target_guess(settings, 'engine') * len(
-            settings.where.get(e.name) or [None]) * len(self.storages(e))
+            settings.where.get(e.name) or [None]) * len(self.variants(e))
             for e in settings.engines)
         planned += len(settings.remotes) * target_guess(settings, 'remote')
         if any(True for _ in combos(settings, 'nginx')):
@@ -195,13 +198,16 @@ class Matrix:
         self.progress.note('%s: FAILED: %s' % (t['name'], reason.splitlines()[0]))
         self.progress.drop(guess_left)
 
-    def storages(self, engine):
-        """The Tarantool storage engines an engine is served on ([None]
-        for PostgreSQL's)."""
+    def variants(self, engine):
+        """(storage engine, replicas) an engine is served with: each
+        Tarantool storage engine (None for the others), each with no
+        replica and, with --replicas N, with N (not Redis)."""
         from runtime import engines
-        if engines.database(engine) != 'tarantool':
-            return [None]
-        return self.s.storages
+        kind = engines.database(engine)
+        storages = self.s.storages if kind == 'tarantool' else [None]
+        counts = [0, self.s.replicas] if self.s.replicas and kind in (
+            'tarantool', 'postgres') else [0]
+        return [(kept, n) for kept in storages for n in counts]
 
     def engine(self, engine):
         """Start the engine once per interpreter (and per Tarantool storage
@@ -215,8 +221,9 @@ class Matrix:
         try:
             first = True
             for python in self.s.where.get(engine.name) or [pythons.MAIN]:
-                for kept in self.storages(engine):
-                    member = self.start_engine(engine, python, first, kept)
+                for kept, replicas in self.variants(engine):
+                    member = self.start_engine(engine, python, first, kept,
+                                               replicas)
                     first = False
                     if member:
                         crew.append(member)
@@ -262,11 +269,13 @@ class Matrix:
             for _, server, _ in reversed(crew):
                 server.stop()
 
-    def start_engine(self, engine, python, first, kept=None):
+    def start_engine(self, engine, python, first, kept=None, replicas=0):
         """(target, server, interpreter) of one interpreter's server.py
-        (with its Tarantool on the storage engine `kept`), started and
-        verified, or None (its target says why)."""
-        name = pythons.label(storage.label(engine.name, kept, self.s.storages),
+        (with its Tarantool on the storage engine `kept`, with `replicas`
+        read replicas), started and verified, or None (its target says
+        why)."""
+        name = pythons.label(storage.label(engine.name, kept, self.s.storages,
+                                           replicas),
                              python, self.s.several)
         t = self.target(name, 'engine')
         t['python'] = self.python_of[name] = python.version
@@ -275,6 +284,9 @@ class Matrix:
             t['tarantool_engine'] = self.storage_of[name] = kept
             if storage.tagged(self.s.storages):
                 args += ['--tarantool-engine', kept]
+        if replicas:
+            t['replicas'] = self.replicas_of[name] = replicas
+            args += ['--replicas', str(replicas)]
         log = self.log(t)
         port = self.s.port if first else free_port()
         server = EngineServer(engine.name, port, args, log,
@@ -360,8 +372,9 @@ class Matrix:
         return self.databases[name]
 
     def database(self, server):
-        """(pid, name) of the database process the engine talks to, or None;
-        with --workers, the one a worker talks to."""
+        """[(pid, name)] of the database processes the engine talks to (the
+        primary, then the replicas), or None; with --workers, those a worker
+        talks to."""
         def load():
             return subprocess.Popen(
                 self.s.pin['wrk'] + ['wrk', '-c4', '-t1', '-d5s',
@@ -385,10 +398,10 @@ class Matrix:
         spy = profile.sampler(pid, self.s.duration + 1, out, self.s.pin['wrk'])
         time.sleep(0.5)     # py-spy attaches
         before = profile.stat(pid)
-        db_before = profile.database_cpu(database[0]) if database else {}
+        db_before = [profile.database_cpu(d[0]) for d in database or []]
         record = self.wrk(server.url, page, mode, self.s.duration)
         after = profile.stat(pid)
-        db_after = profile.database_cpu(database[0]) if database else {}
+        db_after = [profile.database_cpu(d[0]) for d in database or []]
         try:
             spy.wait(self.s.duration + 30)
         except subprocess.TimeoutExpired:
@@ -405,14 +418,21 @@ class Matrix:
         # /proc counts in clock ticks: round away the float noise.
         utime = round(after[1] - before[1], 3) if before and after else 0.0
         stime = round(after[2] - before[2], 3) if before and after else 0.0
-        db = round(profile.cpu_delta(db_before, db_after), 3) if database else None
+        each = [round(profile.cpu_delta(b, a), 3)
+                for b, a in zip(db_before, db_after)]
+        db = round(sum(each), 3) if database else None
         p = {'target': name, 'page': page, 'mode': mode, 'requests': requests,
              'wrk': record.get('wrk'), 'samples': samples,
              'py_spy': {'exit_code': spy.returncode, 'rate': profile.RATE,
                         'log': said},
              'server_cpu': {'pid': pid, 'user_s': utime, 'system_s': stime},
-             'database_cpu': {'pid': database[0], 'process': database[1],
-                              'seconds': db} if database else None,
+             # The primary's and, with replicas, each replica's.
+             'database_cpu': {'pid': database[0][0],
+                              'process': database[0][1], 'seconds': db,
+                              'each': [{'pid': d[0], 'process': d[1],
+                                        'seconds': s}
+                                       for d, s in zip(database, each)]}
+             if database else None,
              'us_per_request': profile.split(samples, utime, stime, db, requests)}
         self.results['profiles'].append(p)
         self.progress.advance(self.s.duration + 1.5)
@@ -486,6 +506,8 @@ class Matrix:
                       warmup=run == 0, python=self.python_of.get(name))
         if name in self.storage_of:
             record['tarantool_engine'] = self.storage_of[name]
+        if name in self.replicas_of:
+            record['replicas'] = self.replicas_of[name]
         if pair:
             record['pair'] = pair
 

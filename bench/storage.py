@@ -1,9 +1,12 @@
-"""Tarantool's storage engines as a dimension of a run (bench.py
---tarantool-engine memtx,vinyl): each Tarantool engine is served on each,
-in turns, its name tagged with the storage engine ('aiohttp-tarantool-one
-(vinyl)'; before the interpreter's '@3.12'). A run on memtx alone, the
+"""Tarantool's storage engines and read replicas as dimensions of a run
+(bench.py --tarantool-engine memtx,vinyl --replicas N): each Tarantool
+engine is served on each storage engine, and each Tarantool or PostgreSQL
+engine with no replica and with N, in turns, its name tagged with what
+differs ('aiohttp-tarantool-one (vinyl, 1 replica)'; before the
+interpreter's '@3.12'). A run on memtx alone with no replicas, the
 default, tags nothing."""
 DEFAULT = ['memtx']
+STORAGES = ('memtx', 'vinyl')
 
 
 def tagged(storages):
@@ -11,9 +14,18 @@ def tagged(storages):
     return list(storages) != DEFAULT
 
 
-def label(name, storage, storages):
-    """'aiohttp-tarantool-one' on vinyl -> 'aiohttp-tarantool-one (vinyl)'."""
-    return '%s (%s)' % (name, storage) if storage and tagged(storages) else name
+def label(name, storage, storages, replicas=0):
+    """'aiohttp-tarantool-one' on vinyl with 1 replica ->
+    'aiohttp-tarantool-one (vinyl, 1 replica)'."""
+    parts = [storage] if storage and tagged(storages) else []
+    if replicas:
+        parts.append('%d replica%s' % (replicas, 's' if replicas > 1 else ''))
+    return '%s (%s)' % (name, ', '.join(parts)) if parts else name
+
+
+def _tags(name):
+    base = name.partition('@')[0]
+    return base.split(' (')[1].rstrip(')').split(', ') if ' (' in base else []
 
 
 def untag(name):
@@ -24,5 +36,21 @@ def untag(name):
 
 def storage_of(name):
     """The storage engine a name is tagged with, or None."""
-    base = name.partition('@')[0]
-    return base.split(' (')[1].rstrip(')') if ' (' in base else None
+    found = [t for t in _tags(name) if t in STORAGES]
+    return found[0] if found else None
+
+
+def replicas_of(name):
+    """The read replicas a name is tagged with (0 for none)."""
+    found = [t for t in _tags(name) if t.endswith(('replica', 'replicas'))]
+    return int(found[0].split()[0]) if found else 0
+
+
+def without_replicas(name):
+    """The name of the same engine served with no replica."""
+    base, at, version = name.partition('@')
+    if not replicas_of(name):
+        return name
+    kept = [t for t in _tags(name) if t in STORAGES]
+    plain = base.split(' (')[0]
+    return (plain + (' (%s)' % kept[0] if kept else '')) + at + version

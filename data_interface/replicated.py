@@ -26,6 +26,7 @@ log = logging.getLogger('replicas')
 CHECK_EVERY = 0.2     # seconds
 MAX_LAG = 1.0         # seconds, the default bound
 NOT_CHECKED = 'not checked yet'
+START_WAIT = 10.0     # seconds start() waits for the replicas to catch up
 
 
 class Replica:
@@ -34,6 +35,7 @@ class Replica:
         self.name = name
         self.lag = None     # seconds, at the last check
         self.why_out = NOT_CHECKED
+        self.floor = 0      # a position it must reach to join the read set
 
 
 class Replicated(DataInterface):
@@ -69,14 +71,33 @@ class Replicated(DataInterface):
         await self.primary.start()
         await self.start_replicas()
 
-    async def start_replicas(self):
-        """start() for a primary already started."""
+    async def start_replicas(self, wait=START_WAIT):
+        """start() for a primary already started. A replica joins the read
+        set once it has all the primary had now (the data set just loaded,
+        say): this waits up to `wait` seconds for that."""
         for replica in self.replicas:
             try:
                 await replica.data.start()
             except DataUnavailable as e:
                 log.warning('%s is not there yet: %s', replica.name, e)
+        try:
+            floor = await self.primary.position()
+        except DataUnavailable:
+            floor = 0
+        for replica in self.replicas:
+            replica.floor = floor
+        deadline = time.monotonic() + wait
         await self.check()
+        while (len(self.reading) < len(self.replicas)
+               and time.monotonic() < deadline):
+            await asyncio.sleep(CHECK_EVERY / 4)
+            await self.check()
+        for replica in self.replicas:
+            if replica.why_out == NOT_CHECKED:
+                log.warning('%s has not caught up with the primary within '
+                            '%g s: it serves no reads until it has',
+                            replica.name, wait)
+                replica.why_out = 'has not caught up with the primary'
         self._checker = asyncio.ensure_future(self._check_forever())
 
     async def close(self):
@@ -129,7 +150,10 @@ class Replicated(DataInterface):
                 e or 'no answer within %g s' % self.max_lag))
             return
         replica.lag = self._lag(position)
-        if self._primary_down:
+        if position < replica.floor:
+            if replica.why_out != NOT_CHECKED:    # quiet while it starts
+                self._leave(replica, 'has not caught up with the primary')
+        elif self._primary_down:
             self._join(replica)
         elif replica.lag > self.max_lag:
             self._leave(replica, 'lags the primary by %.1f s' % replica.lag)

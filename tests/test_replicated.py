@@ -154,6 +154,10 @@ async def test_with_the_primary_dead_reads_go_on_and_writes_fail(cluster):
         await data.sticker_pair(session, ['c' * 22, 'd' * 22], 60)
         assert await data.cast_vote(session, 'c' * 22, 'd' * 22) == 'ok'
         votes = (await primary_stats(primary)).votes
+
+        async def replicated_vote():
+            return (await data.stats()).votes == votes
+        await until(replicated_vote, LAG)
         primary.kill()
         await asyncio.sleep(3 * LAG)    # replicas judged with no primary
         assert len(data.reading) == 2

@@ -48,9 +48,11 @@ class Member:
     def cpu(self):
         if self.server.process is None:     # a --target site: not ours to read
             return None, {}
-        db = self.database[0] if self.database else None
-        return (tree_cpu(self.server.process.pid, skip=(db,)),
-                profile.database_cpu(db) if db else {})
+        dbs = [pid for pid, _ in self.database or ()]
+        cpu = {}
+        for pid in dbs:     # the primary's and its replicas'
+            cpu.update(profile.database_cpu(pid))
+        return tree_cpu(self.server.process.pid, skip=tuple(dbs)), cpu
 
 
 def turns(matrix, members, page, mode):
