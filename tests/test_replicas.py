@@ -196,3 +196,27 @@ async def test_a_killed_replica_costs_no_request(checkout, tmp_path, engine):
     assert wait_gone(pids), site.output()
     assert 'Traceback' not in site.output()
     assert all(state(p) is None for p in pids)
+
+
+async def test_workers_share_the_replicas(checkout, tmp_path):
+    """--workers 2 --replicas 1: the parent and each worker read from the
+    replica; SIGTERM stops them all, with the databases."""
+    engine = 'aiohttp-tarantool-one'
+    site = start_site(engine, checkout, str(tmp_path / 'server.log'),
+                      '--workers', '2')
+    dbs = Databases(engine, checkout, site)
+    pids = set()
+    try:
+        output = wait_lines(site, 'is in the read set', 3)
+        pids |= dbs.everything() | {site.process.pid} | children(
+            site.process.pid)
+        async with aiohttp.ClientSession() as s:
+            for _ in range(20):
+                async with s.get(site.url + '/good') as r:
+                    assert r.status == 200
+        assert len(lines(output, 'replica 1 (127.0.0.1:%d)' % (
+            dbs.primary_port() + 10))) == 3, output
+    finally:
+        assert site.stop() == 0, site.output()
+    assert wait_gone(pids), site.output()
+    assert 'Traceback' not in site.output()
