@@ -7,7 +7,7 @@ from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .pythons import short
 from .stats import ratio, summarize
-from .storage import replicas_of, storage_of, without_replicas
+from .storage import on_memtx, replicas_of, storage_of, without_replicas
 
 NGINX = 'nginx'
 FLAG = '⚠'
@@ -83,8 +83,8 @@ def ratios(table, name, page, mode):
         'tarantool': ratio(mine, tarantool_rps(table, name, page, mode)),
         'pipelined': ratio(mine, rps(name, page, 'plain'))
         if mode == 'pipelined' else None,
-        'vinyl': ratio(mine, rps(name.replace(' (vinyl)', ' (memtx)'), page,
-                                 mode)) if storage_of(name) == 'vinyl' else None,
+        'vinyl': ratio(mine, rps(on_memtx(name), page, mode))
+        if storage_of(name) == 'vinyl' else None,
         'replicas': ratio(mine, rps(without_replicas(name), page, mode))
         if replicas_of(name) else None,
     }

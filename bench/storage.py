@@ -46,11 +46,19 @@ def replicas_of(name):
     return int(found[0].split()[0]) if found else 0
 
 
+def retagged(name, tags):
+    """The name with these tags instead of its own."""
+    base, at, version = name.partition('@')
+    plain = base.split(' (')[0]
+    return plain + (' (%s)' % ', '.join(tags) if tags else '') + at + version
+
+
+def on_memtx(name):
+    """The name of the same engine served on memtx."""
+    return retagged(name, ['memtx' if t == 'vinyl' else t
+                           for t in _tags(name)])
+
+
 def without_replicas(name):
     """The name of the same engine served with no replica."""
-    base, at, version = name.partition('@')
-    if not replicas_of(name):
-        return name
-    kept = [t for t in _tags(name) if t in STORAGES]
-    plain = base.split(' (')[0]
-    return (plain + (' (%s)' % kept[0] if kept else '')) + at + version
+    return retagged(name, [t for t in _tags(name) if t in STORAGES])

@@ -117,11 +117,17 @@ def test_ratios_of_a_table():
     }
     assert report.ratios(table, 'e', 'ugly', 'plain') == {
         'nginx': 0.1, 'hello': None, 'ugly': None, 'tarantool': None,
-        'pipelined': None, 'vinyl': None}
+        'pipelined': None, 'vinyl': None, 'replicas': None}
     table[('e (memtx)', 'good', 'plain')] = {'rps': 800}
     table[('e (vinyl)', 'good', 'plain')] = {'rps': 200}
     assert report.ratios(table, 'e (vinyl)', 'good', 'plain')['vinyl'] == 0.25
     assert report.ratios(table, 'e (memtx)', 'good', 'plain')['vinyl'] is None
+    table[('e (vinyl, 2 replicas)@3.12', 'good', 'plain')] = {'rps': 300}
+    table[('e (vinyl)@3.12', 'good', 'plain')] = {'rps': 200}
+    assert report.ratios(table, 'e (vinyl, 2 replicas)@3.12', 'good',
+                         'plain')['replicas'] == 1.5
+    assert report.ratios(table, 'e (vinyl, 2 replicas)@3.12', 'good',
+                         'plain')['vinyl'] is None   # no memtx twin here
     r = report.ratios(table, 'e', 'about', 'plain')
     assert r['ugly'] == 0.5 and r['nginx'] is None  # no nginx about measured
     assert report.ratios(table, 'e', 'ugly', 'pipelined')['pipelined'] == 3.0
