@@ -53,6 +53,7 @@ class Replicated(DataInterface):
         self._positions = collections.deque()   # (time, primary's position)
         self._primary_down = False
         self._checker = None
+        self.fresh = Fresh(self)
 
     # What the wrapper does not define (address, dsn, pool sizes, ...) is
     # the primary's.
@@ -201,6 +202,16 @@ class Replicated(DataInterface):
                 break
         return await getattr(self.primary, name)(*args)
 
+    async def _fresh(self, name, *args):
+        """The read on the primary (Fresh), else as _read."""
+        if not self._primary_down:
+            try:
+                return await getattr(self.primary, name)(*args)
+            except DataUnavailable as e:
+                if REFUSED in str(e):
+                    raise
+        return await self._read(name, *args)
+
     async def top_stickers(self, count):
         return await self._read('top_stickers', count)
 
@@ -237,3 +248,23 @@ class Replicated(DataInterface):
 
     async def position(self):
         return await self.primary.position()
+
+
+class Fresh:
+    """The reads of a Replicated from its primary, for a visitor who must
+    see their own write; from the replicas while the primary is down."""
+
+    def __init__(self, replicated):
+        self._of = replicated
+
+    async def top_stickers(self, count):
+        return await self._of._fresh('top_stickers', count)
+
+    async def bottom_stickers(self, count):
+        return await self._of._fresh('bottom_stickers', count)
+
+    async def pack(self, name):
+        return await self._of._fresh('pack', name)
+
+    async def sticker(self, pack, sticker_id):
+        return await self._of._fresh('sticker', pack, sticker_id)

@@ -7,6 +7,7 @@ to their framework.
 import asyncio
 import ipaddress
 import logging
+import math
 import os
 import time
 import types
@@ -52,6 +53,11 @@ def sticker_json(s):
 
 
 UNAVAILABLE = 'The database is unavailable; try again soon.'
+# With read replicas, a visitor who has just voted reads from the primary
+# while a replica may still lag (settings.replica_lag), so that they see
+# their vote: the vote's answer sets this cookie, which expires by itself
+# and which every worker reads.
+FRESH_COOKIE = 'fresh'
 # (method, path, handler, kind, waits) of every page of Site, in order.
 PAGES = []
 
@@ -96,6 +102,13 @@ class Site:
         files are). Expiry limits live in the database."""
         self.data = data
         self.settings = settings
+        # The reads from the primary behind read replicas
+        # (data_interface.replicated).
+        self.primary = getattr(data, 'fresh', None)
+        self.fresh_cookie = ('Set-Cookie', '%s=1; Path=/; Max-Age=%d; '
+                             'HttpOnly; SameSite=Lax' % (
+                                 FRESH_COOKIE,
+                                 max(1, math.ceil(settings.replica_lag))))
         self.render = Renderer(settings.templates)
         # URL prefix -> directory served as static files; the favicon.
         self.static = (('/static', settings.static), ('/img', settings.images))
@@ -248,13 +261,21 @@ class Site:
         self.visits.add(Visit(session, clean_text(self.client(request), 64),
                               clean_text(request.user_agent, 256)))
 
-    async def _pair_page(self, request, session, cookie, notice=None):
+    def _reader(self, request):
+        """Where a read goes: the replicas (self.data), or the primary for
+        a visitor who has just voted (FRESH_COOKIE)."""
+        if self.primary is not None and FRESH_COOKIE in request.cookies:
+            return self.primary
+        return self.data
+
+    async def _pair_page(self, request, session, cookie, notice=None,
+                         headers=FRAMING):
         tokens = ballot_tokens()
         a, b = await self.data.sticker_pair(session, tokens, self.ballot_ttl)
         self._visited(request, session)
         body = self.index_frames[notice].body(self.render.duel(a, b, tokens))
         return Response(200, HTML, body,
-                        (FRAMING + (cookie,)) if cookie else FRAMING)
+                        (headers + (cookie,)) if cookie else headers)
 
     @page('GET', '/')
     async def index(self, request):
@@ -285,25 +306,28 @@ class Site:
         outcome = await self.data.cast_vote(session, *tokens)
         if outcome != VoteOutcome.OK:
             return self.error_page(*VOTE_ERRORS[outcome])
+        headers = FRAMING
+        if self.primary is not None:
+            headers = FRAMING + (self.fresh_cookie,)
         return await self._pair_page(request, session, cookie,
-                                     notice='Vote counted.')
+                                     notice='Vote counted.', headers=headers)
 
     async def _ranked(self, request, frame, fetch):
         session, cookie, refused = self._session(request)
         if refused:
             return refused
-        stickers = await fetch(TOP_COUNT)
+        stickers = await getattr(self._reader(request), fetch)(TOP_COUNT)
         self._visited(request, session)
         return Response(200, HTML, frame.body(self.render.cards(stickers)),
                         (FRAMING + (cookie,)) if cookie else FRAMING)
 
     @page('GET', '/good')
     async def good(self, request):
-        return await self._ranked(request, self.good, self.data.top_stickers)
+        return await self._ranked(request, self.good, 'top_stickers')
 
     @page('GET', '/bad')
     async def bad(self, request):
-        return await self._ranked(request, self.bad, self.data.bottom_stickers)
+        return await self._ranked(request, self.bad, 'bottom_stickers')
 
     @page('GET', '/ugly', waits=False, guarded=False)
     async def ugly(self, request):
@@ -325,9 +349,10 @@ class Site:
                 'pack.html', 'cards', pack=pack)
         return frame
 
-    async def _ranked_pack(self, pack):
+    async def _ranked_pack(self, request, pack):
         """The pack with its stickers best first, or None."""
-        found = await self.data.pack(pack) if SLUG.match(pack) else None
+        found = (await self._reader(request).pack(pack) if SLUG.match(pack)
+                 else None)
         return found and found._replace(stickers=sorted(
             found.stickers, key=ranking, reverse=True))
 
@@ -336,7 +361,7 @@ class Site:
         session, cookie, refused = self._session(request)
         if refused:
             return refused
-        found = await self._ranked_pack(pack)
+        found = await self._ranked_pack(request, pack)
         if found is None:
             return self.error_page(404, 'There is no such pack.')
         self._visited(request, session)
@@ -349,7 +374,7 @@ class Site:
         session, cookie, refused = self._session(request)
         if refused:
             return refused
-        found = (await self._ranked_pack(pack)
+        found = (await self._ranked_pack(request, pack)
                  if STICKER_ID.match(sticker) else None)
         ids = [s.id for s in found.stickers] if found else []
         if not ids or int(sticker) not in ids:
@@ -385,7 +410,8 @@ class Site:
 
     @page('GET', API + '/{pack}', 'json')
     async def api_pack(self, request, pack):
-        found = await self.data.pack(pack) if SLUG.match(pack) else None
+        found = (await self._reader(request).pack(pack) if SLUG.match(pack)
+                 else None)
         if found is None:
             return json_response(404, {'error': 'no such pack'})
         return json_response(200, {
@@ -396,7 +422,7 @@ class Site:
     async def api_sticker(self, request, pack, sticker):
         found = None
         if SLUG.match(pack) and STICKER_ID.match(sticker):
-            found = await self.data.sticker(pack, int(sticker))
+            found = await self._reader(request).sticker(pack, int(sticker))
         if found is None:
             return json_response(404, {'error': 'no such sticker'})
         return json_response(200, sticker_json(found))

@@ -227,6 +227,8 @@ async def test_vote_moves_ratings(site):
     assert 'Vote counted.' in text(r)
     assert len(ballots(text(r))) == 2
     assert new_sid(r) is None
+    # Read replicas' cookie (pages.site.FRESH_COOKIE): not without them.
+    assert 'fresh=' not in str(headers(r))
     after_a, after_b = await sticker(site, a), await sticker(site, b)
     assert after_a['rating'] == before_a['rating'] + 1
     assert after_a['votes_plus'] == before_a['votes_plus'] + 1
