@@ -225,3 +225,57 @@ async def test_workers_share_the_replicas(checkout, tmp_path):
         assert site.stop() == 0, site.output()
     assert wait_gone(pids), site.output()
     assert 'Traceback' not in site.output()
+
+
+@pytest.mark.parametrize('args, message', [
+    (['-e', 'aiohttp-tarantool-one', '--replicas', '9'], 'must be 0..8'),
+    (['-e', 'aiohttp-tarantool-one', '--replicas', '-1'], 'must be 0..8'),
+    (['-e', 'aiohttp-tarantool-one', '--replica-lag', '0'], 'above 0'),
+    (['-e', 'aiohttp-redis-one', '--replicas', '1'], 'Redis engines'),
+    (['-e', 'aiohttp-tarantool-one', '--tarantool', '127.0.0.1:3301',
+      '--replicas', '1'], '--tarantool-replica'),
+    (['-e', 'aiohttp-tarantool-one', '--tarantool-replica', '127.0.0.1:3311'],
+     'needs --tarantool'),
+    (['-e', 'aiohttp-postgres-pool', '--postgres-replica',
+      'postgresql://a:b@127.0.0.1:5443/stickers'], 'needs --postgres'),
+    (['-e', 'aiohttp-tarantool-one', '--tarantool', '127.0.0.1:3301',
+      '--tarantool-replica', 'nowhere'], 'error:'),
+])
+def test_replica_options_that_cannot_be_served_exit_2(args, message):
+    from test_server import run_server
+    result = run_server(*args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--replicas', '9'], 'must be 0..8'),
+    (['--replicas', '1', '--tarantool', '127.0.0.1:3301'],
+     'leave out --tarantool and --postgres'),
+])
+def test_bench_replica_options_that_cannot_be_served_exit_2(argv, message,
+                                                            capsys):
+    from bench import cli
+    with pytest.raises(SystemExit) as e:
+        cli.settings(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_serves_each_engine_with_and_without_replicas():
+    from bench import storage
+    from bench.cli import settings
+    from bench.runner import Matrix
+    from runtime.engines import BY_NAME
+    plan = settings(['--replicas', '2', '--engines',
+                     'aiohttp-tarantool-one,aiohttp-postgres-pool,'
+                     'aiohttp-redis-one', '--tarantool-engine', 'memtx,vinyl'])
+    matrix = Matrix(plan)
+    assert matrix.variants(BY_NAME['aiohttp-tarantool-one']) == [
+        ('memtx', 0), ('memtx', 2), ('vinyl', 0), ('vinyl', 2)]
+    assert matrix.variants(BY_NAME['aiohttp-postgres-pool']) == [
+        (None, 0), (None, 2)]
+    assert matrix.variants(BY_NAME['aiohttp-redis-one']) == [(None, 0)]
+    name = storage.label('aiohttp-tarantool-one', 'vinyl', plan.storages, 2)
+    assert name == 'aiohttp-tarantool-one (vinyl, 2 replicas)'
+    assert storage.replicas_of(name) == 2 and storage.storage_of(name) == 'vinyl'
