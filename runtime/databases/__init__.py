@@ -127,7 +127,7 @@ class Databases:
         _local)."""
         s = self.settings
         if self.redis_address is None:
-            self.redis_address, self.redis_admin = await self._local(
+            self.redis_address, self.redis_admin, _ = await self._local(
                 'redis', s.redis_dir, s.redis_port)
         elif self.redis_admin is None:
             self.redis_admin = as_admin(self.redis_address)
