@@ -776,11 +776,15 @@ class Relay:
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def cut(self):
+        # Connections first: wait_closed() may wait for them (Python 3.12),
+        # and one still connecting upstream would relay on past the cut.
         self.server.close()
-        await self.server.wait_closed()
+        for task in list(self.tasks):
+            task.cancel()
         for w in list(self.writers):
             w.transport.abort()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.server.wait_closed()
 
     async def _relay(self, reader, writer):
         task = asyncio.current_task()
@@ -788,6 +792,7 @@ class Relay:
         try:
             await self._connect(reader, writer)
         finally:
+            writer.transport.abort()
             self.tasks.discard(task)
 
     async def _connect(self, reader, writer):
