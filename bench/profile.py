@@ -7,7 +7,8 @@ import subprocess
 import sys
 import time
 
-from runtime.processes import ESTABLISHED, LISTEN, socket_fds, tcp_table
+from runtime.processes import (ESTABLISHED, LISTEN, children,
+                               socket_fds, tcp_table)
 from runtime.settings import ROOT
 
 RATE = 200                      # py-spy samples per second
@@ -99,15 +100,6 @@ def stat(pid):
 
 def pids():
     return [int(p) for p in os.listdir('/proc') if p.isdigit()]
-
-
-def children(pid):
-    found = []
-    for child in pids():
-        s = stat(child)
-        if s and s[0] == pid:
-            found.append(child)
-    return found
 
 
 def database_cpu(pid):

@@ -29,7 +29,7 @@ import urllib.request
 import dataset
 from runtime import engines
 from runtime.databases import managed
-from runtime.processes import free_port, terminate
+from runtime.processes import children, free_port, terminate
 from runtime.settings import DEFAULTS, ROOT, replace
 
 MIB = 1024 * 1024
@@ -46,20 +46,6 @@ def kib_field(path, name):
     except OSError:
         pass
     return 0
-
-
-def children(pid):
-    found = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/stat' % entry) as f:
-                    fields = f.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry))
-    return found
 
 
 def rss(pid):

@@ -154,21 +154,22 @@ def data_for(engine, tarantool=None, postgres=None, redis=None,
     return tarantool_driver(engine.driver)(tarantool, engine.mode)
 
 
-def replicated(engine, primary, tarantool=(), postgres=(), max_lag=None):
+def replicated(engine, primary, addresses, max_lag=None):
     """`primary` (an unstarted DataInterface) with reads spread over the
-    engine's driver at these replica addresses, if any are given."""
-    if not tarantool and not postgres:
+    engine's driver at these replica addresses (Tarantool addresses or
+    PostgreSQL DSNs), if any are given."""
+    if not addresses:
         return primary
     from data_interface.replicated import MAX_LAG, Replicated
-    replicas = [data_for(engine, tarantool=a, replica=True) for a in tarantool]
-    replicas += [data_for(engine, postgres=d, replica=True) for d in postgres]
+    kind = database(engine)
+    replicas = [data_for(engine, replica=True, **{kind: a}) for a in addresses]
     for r in replicas:    # the pool size set for the primary's
         for size in ('min_size', 'max_size'):
             if hasattr(primary, size):
                 setattr(r, size, getattr(primary, size))
-    where = ['%s:%s' % (a.host, a.port) for a in tarantool]
-    where += [str(r) for r in replicas[len(tarantool):]]
-    names = ['replica %d (%s)' % (i, w) for i, w in enumerate(where, 1)]
+    names = ['replica %d (%s)' % (i, '%s:%s' % (a.host, a.port)
+                                  if kind == 'tarantool' else r)
+             for i, (a, r) in enumerate(zip(addresses, replicas), 1)]
     return Replicated(primary, replicas, max_lag or MAX_LAG, names)
 
 

@@ -95,6 +95,31 @@ def state(pid):
         return None
 
 
+def children(pid):
+    """The pids of the processes whose parent is pid."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1:2] == [str(pid)]:
+            found.append(int(entry))
+    return found
+
+
+def command_line(pid):
+    """The arguments of process pid (bytes), or [] if it is gone."""
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            return f.read().split(b'\0')
+    except OSError:
+        return []
+
+
 def reap_orphans(name):
     """Reap the exited children called `name` we adopted (the other
     processes of a dead postmaster)."""
@@ -164,13 +189,6 @@ def tcp_socket_fds(pid, port, tcp_state=LISTEN):
     inodes = {inode for local, _, state, inode in tcp_table()
               if state == tcp_state and local == port}
     return [fd for fd, inode in socket_fds(pid) if inode in inodes]
-    for fd in fds:
-        try:
-            if os.readlink('/proc/%d/fd/%s' % (pid, fd)) in inodes:
-                found.append(int(fd))
-        except OSError:
-            pass
-    return found
 
 
 # Databases are started from pool threads; a child's parent-death signal

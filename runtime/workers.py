@@ -299,10 +299,8 @@ async def given_databases(engine, config):
     if config.get('pool_size'):
         data.max_size = config['pool_size']
         data.min_size = min(data.min_size, data.max_size)
-    replicas = config.get('replicas', [])
-    data = engines.replicated(
-        engine, data, replicas if config['tarantool'] else (),
-        replicas if config['postgres'] else (), config.get('replica_lag'))
+    data = engines.replicated(engine, data, config.get('replicas'),
+                              config.get('replica_lag'))
     # The parent sweeps (see above): the site must not, once per worker.
     data.sweeps_itself = True
     await data.start()

@@ -11,11 +11,11 @@ import time
 import aiohttp
 import pytest
 
-from conftest import ServerProcess, free_port
 from runtime.databases.postgres import ManagedPostgres
 from runtime.processes import state
 from test_supervision import (checkout, children, hold_port, lines,  # noqa: F401
                               pid_in, poll, wait_gone, wait_lines)
+from test_supervision import start_site as supervised_site
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-postgres-pool']
 # A contender of the index page: its sticker id, then its pack's link.
@@ -28,12 +28,8 @@ LAG = 1.0    # the default bound of --replica-lag
 
 def start_site(engine, checkout, log_path, *args):
     """server.py with one replica beside the primary it starts."""
-    env = {'STICKERS_TARANTOOL_PORT': str(free_port()),
-           'STICKERS_POSTGRES_PORT': str(free_port())}
-    site = ServerProcess(engine, ['--replicas', '1'] + list(args), log_path,
-                         root=checkout, env=env)
-    site.env = env
-    return site
+    return supervised_site(engine, checkout, log_path, '--replicas', '1',
+                           *args)
 
 
 class Databases:

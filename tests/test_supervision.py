@@ -17,6 +17,7 @@ from conftest import (ROOT, ServerProcess, free_port, load_small,
 from data_interface.address import as_admin
 from runtime.databases.postgres import ManagedPostgres
 from data_interface.tarantool.asynctnt_data import AsynctntData
+from runtime import processes
 from runtime.processes import answers
 from runtime.processes import state
 from test_postgres import wait_for
@@ -33,13 +34,13 @@ def copy_checkout(target):
     return target
 
 
-def start_site(engine, checkout, log_path):
+def start_site(engine, checkout, log_path, *args):
     """server.py from the copy, with no database address: it starts its
     own, on ports no other test run uses."""
     env = {'STICKERS_TARANTOOL_PORT': str(free_port()),
            'STICKERS_POSTGRES_PORT': str(free_port()),
            'STICKERS_REDIS_PORT': str(free_port())}
-    site = ServerProcess(engine, [], log_path, root=checkout, env=env)
+    site = ServerProcess(engine, list(args), log_path, root=checkout, env=env)
     site.env = env
     return site
 
@@ -50,15 +51,7 @@ def pid_in(path):
 
 
 def children(pid):
-    found = set()
-    for entry in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                if f.read().rsplit(')', 1)[1].split()[2] == str(pid):
-                    found.add(int(entry))
-        except (OSError, IndexError):
-            pass
-    return found
+    return set(processes.children(pid))
 
 
 def wait_gone(pids, timeout=10):

@@ -220,8 +220,8 @@ class Databases:
             await load_if_empty(data, admin, self.settings)
             primary = data
             data = engines.replicated(
-                engine, data, self.tarantool_replicas * (kind == 'tarantool'),
-                self.postgres_replicas * (kind == 'postgres'),
+                engine, data, {'tarantool': self.tarantool_replicas,
+                               'postgres': self.postgres_replicas}.get(kind),
                 self.settings.replica_lag)
             if data is not primary:
                 await data.start_replicas()

@@ -44,7 +44,7 @@ log = logging.getLogger('postgres')
 
 START_TIMEOUT = 120.0     # seconds for the postmaster to accept connections
 STOP_TIMEOUT = 60.0
-WAL_KEEP = '256MB'
+WAL_KEEP = '256MB'   # for a standby that fell behind a while
 STOP_SIGNALS = {'smart': signal.SIGTERM, 'fast': signal.SIGINT,
                 'immediate': signal.SIGQUIT}
 # Appended to postgresql.conf after initdb. Commits do not wait for the WAL
@@ -233,7 +233,7 @@ class ManagedPostgres(LocalDatabase):
         self.process = spawn(
             launcher('INT', layout.owner(), self.log_file)
             + [os.path.join(bindir(), 'postgres'), '-D', self.data,
-               '-p', str(self.port)] + self._options(),
+               '-p', str(self.port), '-c', 'wal_keep_size=' + WAL_KEEP],
             stdin=subprocess.DEVNULL, cwd='/', start_new_session=True)
         self.pid = self.process.pid
         self.started = True
@@ -255,11 +255,6 @@ class ManagedPostgres(LocalDatabase):
             time.sleep(0.05)
         files.write(os.path.join(self.directory, 'port'), str(self.port))
         self.prepare()
-
-    def _options(self):
-        """Settings of the postmaster's command line: WAL kept for standbys
-        that fell behind a while (one rebuilt at each start needs no more)."""
-        return ['-c', 'wal_keep_size=%s' % WAL_KEEP]
 
     def _progress(self):
         """What changes as a start advances, each change allowing

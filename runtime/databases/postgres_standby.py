@@ -18,7 +18,8 @@ import signal
 import subprocess
 import time
 
-from ..processes import launcher, reap_orphans, spawn, state, terminate
+from ..processes import (children, command_line, launcher, reap_orphans,
+                         spawn, state, terminate)
 from ..settings import DEFAULTS
 from . import files
 from . import postgres_layout as layout
@@ -29,28 +30,6 @@ log = logging.getLogger('postgres')
 
 COPY_STALL = 60.0       # seconds pg_basebackup may go without progress
 CONNECT_TIMEOUT = '10'  # seconds for pg_basebackup to reach the primary
-
-
-def children(pid):
-    """The pids of the processes whose parent is pid (Linux /proc)."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[1:2] == [str(pid)]:
-            found.append(int(entry))
-    return found
-
-
-def command_line(pid):
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            return f.read().split(b'\0')
-    except OSError:
-        return []
 
 
 class ManagedPostgresStandby(ManagedPostgres):
