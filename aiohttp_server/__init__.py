@@ -1,8 +1,9 @@
 """aiohttp adapter: translates requests and responses for pages.Site."""
 import asyncio
+import logging
 
 import aiohttp
-from aiohttp import web, web_response
+from aiohttp import http_exceptions, web, web_response
 
 from runtime import edge
 from pages import MAX_BODY, Request
@@ -37,6 +38,13 @@ def _handler(page, waits=True):
     return handle
 
 
+def _not_bad_requests(record):
+    """aiohttp logs each malformed request with its traceback; the client
+    has its 400, the log needs no line per hostile request."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, http_exceptions.HttpProcessingError)
+
+
 def make_app(site):
     app = web.Application(client_max_size=MAX_BODY)
     for route in site.routes():
@@ -62,6 +70,7 @@ async def serve(site, host, port, stopped, limits=edge.LIMITS):
         keepalive_timeout=limits.keepalive + 1,
         **({'shutdown_timeout': SHUTDOWN_TIMEOUT} if _ON_RUNNER else {}))
     await runner.setup()
+    logging.getLogger('aiohttp.server').addFilter(_not_bad_requests)
     # A listener of our own rather than a TCPSite: its connections go
     # through edge.Edge.
     listener = await asyncio.get_event_loop().create_server(

@@ -185,6 +185,6 @@ async def _body(receive, length, timeout):
     if length is not None:
         if not length.isdigit():
             return BAD_LENGTH
-        if int(length) > MAX_BODY:
+        if len(length) > edge.MAX_DIGITS or int(length) > MAX_BODY:
             return TOO_LARGE
     return await read_body(receive, timeout)

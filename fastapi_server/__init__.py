@@ -5,9 +5,9 @@ import inspect
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from starlette.requests import ClientDisconnect
 
 from runtime import edge
+from asgi_server import read_body
 from pages import MAX_BODY
 from pages import Request as PageRequest
 from pages.http import text_response
@@ -31,17 +31,20 @@ def _answer(r):
                     headers=dict(r.headers) if r.headers else None)
 
 
-def _endpoint(page, names, with_body):
-    """A route function for the page; `names` its path parameters."""
+def _endpoint(page, names, body_timeout=None):
+    """A route function for the page; `names` its path parameters;
+    body_timeout: the seconds its body may take after the head, None for a
+    route without a body."""
     async def endpoint(request: Request, **params):
         scope = request.scope
         body = b''
-        if with_body:
-            # Above the route's max_body_size FastAPI answers 413 itself.
-            try:
-                body = await request.body()
-            except ClientDisconnect:
+        if body_timeout is not None:
+            # Bounded in size and time, as the bare ASGI application reads it.
+            body = await read_body(request.receive, body_timeout)
+            if body is None:
                 return _answer(GONE)
+            if not isinstance(body, bytes):
+                return _answer(body)
         client = scope.get('client')
         r = await page(PageRequest(
             scope['method'], scope['path'], request.cookies,
@@ -61,7 +64,7 @@ def path_parameters(path):
     return [part[1:-1] for part in path.split('/') if part.startswith('{')]
 
 
-def make_app(site):
+def make_app(site, limits=edge.LIMITS):
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     # The app's own APIRouter: an included one would be matched as a second
     # level on every request.
@@ -71,16 +74,16 @@ def make_app(site):
         with_body = route.method != 'GET'
         router.add_api_route(
             route.path, _endpoint(route.handler, path_parameters(route.path),
-                                  with_body),
+                                  limits.body if with_body else None),
             methods=methods, include_in_schema=False,
             max_body_size=MAX_BODY if with_body else None)
     # Static files and the 404 page: the unrouted page reads the path itself.
     router.add_api_route(
-        '/{tail:path}', _endpoint(unrouted(site), (), False),
+        '/{tail:path}', _endpoint(unrouted(site), ()),
         methods=['GET', 'HEAD'], include_in_schema=False)
     return app
 
 
 async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
-    await serve_app(make_app(site), host, port, stopped, limits)
+    await serve_app(make_app(site, limits), host, port, stopped, limits)

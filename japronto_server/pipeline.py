@@ -207,7 +207,7 @@ class Connection(edge.Edge):
         length = fields.get(b'content-length', b'0')
         if not length.isdigit():
             raise Refused(400)
-        if int(length) > self.max_body:
+        if len(length) > edge.MAX_DIGITS or int(length) > self.max_body:
             raise Refused(413)
         end = head.end() + int(length)
         alone = b'connection' in fields or not HTTP11.match(buffer, start)

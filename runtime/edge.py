@@ -7,11 +7,13 @@ costs a few attribute writes and a scan of its head in C:
 - a connection with no request in progress is closed after `keepalive`
   seconds (also a new one that sends nothing);
 - a request head must be complete `head` seconds after its first byte;
-- a body must be complete `body` seconds after its head;
-- a connection is never closed while a page handler works for it (the
-  adapter marks that with enter() and leave()), unless its answers have
-  not drained for `keepalive` seconds (a client that does not read: a
-  handler waiting to write is not working);
+- a body, sized or chunked, must be complete `body` seconds after its
+  head (header names in any capitals; a trickle does not extend it);
+- a connection whose request is all here is never closed while a page
+  handler works for it (the adapter marks that with enter() and leave()),
+  unless its answers have not drained for `keepalive` seconds (a client
+  that does not read: a handler waiting to write is not working); a
+  handler waiting for a body that does not come is not working either;
 - beyond `connections` open connections, each new one closes the oldest
   one that no handler works for (slow, idle and non-reading clients go
   first; a new visitor's request is served); if every one is busy, the new
@@ -69,8 +71,17 @@ TICK = 0.25
 HEAD_END = re.compile(br'\r?\n\r?\n')
 LENGTH = re.compile(br'\ncontent-length[ \t]*:[ \t]*([0-9]+)', re.I)
 CHUNKED = re.compile(br'\ntransfer-encoding[ \t]*:[^\n]*chunked', re.I)
+# A head that announces a body, in any capitals.
+BODY = re.compile(br'\n(?:content-length|transfer-encoding)[ \t]*:', re.I)
+# A chunk's size line: hex digits, maybe extensions.
+CHUNK_SIZE = re.compile(br'[ \t]*([0-9a-fA-F]{1,15})[ \t]*(?:;[^\n]*)?\r?\Z')
 MAX_HEAD = 64 * 1024
+# More digits than any body this server takes: the framework refuses it.
+MAX_DIGITS = 18
 IDLE, HEAD, BODY_PART = 0, 1, 2
+# Where a chunked body is (Edge.need < 0): a size line, the trailer, or
+# something no server takes (the framework answers it, the timer ends it).
+SIZE_LINE, TRAILER, BROKEN = -1, -2, -3
 
 
 def raise_fd_limit():
@@ -116,7 +127,7 @@ class Gate:
     def admit(self, edge):
         if len(self.open) >= self.limits.connections:
             for oldest in self.open:
-                if not oldest.busy or oldest.stalled:
+                if not oldest.busy or oldest.phase != IDLE or oldest.stalled:
                     break
             else:
                 return False
@@ -128,8 +139,8 @@ class Gate:
 
 class Edge(asyncio.Protocol):
     __slots__ = ('gate', 'make_inner', 'inner', 'transport', 'timer',
-                 'armed', 'deadline', 'phase', 'partial', 'need', 'busy',
-                 'stalled')
+                 'armed', 'deadline', 'phase', 'partial', 'need', 'chunked',
+                 'busy', 'stalled')
 
     def __init__(self, gate, make_inner):
         self.gate = gate
@@ -137,8 +148,9 @@ class Edge(asyncio.Protocol):
         self.inner = self.transport = self.timer = None
         self.armed = self.deadline = 0.0     # when the timer fires; the limit
         self.phase = IDLE
-        self.partial = b''      # the head so far
-        self.need = 0           # body bytes to come; -1: chunked
+        self.partial = b''      # the head (or a chunk's size line) so far
+        self.need = 0           # body bytes to come; chunked: see SIZE_LINE
+        self.chunked = False
         self.busy = 0           # page handlers at work
         self.stalled = 0.0      # since when writing is paused; 0: it is not
 
@@ -162,10 +174,8 @@ class Edge(asyncio.Protocol):
 
     def data_received(self, data):
         if (self.phase == IDLE and data.endswith(b'\r\n\r\n')
-                and data.find(b'ength') < 0 and data.find(b'ENGTH') < 0):
-            # Whole requests without a body (no Content-Length): the usual
-            # case. A chunked body, or a length in odd capitals, passes here
-            # too: the keep-alive timeout still bounds those.
+                and BODY.search(data) is None):
+            # Whole requests without a body: the usual case.
             gate = self.gate
             self.deadline = gate.now + gate.keepalive
         else:
@@ -207,11 +217,12 @@ class Edge(asyncio.Protocol):
         pos, size = 0, len(data)
         while pos < size:
             if self.phase == BODY_PART:
-                if self.need < 0:
-                    # Chunked: assume a body ends where a write does.
-                    if data.endswith(b'0\r\n\r\n'):
-                        self._complete()
-                    return
+                if self.chunked:
+                    pos = self._chunks(data, pos)
+                    if pos < 0:
+                        return
+                    self._complete()
+                    continue
                 if size - pos < self.need:
                     self.need -= size - pos
                     return
@@ -243,20 +254,63 @@ class Edge(asyncio.Protocol):
             end = found.end()
             pos += end - seen - start
             self.partial = b''
-            if CHUNKED.search(head, start, end):
-                self.need = -1
+            self.chunked = CHUNKED.search(head, start, end) is not None
+            if self.chunked:
+                self.need = SIZE_LINE
             else:
                 length = LENGTH.search(head, start, end)
-                self.need = int(length.group(1)) if length else 0
+                digits = length.group(1) if length else b'0'
+                self.need = (int(digits) if len(digits) <= MAX_DIGITS
+                             else 10 ** MAX_DIGITS)
             if self.need:
                 self.phase = BODY_PART
                 self._arm(self.gate.now + limits.body)
             else:
                 self._complete()
 
+    def _chunks(self, data, pos):
+        """Follow a chunked body through data[pos:]: where it ends, or -1
+        if it goes on."""
+        size = len(data)
+        while pos < size:
+            if self.need > 0:       # a chunk's data and its CRLF
+                taken = min(self.need, size - pos)
+                self.need -= taken
+                pos += taken
+                if not self.need:
+                    self.need = SIZE_LINE
+                continue
+            if self.need == BROKEN:
+                return -1
+            end = data.find(b'\n', pos)
+            if end < 0:
+                if not self.partial:
+                    self.partial = bytearray()
+                self.partial += data[pos:]
+                if len(self.partial) > MAX_HEAD:
+                    self.need = BROKEN
+                return -1
+            line = data[pos:end]
+            if self.partial:
+                line = bytes(self.partial + line)
+                self.partial = b''
+            pos = end + 1
+            if self.need == TRAILER:
+                if line in (b'', b'\r'):
+                    return pos
+                continue
+            found = CHUNK_SIZE.match(line)
+            if found is None:
+                self.need = BROKEN
+                return -1
+            chunk = int(found.group(1), 16)
+            self.need = chunk + 2 if chunk else TRAILER
+        return -1
+
     def _complete(self):
         self.phase = IDLE
         self.need = 0
+        self.chunked = False
         self._arm(self.gate.now + self.gate.keepalive)
 
     def _arm(self, deadline):
@@ -284,7 +338,7 @@ class Edge(asyncio.Protocol):
             if now < self.deadline:
                 self._wake(min(self.deadline, drained_by))
                 return
-            if self.busy:
+            if self.busy and self.phase == IDLE:
                 self._wake(min(now + self.gate.keepalive, drained_by))
                 return
         self.gate.open.pop(self, None)

@@ -276,7 +276,8 @@ class Server:
         if body:
             length = self._header(req, b'content-length')
             exchange = Exchange(self, res, head)
-            if length.isdigit() and int(length) > MAX_BODY:
+            if length.isdigit() and (len(length) > edge.MAX_DIGITS
+                                     or int(length) > MAX_BODY):
                 exchange.respond(TOO_LARGE, close=True)
             else:
                 exchange.read(page, request, params, eager)

@@ -335,6 +335,87 @@ async def test_clients_that_never_read_are_closed(request, engine,
     assert server.process.poll() is None
 
 
+# Bodies that never come, each sent on 20 sockets at a cap of 20: a head
+# announcing a chunked body, a length in odd capitals, and a chunked body
+# dribbled a chunk every 2 s.
+CHUNKED_HEAD = (b'POST / HTTP/1.1\r\nHost: x\r\n'
+                b'Transfer-Encoding: chunked\r\n\r\n')
+BODILESS = {
+    'chunked': (CHUNKED_HEAD, b''),
+    'odd capitals': (b'POST / HTTP/1.1\r\nHost: x\r\ncontent-LengtH: 100'
+                     b'\r\n\r\n', b''),
+    'trickle': (CHUNKED_HEAD, b'1\r\nw\r\n'),
+}
+BODY_TIMEOUT = 3
+
+
+async def _ends(reader, writer, drip, within):
+    """True if the server ends the connection within `within` seconds
+    while `drip` is sent every 2 s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if not await asyncio.wait_for(reader.read(65536), 2):
+                return True
+        except asyncio.TimeoutError:
+            if drip:
+                writer.write(drip)
+        except ConnectionError:
+            return True
+    return False
+
+
+async def test_bodies_that_never_come_do_not_lock_visitors_out(
+        request, engine, start_server):
+    """A visitor is served within the body timeout plus a second, and each
+    connection whose body does not come is closed by the body timeout (a
+    trickle does not extend it)."""
+    server = start_server(engine, *(engine_args(request, engine) + [
+        '--max-connections', '20', '--header-timeout', '3',
+        '--body-timeout', str(BODY_TIMEOUT), '--keepalive-timeout', '5']))
+    # uWebSockets: its own fixed 10 s and no cap.
+    closes_within = (10 if engine in UWS else BODY_TIMEOUT) + 2
+    for name, (head, drip) in BODILESS.items():
+        held = []
+        try:
+            for _ in range(20):
+                held.append(await asyncio.open_connection('127.0.0.1',
+                                                          server.port))
+                held[-1][1].write(head)
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            while True:
+                try:
+                    served = await answers(server.port, get(b'/ugly'))
+                    break
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    await asyncio.sleep(0.1)
+                    assert time.monotonic() - started < BODY_TIMEOUT + 1, \
+                        'visitors locked out by %s bodies' % name
+            assert [a[0] for a in served] == [200]
+            assert time.monotonic() - started < BODY_TIMEOUT + 1, name
+            ended = await asyncio.gather(*(
+                _ends(reader, writer, drip, closes_within)
+                for reader, writer in held))
+            assert all(ended), '%d %s connections stay open' % (
+                ended.count(False), name)
+        finally:
+            for _, writer in held:
+                writer.close()
+    assert server.process.poll() is None
+    assert 'Traceback' not in server.output()
+
+
+async def test_a_length_of_many_digits_is_refused(short, engine):
+    """More digits than int() takes (4,300): a 4xx, no traceback."""
+    head = (b'POST / HTTP/1.1\r\nHost: t\r\nContent-Length: ' + b'9' * 5000
+            + b'\r\n\r\n')
+    [(status, _, _)] = await answers(short.port, head)
+    assert 400 <= status < 500
+    assert [a[0] for a in await answers(short.port, get(b'/ugly'))] == [200]
+    assert 'Traceback' not in short.output()
+
+
 HTML_PATHS = [b'/', b'/good', b'/bad', b'/about', b'/nope']
 OTHER_PATHS = [b'/ugly', b'/stickers', b'/static/style.css', b'/favicon.ico']
 
