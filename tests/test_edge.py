@@ -372,7 +372,7 @@ async def test_bodies_that_never_come_do_not_lock_visitors_out(
     trickle does not extend it)."""
     server = start_server(engine, *(engine_args(request, engine) + [
         '--max-connections', '20', '--header-timeout', '3',
-        '--body-timeout', str(BODY_TIMEOUT), '--keepalive-timeout', '5']))
+        '--body-timeout', str(BODY_TIMEOUT), '--keepalive-timeout', '10']))
     # uWebSockets: its own fixed 10 s and no cap.
     closes_within = (10 if engine in UWS else BODY_TIMEOUT) + 2
     for name, (head, drip) in BODILESS.items():
