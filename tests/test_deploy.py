@@ -13,12 +13,15 @@ import time
 
 import aiohttp
 import pytest
+import signal
 
 from bench.nginx import temp_paths
 from bench.pagecheck import ballots, session_cookie
-from conftest import ROOT, engine_args, free_port
+from conftest import ROOT, ServerProcess, engine_args, free_port
+from runtime import processes
 from runtime.processes import answers
 from runtime.settings import DEFAULTS
+from test_supervision import checkout, lines, wait_gone  # noqa: F401
 
 DEPLOY = os.path.join(ROOT, 'deploy')
 MAIN = '''daemon off;
@@ -274,3 +277,61 @@ def test_the_unit_file_verifies(tmp_path):
                            + ['--help'], capture_output=True, text=True, cwd=ROOT)
     for option in (o for o in command if o.startswith('-')):
         assert option in help_.stdout, option
+
+
+def unit():
+    """{key: value} of deploy/stickers.service (continued lines joined)."""
+    with open(os.path.join(DEPLOY, 'stickers.service')) as f:
+        text = f.read().replace('\\\n', ' ')
+    return dict(line.split('=', 1) for line in text.splitlines()
+                if '=' in line and not line.startswith('#'))
+
+
+def tree(pid):
+    found = set(processes.children(pid))
+    for child in list(found):
+        found |= tree(child)
+    return found
+
+
+def test_the_unit_stops_the_site_in_order(checkout, tmp_path):  # noqa: F811
+    """The unit's command in a fresh copy of the checkout (no var/), stopped
+    as systemd stops it with the unit's KillMode: the parent stops its
+    workers, then the Tarantool it started, restarts nothing and exits 0
+    before anything is left for the final SIGKILL."""
+    settings = unit()
+    assert settings['ReadWritePaths'].startswith('-')
+    assert not os.path.exists(os.path.join(checkout, 'var'))
+    argv = settings['ExecStart'].split()
+    assert argv[1] == 'server.py' and argv[2] == '-e' and argv[6] == '-p'
+    env = {'STICKERS_TARANTOOL_PORT': str(free_port())}
+    site = ServerProcess(argv[3], argv[4:6] + argv[8:], str(tmp_path / 'log'),
+                         root=checkout, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while len(lines(site.output(), 'serving ')) < 1:
+            assert time.monotonic() < deadline, site.output()
+            time.sleep(0.1)
+        everything = tree(site.process.pid)
+        assert len(everything) >= 3, everything      # two workers, Tarantool
+        mode = settings.get('KillMode', 'control-group')
+        for pid in [site.process.pid] + (
+                sorted(everything) if mode == 'control-group' else []):
+            os.kill(pid, signal.SIGTERM)
+        code = site.process.wait(int(settings['TimeoutStopSec']))
+        left = [p for p in everything if processes.state(p) not in (None, 'Z')]
+    finally:
+        site.stop()
+    for pid in everything:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    output = site.output()
+    assert code == 0 and left == [], (left, output)
+    assert not lines(output, 'restarted') and not lines(output, 'starting another'), output
+    stopped = lines(output, 'Tarantool stopped')
+    assert len(stopped) == 1, output
+    order = [line for line in output.splitlines()
+             if re.search(r'worker \d+ server: stopped|Tarantool stopped', line)]
+    assert len(order) == 3 and 'Tarantool stopped' in order[-1], output
