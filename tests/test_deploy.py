@@ -1,19 +1,21 @@
 """deploy/ as docs/deploy.md shows it: the nginx front passes `nginx -t`
 and fronts a real server over HTTPS (pages, a vote, static files from
-nginx, the visitor's address reaching the per-IP limits), and the systemd
-unit passes `systemd-analyze verify`. Only the paths, ports and the
+nginx, the visitor's address reaching the per-IP limits, nginx's own limits
+per address, a visitor served through a flood of half-sent heads), and the
+systemd unit passes `systemd-analyze verify` and stops its command in
+order. Only the paths, ports and the
 certificate differ from the files in the repository."""
 import asyncio
 import os
 import re
 import shutil
+import signal
 import ssl
 import subprocess
 import time
 
 import aiohttp
 import pytest
-import signal
 
 from bench.nginx import temp_paths
 from bench.pagecheck import ballots, session_cookie
