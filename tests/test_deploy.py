@@ -23,7 +23,7 @@ from conftest import ROOT, ServerProcess, engine_args, free_port
 from runtime import processes
 from runtime.processes import answers
 from runtime.settings import DEFAULTS
-from test_supervision import checkout, lines, wait_gone  # noqa: F401
+from test_supervision import checkout, lines  # noqa: F401
 
 DEPLOY = os.path.join(ROOT, 'deploy')
 MAIN = '''daemon off;
