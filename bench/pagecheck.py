@@ -58,14 +58,24 @@ def stat(html, name):
     return int(m.group(1).replace(',', ''))
 
 
+def not_moved(r):
+    """AssertionError for a redirect: a check reads the page it asked for,
+    never one a Location names (it may be another site)."""
+    assert not 300 <= r.status < 400, (
+        'HTTP %d, a redirect: its Location was not followed' % r.status)
+
+
+async def read_json(session, url):
+    async with session.get(url, allow_redirects=False) as r:
+        not_moved(r)
+        return await r.json()
+
+
 async def all_stickers(session, base):
     """Every sticker from the JSON API."""
     result = []
-    async with session.get(base + '/stickers') as r:
-        packs = await r.json()
-    for p in packs:
-        async with session.get(base + p['url']) as r:
-            result.extend((await r.json())['stickers'])
+    for p in await read_json(session, base + '/stickers'):
+        result.extend((await read_json(session, base + p['url']))['stickers'])
     return result
 
 
@@ -75,7 +85,9 @@ def vote_total(stickers):
 
 
 async def sticker(session, base, pack, sticker_id):
-    async with session.get('%s/stickers/%s/%d' % (base, pack, sticker_id)) as r:
+    async with session.get('%s/stickers/%s/%d' % (base, pack, sticker_id),
+                           allow_redirects=False) as r:
+        not_moved(r)
         assert r.status == 200, 'sticker %s/%d: HTTP %d' % (pack, sticker_id, r.status)
         return await r.json()
 

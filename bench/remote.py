@@ -72,9 +72,17 @@ class Site:
         pass    # not ours to stop
 
 
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an HTTPError of its own: nothing at its Location is
+    asked for."""
+
+    def redirect_request(self, *args):
+        return None
+
+
 def describe(url):
     """What can be learned of the site from here: its address and the
-    Server header of /ugly, if it sends one."""
+    Server header of /ugly (never of where it redirects), if it sends one."""
     parts = urlsplit(url)
     try:
         address = socket.getaddrinfo(parts.hostname, parts.port,
@@ -82,7 +90,8 @@ def describe(url):
     except OSError:
         address = None
     try:
-        with urllib.request.urlopen(url + '/ugly', timeout=10) as r:
+        with urllib.request.build_opener(NoRedirect).open(
+                url + '/ugly', timeout=10) as r:
             server = r.headers.get('Server')
     except urllib.error.HTTPError as e:
         server = e.headers.get('Server')

@@ -8,8 +8,8 @@ import asyncio
 import aiohttp
 
 from .pagecheck import (HTML_TYPE, UGLY_TYPE, all_stickers, ballots, cards,
-                        client, ranked, session_cookie, stat, sticker,
-                        unrendered, vote_total)
+                        client, not_moved, ranked, read_json, session_cookie,
+                        stat, sticker, unrendered, vote_total)
 
 TIMEOUT = aiohttp.ClientTimeout(total=30)
 
@@ -24,7 +24,13 @@ def need(condition, message):
 
 
 async def fetch(session, url, method='GET', **kw):
-    async with session.request(method, url, timeout=TIMEOUT, **kw) as r:
+    """(status, headers, body); a redirect fails the check, unread."""
+    async with session.request(method, url, timeout=TIMEOUT,
+                               allow_redirects=False, **kw) as r:
+        try:
+            not_moved(r)
+        except AssertionError as e:
+            raise CheckFailed(str(e))
         return r.status, r.headers, await r.read()
 
 
@@ -43,8 +49,7 @@ async def check_api(base, api):
         status, _, _ = await fetch(s, base + '/stickers')
         need(status == 200, '/stickers: HTTP %d' % status)
         stickers = await all_stickers(s, base)
-        async with s.get(base + '/stickers', timeout=TIMEOUT) as r:
-            packs = await r.json()
+        packs = await read_json(s, base + '/stickers')
     ids = sorted(x['id'] for x in stickers)
     need(ids == list(range(1, len(ids) + 1)) and len(ids) >= 2,
          'sticker ids are not 1..N: %d stickers' % len(ids))

@@ -1,12 +1,14 @@
 """bench.py --target: a site already running, verified and timed like an
 engine but not started by the bench; a dead or wrong site fails, a bad URL
 is refused."""
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -153,6 +155,73 @@ def test_a_dead_or_wrong_site_fails_with_the_reason(site, tmp_path):
     assert status['wrong']['status'] == 'failed'
     assert status['wrong']['reason'].startswith("verification failed: ugly: body b'UGLY!'")
     assert results['runs'] == []
+
+
+class Elsewhere(http.server.BaseHTTPRequestHandler):
+    """Another site: every request it gets is recorded."""
+
+    def do_GET(self):
+        self.server.seen.append(self.path)
+        body = b'ELSEWHERE-PRIVATE-BODY'
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/plain; charset=utf-8')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+class Redirecting(Elsewhere):
+    """Every page moved to the same path at another port."""
+
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header('Location', self.server.to + self.path)
+        self.send_header('Content-Length', '0')
+        self.end_headers()
+
+    do_POST = do_GET
+
+
+def serve(handler):
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+    server.seen = []
+    server.verify_request = lambda request, address: server.seen.append(
+        'a connection') or True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, 'http://127.0.0.1:%d' % server.server_address[1]
+
+
+def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
+    """A target that redirects every page to another site: that site is
+    never asked for anything, the check says why it failed, and nothing of
+    the other site is written into the results."""
+    if shutil.which('wrk') is None:
+        pytest.skip('needs wrk (./run.sh setup)')
+    other, other_url = serve(Elsewhere)
+    moved, url = serve(Redirecting)
+    moved.to = other_url
+    try:
+        code, err, _ = bench(tmp_path / 'out', '--target', url, '--label',
+                             'moved', '--pages', 'good')
+    finally:
+        moved.shutdown()
+        other.shutdown()
+    assert code == 1 and 'Traceback' not in err, err
+    assert moved.seen and other.seen == []
+    results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    target = {t['name']: t for t in results['targets']}['moved']
+    assert target['status'] == 'failed'
+    assert target['reason'] == ('verification failed: ugly: HTTP 302, a '
+                                'redirect: its Location was not followed')
+    assert results['runs'] == []
+    for name in ('results.json', 'results.md'):
+        text = (tmp_path / 'out' / name).read_text()
+        assert 'ELSEWHERE' not in text and other_url not in text, name
 
 
 @pytest.mark.skipif(oha.find() is None, reason='needs oha (see install.md)')
