@@ -797,6 +797,8 @@ class Relay:
         self.tasks.add(task)
         try:
             await self._connect(reader, writer)
+        except asyncio.CancelledError:
+            pass    # by cut(); asyncio 3.11 logs a cancelled relay task
         finally:
             writer.transport.abort()
             self.tasks.discard(task)
