@@ -11,6 +11,7 @@ import redis.asyncio as redis
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
 from .. import KEEPALIVE, REFUSED, DataUnavailable, FunctionCalls, NotSetUp
+from ..address import no_password
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'stickers.lua'), encoding='utf-8') as _f:
@@ -222,6 +223,8 @@ class RedisData(FunctionCalls):
                     socket_keepalive_options=KEEPALIVE)
 
     async def start(self):
+        if self.address.password is None:    # address.as_admin's
+            raise DataUnavailable(no_password('Redis', self.address))
         if self.mode == 'one':
             # No socket timeout: the reader waits for replies however idle
             # the site is, and each call has its own timer (Shared).

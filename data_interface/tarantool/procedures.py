@@ -6,7 +6,8 @@ _transport."""
 import abc
 import asyncio
 
-from .. import FunctionCalls, keep_alive
+from .. import DataUnavailable, FunctionCalls, keep_alive
+from ..address import no_password
 
 
 class Procedures(FunctionCalls):
@@ -50,6 +51,8 @@ class Procedures(FunctionCalls):
         return self._conn
 
     async def start(self):
+        if self.address.password is None:    # address.as_admin's
+            raise DataUnavailable(no_password('Tarantool', self.address))
         conn = await self._connect()
         if self.mode == 'one':
             self._conn = conn
