@@ -5,6 +5,7 @@ implements `DataInterface` with the same semantics; tests/test_contract.py
 holds them to it.
 """
 import abc
+import socket
 from collections import namedtuple
 
 # A sticker as the pages see it; rating == votes_plus - votes_minus - offset
@@ -44,6 +45,24 @@ class NotSetUp(DataUnavailable):
 # In the message of a DataUnavailable for an argument the database refused:
 # a bug of the caller, which a retry would not mend.
 REFUSED = 'bad argument'
+
+
+# TCP keepalive on the drivers' sockets: a peer host gone (powered off, or
+# a firewall that forgot the connection) is found in about 25 s idle, not
+# 2 hours. A peer that answers TCP but no longer the protocol is found by
+# each driver's own bound (docs/reliability.md).
+KEEPALIVE = {getattr(socket, name): value for name, value in (
+    ('TCP_KEEPIDLE', 10), ('TCP_KEEPINTVL', 5), ('TCP_KEEPCNT', 3))
+    if hasattr(socket, name)}
+
+
+def keep_alive(sock):
+    """Turn TCP keepalive on for `sock` (None, or not TCP: nothing)."""
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in KEEPALIVE.items():
+        sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 LOAD_BATCH = 2000   # stickers per call of load_batch

@@ -9,6 +9,23 @@ TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
 # data loader's (Tarantool, Redis), PostgreSQL's owner of the schema.
 APP_USER, ADMIN_USER, OWNER_USER = ('sticker_app', 'sticker_admin',
                                     'sticker_owner')
+LOOPBACK = ('127.', '::1', 'localhost')
+
+
+def on_loopback(host):
+    return host.startswith(LOOPBACK)
+
+
+def refuse_default(kind, host, user, password):
+    """ValueError for the default password of the site's accounts (the
+    account's name, as app.lua and accounts.py's examples have it) on a
+    host off the loopback, where anyone who can reach it could log in."""
+    if user in (APP_USER, ADMIN_USER) and password == user \
+            and not on_loopback(host):
+        raise ValueError(
+            '%s at %s: the default password of %s is refused off the '
+            'loopback: give USER:PASSWORD@ in the address'
+            % (kind, host, user))
 
 
 def parse_tarantool(text):
@@ -26,12 +43,28 @@ def parse_tarantool(text):
     host, sep, port = text.rpartition(':')
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError('Tarantool address must be HOST:PORT, not %r' % text)
+    refuse_default('Tarantool', host, user, password)
     return TarantoolAddress(host, int(port), user, password)
 
 
 def as_admin(address, password=ADMIN_USER):
-    """The data loader's account at the same address."""
+    """The data loader's account at the same address: the address itself
+    if it is that account's; the password None (it cannot log in) where
+    the default one is refused (refuse_default)."""
+    if address.user == ADMIN_USER:
+        return address
+    try:
+        refuse_default('', address.host, ADMIN_USER, password)
+    except ValueError:
+        password = None
     return address._replace(user=ADMIN_USER, password=password)
+
+
+def no_password(kind, address):
+    """Why an address of as_admin's without a password cannot log in."""
+    return ("%s at %s: the loader's default password is refused off the "
+            "loopback: start once with the loader's address, %s:PASSWORD@"
+            % (kind, address, address.user))
 
 
 def parse_postgres(text):
@@ -71,4 +104,5 @@ def parse_redis(text):
         user, password = unquote(url.username), unquote(url.password or '')
         if not user or not password:
             raise ValueError('Redis URL needs USER:PASSWORD@, both not empty')
+    refuse_default('Redis', url.hostname, user, password)
     return RedisAddress(url.hostname, port, user, password, int(db))

@@ -7,7 +7,7 @@ start from DEFAULTS. A Settings is frozen: change it with replace().
 import os
 from dataclasses import dataclass, field, replace
 
-from data_interface.address import ADMIN_USER, APP_USER, OWNER_USER
+from data_interface.address import ADMIN_USER, APP_USER, LOOPBACK, OWNER_USER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Ballot pairs: twice the votes, for a voter as quick as the vote limit
@@ -16,7 +16,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # past it the oldest ballots, voters' too, are replaced) takes hundreds of
 # addresses, not one.
 REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m', 'ballots': '120/m'}
-LOOPBACK = ('127.', '::1', 'localhost')
 # Environment settings that move the local databases' ports (README).
 PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
                     'postgres_port': 'STICKERS_POSTGRES_PORT',

@@ -62,6 +62,41 @@ def test_bad_arguments_exit_2(args):
     assert 'error:' in result.stderr
 
 
+@pytest.mark.parametrize('engine, option, address', [
+    ('aiohttp-tarantool-one', '--tarantool', '10.255.255.1:3301'),
+    ('aiohttp-tarantool-one', '--tarantool',
+     'sticker_app:sticker_app@10.255.255.1:3301'),
+    ('aiohttp-redis-one', '--redis', 'redis://10.255.255.1:6379'),
+    ('aiohttp-redis-one', '--redis',
+     'redis://sticker_admin:sticker_admin@db.example:6379/0'),
+])
+def test_default_passwords_are_refused_off_the_loopback(engine, option,
+                                                        address):
+    """Refused while parsing the options: nothing is started or reached."""
+    result = run_server('-e', engine, option, address)
+    assert result.returncode == 2
+    assert 'is refused off the loopback' in result.stderr
+
+
+async def test_the_loader_has_no_default_password_off_the_loopback():
+    from data_interface import DataUnavailable
+    from data_interface.address import (as_admin, parse_redis,
+                                        parse_tarantool)
+    from data_interface.redis.redis_data import RedisData
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    remote = as_admin(parse_tarantool('sticker_app:secret@db.example:3301'))
+    assert (remote.user, remote.password) == ('sticker_admin', None)
+    with pytest.raises(DataUnavailable, match="loader's default password"):
+        await AsynctntData(remote).start()
+    redis = as_admin(parse_redis('redis://sticker_app:x@db.example:6379'))
+    with pytest.raises(DataUnavailable, match="loader's default password"):
+        await RedisData(redis).start()
+    local = as_admin(parse_redis('redis://127.0.0.1:6380'))
+    assert local.password == 'sticker_admin'
+    given = parse_redis('redis://sticker_admin:secret@db.example:6379')
+    assert as_admin(given) == given
+
+
 async def burst(url, count, answered=None):
     """Statuses (or errors) of `count` concurrent GETs; sets the event
     `answered` as the first answer arrives."""

@@ -764,11 +764,14 @@ async def test_pending_visits_stay_bounded_while_the_database_is_slow(
 
 class Relay:
     """A TCP relay to a database, which a test cuts (open connections
-    reset, new ones refused) and mends: an outage as the site sees it."""
+    reset, new ones refused) and mends: an outage as the site sees it; or
+    silences (open connections forward nothing more, in either direction,
+    and stay open; new ones are relayed): a link dead without a reset."""
 
     def __init__(self, port):
         self.target, self.port = port, 0
         self.server, self.writers, self.tasks = None, set(), set()
+        self.silenced = set()    # writers that get nothing more
 
     async def open(self):
         self.server = await asyncio.start_server(
@@ -786,11 +789,16 @@ class Relay:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.server.wait_closed()
 
+    def silence(self):
+        self.silenced |= self.writers
+
     async def _relay(self, reader, writer):
         task = asyncio.current_task()
         self.tasks.add(task)
         try:
             await self._connect(reader, writer)
+        except asyncio.CancelledError:
+            pass    # by cut(); asyncio 3.11 logs a cancelled relay task
         finally:
             writer.transport.abort()
             self.tasks.discard(task)
@@ -807,13 +815,14 @@ class Relay:
                              self._pipe(up_reader, writer))
         self.writers -= {writer, up_writer}
 
-    @staticmethod
-    async def _pipe(reader, writer):
+    async def _pipe(self, reader, writer):
         try:
             while True:
                 data = await reader.read(65536)
                 if not data:
                     break
+                if writer in self.silenced:
+                    continue
                 writer.write(data)
                 await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
@@ -869,6 +878,33 @@ async def test_outage_answers_503_then_serves_again(backend):
         await until(site, '/good', 200)
         assert site.outage.since is None
         assert (await vote(site, cookie, win, lose)).status == 200
+    finally:
+        await stopped(site)
+        await relay.cut()
+
+
+# Seconds within which pages come back after the link went silent (the
+# drivers see silence in about 3).
+SILENT_BACK = 15
+
+
+async def test_a_silent_link_is_dropped_and_pages_come_back(backend):
+    """The database's link goes silent (no reply, no reset: a peer or a
+    network gone quiet): the driver drops it and connects anew, so pages
+    are served again within seconds, not never."""
+    relay = Relay(database_port(backend))
+    await relay.open()
+    site = await started(backend.via(relay.port))
+    try:
+        assert (await get(site, '/good')).status == 200
+        relay.silence()
+        loop = asyncio.get_event_loop()
+        began, status = loop.time(), None
+        while status != 200:
+            assert loop.time() - began < SILENT_BACK, 'still %s' % status
+            status = (await get(site, '/good')).status
+            await asyncio.sleep(0.1)
+        print('served again after %.1f s' % (loop.time() - began))
     finally:
         await stopped(site)
         await relay.cut()

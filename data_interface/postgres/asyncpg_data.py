@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
-                packs_of, sticker_of, stickers_of)
+from .. import (REFUSED, DataInterface, DataUnavailable, Stats, keep_alive,
+                pack_of, packs_of, sticker_of, stickers_of)
 from .pool import LOST, Pool
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -118,10 +118,15 @@ class PostgresData(DataInterface):
                                       % (self, e)) from e
             raise
 
-    def _connect(self):
-        return asyncpg.connect(
+    async def _connect(self):
+        # A silent link: a query gives up after `timeout`, asyncpg cancels it
+        # and the pool closes the connection if the server does not confirm
+        # within pool.CANCEL_WAIT; the others are tried, a new one opened.
+        conn = await asyncpg.connect(
             self.dsn, timeout=self.timeout, command_timeout=self.timeout,
             server_settings=SETTINGS)
+        keep_alive(conn._transport.get_extra_info('socket'))   # no option
+        return conn
 
     async def close(self):
         if self._pool is not None:

@@ -10,7 +10,8 @@ from collections import deque
 import redis.asyncio as redis
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
-from .. import REFUSED, DataUnavailable, FunctionCalls, NotSetUp
+from .. import KEEPALIVE, REFUSED, DataUnavailable, FunctionCalls, NotSetUp
+from ..address import no_password
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'stickers.lua'), encoding='utf-8') as _f:
@@ -61,6 +62,7 @@ class Link:
         self.conn = conn
         self.queue = []           # (packed command, future) to write
         self.pending = deque()    # futures written, in order
+        self.replies = 0          # read so far
         self.wake = asyncio.Event()
         self.tasks = []
 
@@ -69,7 +71,9 @@ class Shared:
     """One connection that many coroutines use at once: a writer task sends
     what has queued up in one write, a reader task hands the replies back
     in order. Lost, it fails what is in flight and is opened again by the
-    next call (at most every reconnect_after seconds)."""
+    next call (at most every reconnect_after seconds). A call that waited
+    `timeout` s while the connection answered nothing at all (a dead link
+    that no reset announced) drops it: the next call opens a new one."""
     reconnect_after = 0.3
 
     def __init__(self, open_connection, timeout):
@@ -85,16 +89,20 @@ class Shared:
         future = loop.create_future()
         link.queue.append((link.conn.pack_command(*args), future))
         link.wake.set()
-        timer = loop.call_later(self.timeout, self._late, future)
+        timer = loop.call_later(self.timeout, self._late, future, link,
+                                link.replies)
         try:
             return await future
         finally:
             timer.cancel()
 
-    def _late(self, future):
-        if not future.done():
-            future.set_exception(asyncio.TimeoutError(
-                'no answer in %g s' % self.timeout))
+    def _late(self, future, link, replies):
+        if future.done():
+            return
+        error = asyncio.TimeoutError('no answer in %g s' % self.timeout)
+        future.set_exception(error)
+        if link.replies == replies and self._link is link:   # silent
+            self._lost(link, error)
 
     async def _connect(self):
         loop = asyncio.get_event_loop()
@@ -153,6 +161,7 @@ class Shared:
                     reply = await link.conn.read_response()
                 except ResponseError as e:     # an error reply
                     reply = e
+                link.replies += 1
                 future = link.pending.popleft()
                 if future.done():              # timed out: drop its reply
                     continue
@@ -210,9 +219,12 @@ class RedisData(FunctionCalls):
         a = self.address
         return dict(host=a.host, port=a.port, username=a.user,
                     password=a.password, db=a.db, decode_responses=True,
-                    socket_connect_timeout=2.0)
+                    socket_connect_timeout=2.0, socket_keepalive=True,
+                    socket_keepalive_options=KEEPALIVE)
 
     async def start(self):
+        if self.address.password is None:    # address.as_admin's
+            raise DataUnavailable(no_password('Redis', self.address))
         if self.mode == 'one':
             # No socket timeout: the reader waits for replies however idle
             # the site is, and each call has its own timer (Shared).

@@ -79,6 +79,9 @@ class AiotarantoolData(Procedures):
                     self._conn = await self._connect()
         return self._conn
 
+    def _transport(self, conn):
+        return conn._writer.transport if conn._writer else None
+
     async def _send(self, conn, name, args):
         try:
             response = await asyncio.wait_for(
@@ -86,5 +89,9 @@ class AiotarantoolData(Procedures):
         except (DatabaseError, OSError, asyncio.TimeoutError) as e:
             # NetworkError and errors raised by the call: see
             # Procedures._send.
+            if isinstance(e, DatabaseError) and \
+                    not isinstance(e, NetworkError):
+                self.replies += 1
             raise DataUnavailable('Tarantool: %s: %s' % (name, _why(e))) from e
+        self.replies += 1
         return response[0] if len(response) else None

@@ -3,7 +3,7 @@ of a stored procedure of app.lua."""
 import asyncio
 
 import asynctnt
-from asynctnt.exceptions import TarantoolError
+from asynctnt.exceptions import TarantoolDatabaseError, TarantoolError
 
 from .. import DataUnavailable
 from .procedures import Procedures
@@ -16,7 +16,9 @@ UNAVAILABLE = (OSError, asyncio.TimeoutError, TarantoolError)
 
 class AsynctntData(Procedures):
     """mode 'one': one connection shared by all requests, reconnecting by
-    itself; mode 'multi': a connection opened and closed per operation."""
+    itself (asynctnt's pings would not: a failed one is ignored, so they
+    stay off; Procedures drops a silent link); mode 'multi': a connection
+    opened and closed per operation."""
     request_timeout = 10.0
 
     async def _connect(self):
@@ -37,10 +39,16 @@ class AsynctntData(Procedures):
     async def _disconnect(self, conn):
         await conn.disconnect()
 
+    def _transport(self, conn):
+        return conn._transport    # asynctnt has no public one
+
     async def _send(self, conn, name, args):
         try:
             response = await conn.call(name, args)
         except UNAVAILABLE as e:
             # TarantoolDatabaseError too: see Procedures._send.
+            if isinstance(e, TarantoolDatabaseError):
+                self.replies += 1
             raise DataUnavailable('Tarantool: %s: %s' % (name, e)) from e
+        self.replies += 1
         return response.body[0] if response.body else None

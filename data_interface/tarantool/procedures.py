@@ -1,14 +1,21 @@
 """The client of app.lua's stored procedures, shared by the Tarantool
 drivers: every page operation is one call of one procedure, over one shared
 connection (mode 'one') or a connection per call (mode 'multi'). A driver
-adds _connect, _disconnect and _send."""
+adds _connect, _disconnect, _send (which counts the replies it gets) and
+_transport."""
 import abc
+import asyncio
 
-from .. import FunctionCalls
+from .. import DataUnavailable, FunctionCalls, keep_alive
+from ..address import no_password
 
 
 class Procedures(FunctionCalls):
     sweeps_itself = True    # app.lua's expiry fiber
+    # Mode 'one': calls waited this long and the connection answered none
+    # (a dead link no reset announced, where each call would time out and
+    # the link be kept): it is dropped, the driver connects anew.
+    silent_after = 3.0
 
     def __init__(self, address, mode='one'):
         if mode not in ('one', 'multi'):
@@ -16,6 +23,9 @@ class Procedures(FunctionCalls):
         self.address = address
         self.mode = mode
         self._conn = None
+        self.replies = 0        # that _send got, answers and errors alike
+        self._waiting = 0       # calls on the shared connection
+        self._watch = None
 
     @abc.abstractmethod
     async def _connect(self):
@@ -32,25 +42,58 @@ class Procedures(FunctionCalls):
         there (out of memory, a refused argument, no privilege): pages
         validate what visitors send, so no failure there is theirs."""
 
+    @abc.abstractmethod
+    def _transport(self, conn):
+        """The asyncio transport of `conn` (None while not connected)."""
+
     async def _shared(self):
         """The connection of mode 'one' (a driver may open it again)."""
         return self._conn
 
     async def start(self):
+        if self.address.password is None:    # address.as_admin's
+            raise DataUnavailable(no_password('Tarantool', self.address))
         conn = await self._connect()
         if self.mode == 'one':
             self._conn = conn
+            self._watch = asyncio.ensure_future(self._watch_link())
         else:
             await self._disconnect(conn)
 
+    async def _watch_link(self):
+        """Keepalive on each new socket of the shared connection; drop it
+        after four checks, silent_after / 3 apart, that found calls waiting
+        and no reply since the last check (silent at least silent_after)."""
+        seen, heard, quiet = None, self.replies, 0
+        while True:
+            await asyncio.sleep(self.silent_after / 3)
+            transport = self._transport(self._conn) if self._conn else None
+            if transport is not seen and transport is not None:
+                seen = transport
+                keep_alive(transport.get_extra_info('socket'))
+            quiet = quiet + 1 if self._waiting and self.replies == heard \
+                else 0
+            heard = self.replies
+            if quiet > 3 and transport is not None:
+                quiet = 0
+                transport.abort()    # the driver sees a lost connection
+
     async def close(self):
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await self._disconnect(conn)
 
     async def _call(self, name, args):
         if self.mode == 'one':
-            return await self._send(await self._shared(), name, args)
+            conn = await self._shared()
+            self._waiting += 1
+            try:
+                return await self._send(conn, name, args)
+            finally:
+                self._waiting -= 1
         conn = await self._connect()
         try:
             return await self._send(conn, name, args)
