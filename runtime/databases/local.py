@@ -1,20 +1,23 @@
 """What every local database shares: one start or stop at a time, the
-lock that says which server manages it, and taking over one that no
-server manages any more."""
+lock that says which server manages it, taking over one that no server
+manages any more, and making sure that what listens on its port is its own
+process before its kept passwords are sent there."""
 import logging
 import os
 import threading
 
-from ..processes import lock, unlock
+from ..processes import command_name, holds, listener, lock, unlock
 
 log = logging.getLogger('databases')
 
 
 class LocalDatabase:
-    """A subclass sets name and directory, and gives _prepare() (make its
-    directories ready), _start(), _orphan() (the pid of an instance running
-    here, or None) and _take(pid) (manage that one)."""
+    """A subclass sets name, option, host and port, and gives _prepare()
+    (make its directories ready), _start(), _recorded_pid() (the pid in the
+    pid file its process writes in its directory, or None) and _take(pid) (manage
+    that one)."""
     name = None
+    option = None     # server.py's option to give an address of one's own
 
     def __init__(self, directory):
         self.directory = os.path.abspath(directory)
@@ -55,6 +58,31 @@ class LocalDatabase:
             log.info('%s (pid %d) in %s runs with no server managing it: '
                      'managed from now on', self.name, pid, self.directory)
             return True
+
+    def _orphan(self):
+        """The pid of an instance running here, or None."""
+        return self.ours()
+
+    def ours(self):
+        """The pid in its pid file if that process holds every socket
+        listening on its port, else None."""
+        pid = self._recorded_pid()
+        return pid if pid is not None and holds(pid, self.port) else None
+
+    def check_listener(self):
+        """RuntimeError unless what listens on its port is its own process
+        (ours()): the passwords kept here are sent to no other."""
+        if self.ours() is not None:
+            return
+        pid = listener(self.port)
+        who = ('process %d (%s)' % (pid, command_name(pid)) if pid
+               else 'a process this user cannot see')
+        raise RuntimeError(
+            '%s:%d is held by %s, not by the %s of %s: the passwords kept '
+            'there are not sent to it. Stop that process, or give the %s '
+            'another port, or give the address of your own with %s'
+            % (self.host, self.port, who, self.name, self.directory,
+               self.name, self.option))
 
     def _manage(self):
         """Hold server.lock (False if another process does), with the

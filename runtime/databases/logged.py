@@ -7,7 +7,8 @@ import logging
 import os
 import time
 
-from ..processes import Adopted, answers, ended, terminate
+from ..processes import Adopted, answers, ended, holds, terminate
+from . import files
 from .local import LocalDatabase
 
 
@@ -19,6 +20,13 @@ class LoggedDatabase(LocalDatabase):
         super().__init__(directory)
         self.process = None
         self.log = logging.getLogger(self.name.lower())
+
+    def _recorded_pid(self):
+        try:
+            return int(files.read(os.path.join(
+                self.directory, self.pid_file)).split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def _take(self, pid):
         self.process = Adopted(pid)
@@ -71,8 +79,9 @@ class LoggedDatabase(LocalDatabase):
 
     def _ready(self):
         said = self._since_start()
-        return bool(said) and self.ready_mark in said and answers(
-            self.host, self.port)
+        return (bool(said) and self.ready_mark in said
+                and answers(self.host, self.port)
+                and holds(self.process.pid, self.port))
 
     @property
     def pid(self):
