@@ -672,3 +672,38 @@ def test_a_stand_in_on_the_cluster_port_gets_no_password(checkout,
         assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
     finally:
         assert site.stop() == 0, site.output()
+
+
+async def test_after_a_crash_a_stand_in_gets_no_password(checkout, tmp_path):
+    """Redis killed, another process takes its port before the restart:
+    the site's connections send it no password (pages answer 503) until
+    the port is free and Redis runs again."""
+    env = ports()
+    port = int(env['STICKERS_REDIS_PORT'])
+    site = ServerProcess('aiohttp-redis-one', [],
+                         str(tmp_path / 'site.log'), root=checkout, env=env)
+    stand_in = None
+    try:
+        assert await burst(site.url + '/good', 4) == [200] * 4
+        first = redis_of(checkout)
+        os.kill(first, signal.SIGKILL)
+        while stand_in is None:
+            try:
+                stand_in = StandIn(port)
+            except OSError:   # not closed yet
+                time.sleep(0.001)
+        await asyncio.sleep(2)
+        assert set(await burst(site.url + '/good', 8)) == {503}
+        stand_in.close()
+        wait_lines(site, 'Redis restarted', 1, timeout=30)
+        await wait_for(site.url + '/good', 200, timeout=10)
+        assert await burst(site.url + '/good', 8) == [200] * 8
+    finally:
+        if stand_in is not None:
+            stand_in.close()
+        assert site.stop() == 0, site.output()
+    passwords = [secret(os.path.join(checkout, 'var', 'redis', user
+                                     + '.password')).encode()
+                 for user in ('sticker_app', 'sticker_admin')]
+    assert not [p for p in passwords if p in stand_in.received]
+    assert b'sticker_' not in stand_in.received, stand_in.received

@@ -14,6 +14,7 @@ import asyncpg
 
 from .. import (REFUSED, DataInterface, DataUnavailable, Stats, pack_of,
                 packs_of, sticker_of, stickers_of)
+from ..address import check_listener
 from .pool import LOST, Pool
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -119,6 +120,8 @@ class PostgresData(DataInterface):
             raise
 
     def _connect(self):
+        u = urlsplit(self.dsn)
+        check_listener(u.hostname, u.port or 5432)
         return asyncpg.connect(
             self.dsn, timeout=self.timeout, command_timeout=self.timeout,
             server_settings=SETTINGS)

@@ -96,6 +96,7 @@ class Databases:
         started yet: see _local. What answers at `port` must be its own
         process (check_listener) before its passwords go there."""
         s = self.settings
+        server.guard()
         if not await self._blocking(answers, s.db_host, port):
             await self._start(server)
         elif await self._blocking(server.adopt):
@@ -162,6 +163,7 @@ class Databases:
                 return default
             else:
                 await self._start(server)
+            server.guard()    # its port settled
             self.postgres_dsn = server.dsn
             self.postgres_owner_dsn = server.owner_dsn
             await self._standbys(server)

@@ -8,7 +8,6 @@ import os
 import time
 
 from ..processes import Adopted, answers, ended, holds, terminate
-from . import files
 from .local import LocalDatabase
 
 
@@ -21,12 +20,9 @@ class LoggedDatabase(LocalDatabase):
         self.process = None
         self.log = logging.getLogger(self.name.lower())
 
-    def _recorded_pid(self):
-        try:
-            return int(files.read(os.path.join(
-                self.directory, self.pid_file)).split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
+    @property
+    def pid_path(self):
+        return os.path.join(self.directory, self.pid_file)
 
     def _take(self, pid):
         self.process = Adopted(pid)

@@ -211,8 +211,9 @@ class ManagedPostgres(LocalDatabase):
                   '--no-locale')
         files.append(os.path.join(self.data, 'postgresql.conf'), CONFIG)
 
-    def _recorded_pid(self):
-        return self.postmaster()
+    @property
+    def pid_path(self):
+        return os.path.join(self.data, 'postmaster.pid')
 
     def _take(self, pid):
         self.started, self.pid, self.process = True, pid, None
