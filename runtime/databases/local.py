@@ -110,22 +110,22 @@ class LocalDatabase:
         return self.ours()
 
     @property
-    def owner(self):
+    def ownership(self):
         return Owner(self.name, self.host, self.port, self.pid_path,
                      self.directory, self.option)
 
     def ours(self):
-        return self.owner.pid()
+        return self.ownership.pid()
 
     def check_listener(self):
-        self.owner.check()
+        self.ownership.check()
 
     def guard(self):
         """From now on, check_listener() before each connection opened to
         it (data_interface.address.guard): after a crash, what listens on
         its port must be its own process again."""
-        guard(self.host, self.port, self.owner.check)
-        GUARDED[self.host, self.port] = self.owner
+        guard(self.host, self.port, self.ownership.check)
+        GUARDED[self.host, self.port] = self.ownership
 
     def _manage(self):
         """Hold server.lock (False if another process does), with the
