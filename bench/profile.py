@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from runtime.processes import (ESTABLISHED, LISTEN, children,
+from runtime.processes import (ESTABLISHED, children, command_name, listener,
                                socket_fds, tcp_table)
 from runtime.settings import ROOT
 
@@ -134,16 +134,6 @@ def database_ports(server_pid, listen_port):
             if inode in mine and state == ESTABLISHED and local != listen_port}
 
 
-def listener(port):
-    """The process listening on a local TCP port (the root one when several
-    share the socket), or None."""
-    inodes = {inode for local, _, state, inode in tcp_table()
-              if local == port and state == LISTEN}
-    owners = [pid for pid in pids() if _socket_inodes(pid) & inodes]
-    roots = [p for p in owners if (stat(p) or (0,))[0] not in owners]
-    return (roots or owners or [None])[0]
-
-
 def find_database(server_pid, listen_port, load=None, timeout=3.0):
     """[(pid, name)] of the database servers the engine talks to (its
     primary first, then its read replicas, by port), or None. An engine
@@ -157,7 +147,7 @@ def find_database(server_pid, listen_port, load=None, timeout=3.0):
             for port in sorted(database_ports(server_pid, listen_port)):
                 pid = listener(port)
                 if pid is not None and pid not in [f[0] for f in found]:
-                    found.append((pid, _comm(pid)))
+                    found.append((pid, command_name(pid)))
             if found:
                 return found
             if time.monotonic() > deadline:
@@ -169,14 +159,6 @@ def find_database(server_pid, listen_port, load=None, timeout=3.0):
         if process is not None:
             process.kill()
             process.wait()
-
-
-def _comm(pid):
-    try:
-        with open('/proc/%d/comm' % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return '?'
 
 
 # --- one profiled run --------------------------------------------------------

@@ -2,6 +2,22 @@
 from collections import namedtuple
 from urllib.parse import unquote, urlsplit
 
+# (host, port) -> a check that raises ConnectionError (an OSError) unless
+# the process listening there may have the passwords kept for it: set for
+# the local databases the runtime manages, called before each connection.
+_guards = {}
+
+
+def guard(host, port, check):
+    _guards[(host, int(port))] = check
+
+
+def check_listener(host, port):
+    check = _guards.get((host, int(port)))
+    if check is not None:
+        check()
+
+
 TarantoolAddress = namedtuple('TarantoolAddress', 'host port user password')
 TarantoolAddress.__str__ = lambda a: '%s:%s' % (a.host, a.port)
 

@@ -191,6 +191,47 @@ def tcp_socket_fds(pid, port, tcp_state=LISTEN):
     return [fd for fd, inode in socket_fds(pid) if inode in inodes]
 
 
+def listening(port):
+    """The inodes of the TCP sockets listening on local port `port`."""
+    return {inode for local, _, state, inode in tcp_table()
+            if local == port and state == LISTEN}
+
+
+def holds(pid, port):
+    """True if process pid holds every socket listening on local port
+    `port`, and there is one: whoever connects there reaches pid."""
+    inodes = listening(port)
+    return bool(inodes) and inodes <= {i for _, i in socket_fds(pid)}
+
+
+def listener(port):
+    """The process listening on a local TCP port (the root one when several
+    share the socket), or None (none, or one this user cannot see)."""
+    inodes = listening(port)
+    owners = [int(p) for p in os.listdir('/proc') if p.isdigit()
+              and inodes & {i for _, i in socket_fds(int(p))}]
+    roots = [p for p in owners if parent(p) not in owners]
+    return (roots or owners or [None])[0]
+
+
+def parent(pid):
+    """The parent pid of pid, or None if it is gone."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return int(f.read().rsplit(')', 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def command_name(pid):
+    """The command name of pid ('?' if it is gone)."""
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return '?'
+
+
 # Databases are started from pool threads; a child's parent-death signal
 # fires when the *thread* that forked it ends. So they are all forked by
 # one thread that lives as long as the process.

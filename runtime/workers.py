@@ -36,6 +36,7 @@ from data_interface.address import RedisAddress, TarantoolAddress
 from pages.outage import Outage
 from . import engines
 from .databases import WATCH_EVERY, open_databases
+from .databases.local import GUARDED, guard_all
 from .processes import LISTEN, exit_reason, tcp_sockets
 from .supervise import Backoff, cancel
 
@@ -236,6 +237,7 @@ async def parent(engine, s, argv, stopped):
             list(r.data.address) if kind == 'tarantool' else r.data.dsn
             for r in replicas]
         config['replica_lag'] = s.replica_lag
+        config['guarded'] = [list(o) for o in GUARDED.values()]
         postgres = kind == 'postgres'
         if postgres:
             await size_pools(data, s.workers, config)
@@ -294,6 +296,7 @@ def read_config():
 @asynccontextmanager
 async def given_databases(engine, config):
     """The worker's data interface to the databases the parent runs."""
+    guard_all(config.get('guarded', []))
     data = engines.data_for(engine, config['tarantool'], config['postgres'],
                             config.get('redis'))
     if config.get('pool_size'):

@@ -9,6 +9,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -554,3 +555,155 @@ def test_workers_get_no_address_on_their_command_line(
         assert site.stop() == 0, site.output()
     assert 'PostgreSQL' not in site.output()
     assert not os.path.exists(os.path.join(checkout, 'var', 'postgres'))
+
+
+class StandIn(threading.Thread):
+    """A plain socket server on a managed database's port, recording what
+    it receives: it greets as Tarantool does, and answers a PostgreSQL
+    startup message with a request for the password in cleartext."""
+    TARANTOOL = (b'Tarantool 2.11.0 (Binary) 0'.ljust(63) + b'\n'
+                 + b'A' * 44 + b' ' * 19 + b'\n')
+
+    def __init__(self, port, greeting=b''):
+        super().__init__(daemon=True)
+        self.greeting = greeting
+        self.received = b''
+        self.server = socket.create_server(('127.0.0.1', port))
+        self.server.settimeout(0.2)
+        self.done = threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                conn.sendall(self.greeting)
+                try:
+                    while True:
+                        data = conn.recv(4096)
+                        if not data:
+                            break
+                        self.received += data
+                        if data[4:8] == b'\x04\xd2\x16\x2f':   # SSLRequest
+                            conn.sendall(b'N')
+                        elif data[4:8] == b'\x00\x03\x00\x00':  # startup
+                            conn.sendall(b'R\0\0\0\x08\0\0\0\x03')
+                except OSError:
+                    pass
+
+    def close(self):
+        self.done.set()
+        self.join()
+        self.server.close()
+
+
+@pytest.mark.parametrize('engine, name, kept', [
+    ('aiohttp-redis-one', 'redis', 'sticker_admin'),
+    ('aiohttp-tarantool-one', 'tarantool', 'sticker_admin'),
+])
+def test_a_stand_in_on_the_port_gets_no_password(checkout, tmp_path, engine,
+                                                  name, kept):
+    """The database stopped, another process listens on its port: the
+    server sends it no password and says which process holds the port;
+    with the port free again, it starts its own as before."""
+    env = ports()
+    site = ServerProcess(engine, [], str(tmp_path / 'first.log'),
+                         root=checkout, env=env)
+    assert site.stop() == 0, site.output()
+    directory = os.path.join(checkout, 'var', name)
+    password = secret(os.path.join(directory, kept + '.password'))
+    greeting = StandIn.TARANTOOL if name == 'tarantool' else b''
+    stand_in = StandIn(int(env['STICKERS_%s_PORT' % name.upper()]), greeting)
+    try:
+        result = subprocess.run(
+            [sys.executable, os.path.join(checkout, 'server.py'), '-e',
+             engine, '-p', str(free_port()), '--packs', str(TEST_PACKS)],
+            cwd=checkout, capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, **env))
+    finally:
+        stand_in.close()
+    assert password.encode() not in stand_in.received
+    assert b'sticker_' not in stand_in.received, stand_in.received
+    assert result.returncode == 1, result.stderr
+    assert 'is held by process %d (' % os.getpid() in result.stderr
+    assert 'the passwords kept there are not sent to it' in result.stderr
+    assert 'Traceback' not in result.stderr
+    site = ServerProcess(engine, [], str(tmp_path / 'again.log'),
+                         root=checkout, env=env)
+    try:
+        assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
+    finally:
+        assert site.stop() == 0, site.output()
+
+
+def test_a_stand_in_on_the_cluster_port_gets_no_password(checkout,
+                                                         tmp_path):
+    """The cluster stopped, a process that asks for passwords in cleartext
+    listens on its port: it gets none; the cluster starts on a free port,
+    and again after that."""
+    env = ports()
+    engine = 'aiohttp-postgres-pool'
+    site = ServerProcess(engine, [], str(tmp_path / 'first.log'),
+                         root=checkout, env=env)
+    assert site.stop() == 0, site.output()
+    pg = ManagedPostgres(os.path.join(checkout, 'var', 'postgres'))
+    port = pg.port
+    stand_in = StandIn(port)
+    try:
+        site = ServerProcess(engine, [], str(tmp_path / 'second.log'),
+                             root=checkout, env=env)
+        try:
+            assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
+        finally:
+            assert site.stop() == 0, site.output()
+    finally:
+        stand_in.close()
+    for role in ('sticker_app', 'sticker_owner'):
+        assert pg.password(role).encode() not in stand_in.received
+    assert b'sticker_' not in stand_in.received, stand_in.received
+    assert 'port %d is taken: PostgreSQL will use' % port in site.output()
+    site = ServerProcess(engine, [], str(tmp_path / 'third.log'),
+                         root=checkout, env=env)
+    try:
+        assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
+    finally:
+        assert site.stop() == 0, site.output()
+
+
+async def test_after_a_crash_a_stand_in_gets_no_password(checkout, tmp_path):
+    """Redis killed, another process takes its port before the restart:
+    the site's connections send it no password (pages answer 503) until
+    the port is free and Redis runs again."""
+    env = ports()
+    port = int(env['STICKERS_REDIS_PORT'])
+    site = ServerProcess('aiohttp-redis-one', [],
+                         str(tmp_path / 'site.log'), root=checkout, env=env)
+    stand_in = None
+    try:
+        assert await burst(site.url + '/good', 4) == [200] * 4
+        first = redis_of(checkout)
+        os.kill(first, signal.SIGKILL)
+        while stand_in is None:
+            try:
+                stand_in = StandIn(port)
+            except OSError:   # not closed yet
+                time.sleep(0.001)
+        await asyncio.sleep(2)
+        assert set(await burst(site.url + '/good', 8)) == {503}
+        stand_in.close()
+        wait_lines(site, 'Redis restarted', 1, timeout=30)
+        await wait_for(site.url + '/good', 200, timeout=10)
+        assert await burst(site.url + '/good', 8) == [200] * 8
+    finally:
+        if stand_in is not None:
+            stand_in.close()
+        assert site.stop() == 0, site.output()
+    passwords = [secret(os.path.join(checkout, 'var', 'redis', user
+                                     + '.password')).encode()
+                 for user in ('sticker_app', 'sticker_admin')]
+    assert not [p for p in passwords if p in stand_in.received]
+    assert b'sticker_' not in stand_in.received, stand_in.received

@@ -14,6 +14,7 @@ import asyncpg
 
 from .. import (REFUSED, DataInterface, DataUnavailable, Stats, keep_alive,
                 pack_of, packs_of, sticker_of, stickers_of)
+from ..address import check_listener
 from .pool import LOST, Pool
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -119,6 +120,8 @@ class PostgresData(DataInterface):
             raise
 
     async def _connect(self):
+        u = urlsplit(self.dsn)
+        check_listener(u.hostname, u.port or 5432)
         # A silent link: a query gives up after `timeout`, asyncpg cancels it
         # and the pool closes the connection if the server does not confirm
         # within pool.CANCEL_WAIT; the others are tried, a new one opened.

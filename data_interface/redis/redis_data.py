@@ -11,7 +11,7 @@ import redis.asyncio as redis
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
 from .. import KEEPALIVE, REFUSED, DataUnavailable, FunctionCalls, NotSetUp
-from ..address import no_password
+from ..address import check_listener, no_password
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'stickers.lua'), encoding='utf-8') as _f:
@@ -65,6 +65,14 @@ class Link:
         self.replies = 0          # read so far
         self.wake = asyncio.Event()
         self.tasks = []
+
+
+class Connection(redis.Connection):
+    """Sends its password only once check_listener() has passed."""
+
+    async def _connect(self):
+        await super()._connect()
+        check_listener(self.host, self.port)
 
 
 class Shared:
@@ -229,12 +237,13 @@ class RedisData(FunctionCalls):
             # No socket timeout: the reader waits for replies however idle
             # the site is, and each call has its own timer (Shared).
             self._client = Shared(
-                lambda: redis.Connection(socket_timeout=None,
-                                         **self._options()), self.timeout)
+                lambda: Connection(socket_timeout=None, **self._options()),
+                self.timeout)
         else:
             pool = redis.BlockingConnectionPool(
-                max_connections=self.max_size, timeout=self.timeout,
-                socket_timeout=self.timeout, **self._options())
+                connection_class=Connection, max_connections=self.max_size,
+                timeout=self.timeout, socket_timeout=self.timeout,
+                **self._options())
             self._client = redis.Redis(connection_pool=pool, retry=None)
         try:
             await self._check_library()

@@ -93,15 +93,19 @@ class Databases:
 
     async def _run_here(self, server, port):
         """(app address, loader address) of `server`, a local database not
-        started yet: see _local."""
+        started yet: see _local. What answers at `port` must be its own
+        process (check_listener) before its passwords go there."""
         s = self.settings
+        server.guard()
         if not await self._blocking(answers, s.db_host, port):
             await self._start(server)
         elif await self._blocking(server.adopt):
             self.managed.append(server)
         else:
-            return (server.found_address(s.app_user),
-                    server.found_address(s.admin_user))
+            found = (server.found_address(s.app_user),
+                     server.found_address(s.admin_user))
+            await self._blocking(server.check_listener)
+            return found
         return server.address, server.admin_address
 
     async def tarantool(self):
@@ -135,8 +139,9 @@ class Databases:
 
     async def postgres(self):
         """The PostgreSQL DSN to use: the one given, the local cluster under
-        var/ if it runs, a database answering to the default DSN, else the
-        local cluster, started."""
+        var/ if it runs, a database answering to the default DSN (before the
+        cluster has passwords: found_dsn), else the local cluster, started
+        (on a free port if another process holds its own)."""
         if self.postgres_dsn is None:
             from data_interface.postgres.asyncpg_data import can_connect
             s = self.settings
@@ -146,8 +151,9 @@ class Databases:
             if await self._blocking(server.running):
                 if await self._blocking(server.adopt):
                     self.managed.append(server)
+                await self._blocking(server.check_listener)
                 await self._blocking(server.prepare)
-            elif await can_connect(default):
+            elif default and await can_connect(default):
                 if self.settings.replicas:
                     raise RuntimeError(
                         'a PostgreSQL that is not the local cluster answers '
@@ -157,6 +163,7 @@ class Databases:
                 return default
             else:
                 await self._start(server)
+            server.guard()    # its port settled
             self.postgres_dsn = server.dsn
             self.postgres_owner_dsn = server.owner_dsn
             await self._standbys(server)

@@ -7,7 +7,7 @@ import logging
 import os
 import time
 
-from ..processes import Adopted, answers, ended, terminate
+from ..processes import Adopted, answers, ended, holds, terminate
 from .local import LocalDatabase
 
 
@@ -19,6 +19,10 @@ class LoggedDatabase(LocalDatabase):
         super().__init__(directory)
         self.process = None
         self.log = logging.getLogger(self.name.lower())
+
+    @property
+    def pid_path(self):
+        return os.path.join(self.directory, self.pid_file)
 
     def _take(self, pid):
         self.process = Adopted(pid)
@@ -71,8 +75,9 @@ class LoggedDatabase(LocalDatabase):
 
     def _ready(self):
         said = self._since_start()
-        return bool(said) and self.ready_mark in said and answers(
-            self.host, self.port)
+        return (bool(said) and self.ready_mark in said
+                and answers(self.host, self.port)
+                and holds(self.process.pid, self.port))
 
     @property
     def pid(self):

@@ -30,9 +30,8 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..processes import (LISTEN, adopt_orphans, answers, ended, free_port,
-                         launcher, reap, reap_orphans, spawn, state,
-                         tcp_sockets)
+from ..processes import (adopt_orphans, answers, ended, free_port, holds,
+                         launcher, reap, reap_orphans, spawn, state)
 from ..settings import DEFAULTS
 from . import files
 from . import postgres_layout as layout
@@ -107,6 +106,7 @@ def in_thread(coroutine):
 
 class ManagedPostgres(LocalDatabase):
     name = 'PostgreSQL'
+    option = '--postgres'
 
     def __init__(self, directory, port=None, settings=DEFAULTS):
         super().__init__(directory)
@@ -141,12 +141,14 @@ class ManagedPostgres(LocalDatabase):
         return self._dsn(self.owner)
 
     def found_dsn(self):
-        """The site's DSN for a database found answering at this port: the
-        password kept here, if any, else the role's name."""
-        password = secret(os.path.join(self.directory, self.app + '.password'),
-                          default=self.app)
+        """The site's DSN for a database found answering at this port that
+        is not this cluster, the role's name as its password; None once a
+        password is kept here (this cluster's, sent to no other)."""
+        if os.path.lexists(os.path.join(self.directory,
+                                        self.app + '.password')):
+            return None
         return 'postgresql://%s:%s@%s:%d/%s' % (
-            self.app, password, self.host, self.port, self.database)
+            self.app, self.app, self.host, self.port, self.database)
 
     @property
     def log_file(self):
@@ -209,11 +211,9 @@ class ManagedPostgres(LocalDatabase):
                   '--no-locale')
         files.append(os.path.join(self.data, 'postgresql.conf'), CONFIG)
 
-    def _orphan(self):
-        pid = self.postmaster()
-        if pid is not None and tcp_sockets(pid, self.port, LISTEN):
-            return pid
-        return None
+    @property
+    def pid_path(self):
+        return os.path.join(self.data, 'postmaster.pid')
 
     def _take(self, pid):
         self.started, self.pid, self.process = True, pid, None
@@ -270,7 +270,8 @@ class ManagedPostgres(LocalDatabase):
         lines = lines.split('\n')
         return (lines[0] == str(self.pid) and len(lines) > 7
                 and lines[7].strip() == 'ready'
-                and answers(self.host, self.port))
+                and answers(self.host, self.port)
+                and holds(self.pid, self.port))
 
     def _log_tail(self):
         try:

@@ -17,7 +17,7 @@ import subprocess
 
 from data_interface.address import RedisAddress
 from data_interface.redis.accounts import acl_lines
-from ..processes import LISTEN, launcher, spawn, tcp_sockets
+from ..processes import launcher, spawn
 from ..settings import DEFAULTS
 from . import files
 from .files import secret
@@ -48,6 +48,8 @@ hash-max-listpack-value 512
 
 class ManagedRedis(LoggedDatabase):
     name = 'Redis'
+    option = '--redis'
+    pid_file = 'redis.pid'
     ready_mark = b'Ready to accept connections'
 
     def __init__(self, directory, host=None, port=None, memory=None,
@@ -91,14 +93,6 @@ class ManagedRedis(LoggedDatabase):
                 'give its address, --redis redis://USER:PASSWORD@HOST:PORT/DB'
                 % (self.host, self.port, path, user))
         return RedisAddress(self.host, self.port, user, password, 0)
-
-    def _orphan(self):
-        try:
-            pid = int(files.read(os.path.join(
-                self.directory, 'redis.pid')).split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return pid if tcp_sockets(pid, self.port, LISTEN) else None
 
     def _prepare(self):
         os.makedirs(self.directory, mode=0o700, exist_ok=True)

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 from data_interface.address import TarantoolAddress
-from ..processes import LISTEN, launcher, spawn, tcp_sockets
+from ..processes import launcher, spawn
 from ..settings import DEFAULTS, ROOT
 from . import files
 from .files import secret
@@ -65,6 +65,8 @@ async def check_engine(admin_address, wanted):
 
 class ManagedTarantool(LoggedDatabase):
     name = 'Tarantool'
+    option = '--tarantool'
+    pid_file = 'tarantool.pid'
     ready_mark = b'sticker site instance ready'
 
     def __init__(self, directory, host=None, port=None, env=None,
@@ -112,16 +114,9 @@ class ManagedTarantool(LoggedDatabase):
         return TarantoolAddress(self.host, self.port, user, password)
 
     def _orphan(self):
-        try:
-            pid = int(files.read(os.path.join(
-                self.directory, 'tarantool.pid')).split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
         passwords = all(os.path.exists(os.path.join(
             self.secrets, user + '.password')) for user in self.users)
-        if passwords and tcp_sockets(pid, self.port, LISTEN):
-            return pid
-        return None
+        return self.ours() if passwords else None
 
     def _prepare(self):
         """The directory and its files made private."""
