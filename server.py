@@ -23,18 +23,13 @@ import asyncio
 import logging
 import os
 import sys
-from importlib import import_module
 
-from runtime import engines
+from runtime import engines, frameworks
 from runtime import settings
+from runtime.databases import table
 from data_interface import DataUnavailable
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
-# Where the database addresses may come from instead, off the command
-# line that `ps` shows.
-ADDRESS_ENVIRONMENT = {'tarantool': 'STICKERS_TARANTOOL',
-                       'postgres': 'STICKERS_POSTGRES',
-                       'redis': 'STICKERS_REDIS'}
 log = logging.getLogger('server')
 
 
@@ -124,14 +119,15 @@ def parse_args(argv):
                         'of the generated data set into an empty database')
     add_edge_args(p, d)
     args = p.parse_args(argv)
-    for name, parse in (('tarantool', tarantool), ('postgres', postgres),
-                        ('redis', redis)):
-        given = os.environ.get(ADDRESS_ENVIRONMENT[name])
-        if getattr(args, name) is None and given:
+    # The addresses may come from the environment instead, off the command
+    # line that `ps` shows.
+    for db in table.TABLE:
+        given = os.environ.get(db.environment)
+        if getattr(args, db.name) is None and given:
             try:
-                setattr(args, name, parse(given))
+                setattr(args, db.name, argument_type(db.parse)(given))
             except argparse.ArgumentTypeError as e:
-                p.error('%s: %s' % (ADDRESS_ENVIRONMENT[name], e))
+                p.error('%s: %s' % (db.environment, e))
     args.settings = build_settings(p, args)
     if not args.list and not args.engine:
         p.error('an engine is required: -e ENGINE (see --list)')
@@ -201,17 +197,20 @@ def check_replicas(p, args):
         p.error('--replicas must be 0..8')
     if not 0 < args.replica_lag <= 60:
         p.error('--replica-lag must be above 0 and at most 60 seconds')
-    for kind in ('tarantool', 'postgres'):
+    for db in table.REPLICATED:
+        kind = db.name
         if getattr(args, kind + '_replicas') and getattr(args, kind) is None:
             p.error('--%s-replica needs --%s, the primary it replicates'
                     % (kind, kind))
     engine = engines.BY_NAME.get(args.engine or '')
     if engine is None or not args.replicas:
         return
-    kind = engines.database(engine)
-    if kind == 'redis':
-        p.error('--replicas: Redis engines have no replicas here; run a '
-                'Tarantool or PostgreSQL engine')
+    db = table.of(engine)
+    kind = db.name
+    if not db.replicas:
+        p.error('--replicas: %s engines have no replicas here; run one of %s'
+                % (kind.capitalize(),
+                   ', '.join(d.name for d in table.REPLICATED)))
     if getattr(args, kind) is not None:
         p.error('--replicas starts replicas of the local %s; for the one '
                 'given, give its replicas with --%s-replica'
@@ -291,19 +290,6 @@ def find_engine(name, argv):
     return engine
 
 
-# framework -> its adapter package, imported on use: each needs its own
-# framework installed, and the legacy environment has only some.
-ADAPTERS = {
-    'aiohttp': lambda: import_module('aiohttp_server'),
-    'sanic': lambda: import_module('sanic_server'),
-    'japronto': lambda: import_module('japronto_server'),
-    'uvicorn': lambda: import_module('uvicorn_server'),
-    'granian': lambda: import_module('granian_server'),
-    'fastapi': lambda: import_module('fastapi_server'),
-    'socketify': lambda: import_module('socketify_server'),
-}
-
-
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
@@ -312,15 +298,16 @@ def main(argv=None):
         return 0
     engine = find_engine(args.engine, argv)
     from runtime import serve
-    adapter = ADAPTERS[engine.framework]()
+    adapter = frameworks.adapter(engine.framework)
     who = '' if args.worker is None else 'worker %d ' % args.worker
     logging.basicConfig(level=args.level, format='%(asctime)s %(levelname)s '
                         + who + '%(name)s: %(message)s')
     # Their per-connection and per-retry lines would flood the log ('multi'
     # engines, outages); pages.outage reports an outage in a few lines.
-    for driver in ('asynctnt', 'asyncpg'):
-        logging.getLogger(driver).setLevel(
-            max(logging.ERROR, logging.getLevelName(args.level)))
+    for driver in table.DRIVERS:
+        for module in driver.modules:
+            logging.getLogger(module).setLevel(
+                max(logging.ERROR, logging.getLevelName(args.level)))
     if args.worker is not None:
         from runtime import workers
         from pages.sessions import usable_key

@@ -11,51 +11,31 @@ import os
 import sys
 from collections import namedtuple
 
+from runtime import frameworks
+from runtime.databases import table
+
 Engine = namedtuple('Engine', 'name framework driver mode loop')
 
-FRAMEWORKS = ('aiohttp', 'sanic', 'japronto', 'uvicorn', 'granian', 'fastapi',
-              'socketify')
-# driver name -> (database, connection modes)
-DRIVERS = (
-    ('tarantool', 'tarantool', ('one', 'multi')),
-    ('aiotarantool', 'tarantool', ('one', 'multi')),
-    ('postgres', 'postgres', ('pool',)),
-    ('redis', 'redis', ('one', 'pool')),
-)
-# aiotarantool installs only on CPython <= 3.8, the current stacks only on
-# newer ones: they never meet in one interpreter.
-LEGACY_DRIVERS = ('aiotarantool',)
-CURRENT_ONLY = ('uvicorn', 'granian', 'fastapi', 'socketify')
 LOOPS = ('asyncio', 'uvloop')
-
-# What each dimension needs importable in this interpreter.
-MODULES = {
-    'aiohttp': 'aiohttp', 'sanic': 'sanic', 'japronto': 'japronto',
-    'uvicorn': 'uvicorn', 'granian': 'granian', 'fastapi': 'fastapi',
-    'socketify': 'socketify',
-    'uvloop': 'uvloop', 'tarantool': 'asynctnt', 'aiotarantool': 'aiotarantool',
-    'postgres': 'asyncpg', 'redis': 'redis',
-}
-# Modules that only install on CPython 3.7: they live in the legacy
-# environment, which server.py switches to by itself.
-LEGACY_MODULES = ('japronto', 'aiotarantool')
-LEGACY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      '.venv37')
+LEGACY = os.path.join(frameworks.ROOT, '.venv37')
 LEGACY_HOWTO = ('needs CPython 3.7: install it (pyenv install 3.7.16) '
                 'and run ./run.sh setup')
 
 
 def _build():
     engines = []
-    for framework in FRAMEWORKS:
-        for driver, _, modes in DRIVERS:
-            if framework in CURRENT_ONLY and driver in LEGACY_DRIVERS:
+    for framework in frameworks.TABLE:
+        for driver in table.DRIVERS:
+            # Only where one interpreter takes both.
+            if not ((framework.legacy and driver.legacy)
+                    or (framework.current and driver.current)):
                 continue
-            for mode in modes:
+            for mode in driver.modes:
                 for loop in LOOPS:
-                    name = '-'.join([framework, driver, mode]
+                    name = '-'.join([framework.name, driver.name, mode]
                                     + (['uvloop'] if loop == 'uvloop' else []))
-                    engines.append(Engine(name, framework, driver, mode, loop))
+                    engines.append(Engine(name, framework.name, driver.name,
+                                          mode, loop))
     return tuple(engines)
 
 
@@ -64,12 +44,19 @@ BY_NAME = {e.name: e for e in ENGINES}
 
 
 def database(engine):
-    return {d: db for d, db, _ in DRIVERS}[engine.driver]
+    """The name of the engine's database (see runtime/databases/table.py)."""
+    return table.DRIVER[engine.driver].database
 
 
 def _modules(engine):
-    parts = (engine.framework, engine.driver, engine.loop)
-    return [MODULES[part] for part in parts if part in MODULES]
+    """[(module, runs only in the legacy environment)] the engine needs."""
+    framework = frameworks.BY_NAME[engine.framework]
+    driver = table.DRIVER[engine.driver]
+    parts = [(m, not framework.current) for m in framework.modules]
+    parts += [(m, not driver.current) for m in driver.modules]
+    if engine.loop == 'uvloop':
+        parts.append(('uvloop', False))
+    return parts
 
 
 def not_built():
@@ -85,9 +72,9 @@ def not_built():
 def unavailable(engine):
     """Why the engine cannot run in this interpreter, or None if it can."""
     version = '%d.%d' % sys.version_info[:2]
-    for module in _modules(engine):
+    for module, legacy_only in _modules(engine):
         if importlib.util.find_spec(module) is None:
-            if module in LEGACY_MODULES and version != '3.7':
+            if legacy_only and version != '3.7':
                 return '%s %s' % (module, LEGACY_HOWTO)
             why = not_built().get(module)
             if why:
@@ -107,7 +94,7 @@ def legacy_python(engine):
     for site in glob.glob(sites):
         if all(any(glob.glob(os.path.join(site, module + suffix))
                    for suffix in ('', '.py', '.*.so'))
-               for module in _modules(engine)):
+               for module, _ in _modules(engine)):
             return python
     return None
 
@@ -129,48 +116,6 @@ def new_loop(loop):
         return uvloop.new_event_loop()
     import asyncio
     return asyncio.new_event_loop()
-
-
-def tarantool_driver(driver):
-    """The DataInterface class of a Tarantool driver of DRIVERS."""
-    if driver == 'aiotarantool':
-        from data_interface.tarantool.aiotarantool_data import AiotarantoolData
-        return AiotarantoolData
-    from data_interface.tarantool.asynctnt_data import AsynctntData
-    return AsynctntData
-
-
-def data_for(engine, tarantool=None, postgres=None, redis=None,
-             replica=False):
-    """An unstarted DataInterface of the engine's driver and mode at the
-    Tarantool address, PostgreSQL DSN or Redis address given (a read
-    replica's, with replica)."""
-    if database(engine) == 'postgres':
-        from data_interface.postgres.asyncpg_data import PostgresData
-        return PostgresData(postgres, replica=replica)
-    if database(engine) == 'redis':
-        from data_interface.redis.redis_data import RedisData
-        return RedisData(redis, engine.mode)
-    return tarantool_driver(engine.driver)(tarantool, engine.mode)
-
-
-def replicated(engine, primary, addresses, max_lag=None):
-    """`primary` (an unstarted DataInterface) with reads spread over the
-    engine's driver at these replica addresses (Tarantool addresses or
-    PostgreSQL DSNs), if any are given."""
-    if not addresses:
-        return primary
-    from data_interface.replicated import MAX_LAG, Replicated
-    kind = database(engine)
-    replicas = [data_for(engine, replica=True, **{kind: a}) for a in addresses]
-    for r in replicas:    # the pool size set for the primary's
-        for size in ('min_size', 'max_size'):
-            if hasattr(primary, size):
-                setattr(r, size, getattr(primary, size))
-    names = ['replica %d (%s)' % (i, '%s:%s' % (a.host, a.port)
-                                  if kind == 'tarantool' else r)
-             for i, (a, r) in enumerate(zip(addresses, replicas), 1)]
-    return Replicated(primary, replicas, max_lag or MAX_LAG, names)
 
 
 def closest(name):

@@ -1,7 +1,7 @@
 """server.py --workers N: N processes serve one port, one parent keeps them.
 
 The parent starts the local databases and loads the data set once, keeps
-them running (databases.py), runs what must happen once, and keeps N
+them running (runtime/databases), runs what must happen once, and keeps N
 workers running: `python server.py ARGS --worker I`, same interpreter. A
 worker is told it is one by --worker; it reads the database addresses the
 parent resolved and the key of session cookies from its stdin (one JSON
@@ -32,10 +32,8 @@ import time
 from contextlib import asynccontextmanager
 
 from data_interface import DataUnavailable
-from data_interface.address import RedisAddress, TarantoolAddress
 from pages.outage import Outage
-from . import engines
-from .databases import WATCH_EVERY, open_databases
+from .databases import WATCH_EVERY, open_databases, table
 from .databases.local import GUARDED, guard_all
 from .processes import LISTEN, exit_reason, tcp_sockets
 from .supervise import Backoff, cancel
@@ -226,20 +224,14 @@ async def parent(engine, s, argv, stopped):
     """The databases, opened as for one process, then s.workers workers
     until `stopped` is set."""
     async with open_databases(engine, s, stopped) as data:
-        kind = engines.database(engine)
-        config = {'tarantool': list(data.address) if kind == 'tarantool'
-                  else None,
-                  'postgres': data.dsn if kind == 'postgres' else None,
-                  'redis': list(data.address) if kind == 'redis' else None,
-                  'session_key': s.session_key}
-        replicas = getattr(data, 'replicas', [])
-        config['replicas'] = [
-            list(r.data.address) if kind == 'tarantool' else r.data.dsn
-            for r in replicas]
-        config['replica_lag'] = s.replica_lag
-        config['guarded'] = [list(o) for o in GUARDED.values()]
-        postgres = kind == 'postgres'
-        if postgres:
+        db = table.of(engine)
+        config = {'database': db.to_json(data.address),
+                  'session_key': s.session_key,
+                  'replicas': [db.to_json(r.data.address)
+                               for r in getattr(data, 'replicas', [])],
+                  'replica_lag': s.replica_lag,
+                  'guarded': [list(o) for o in GUARDED.values()]}
+        if hasattr(data, 'connection_limit'):   # a pool per process
             await size_pools(data, s.workers, config)
         sweeper = None
         if not data.sweeps_itself:
@@ -282,28 +274,21 @@ def read_config():
         if not part:
             raise RuntimeError('no settings from the parent on stdin')
         line += part
-    config = json.loads(line.decode())
-    if config['tarantool']:
-        config['tarantool'] = TarantoolAddress(*config['tarantool'])
-    if config.get('redis'):
-        config['redis'] = RedisAddress(*config['redis'])
-    if config['tarantool']:
-        config['replicas'] = [TarantoolAddress(*a)
-                              for a in config.get('replicas', [])]
-    return config
+    return json.loads(line.decode())
 
 
 @asynccontextmanager
 async def given_databases(engine, config):
     """The worker's data interface to the databases the parent runs."""
     guard_all(config.get('guarded', []))
-    data = engines.data_for(engine, config['tarantool'], config['postgres'],
-                            config.get('redis'))
+    db = table.of(engine)
+    data = table.data_for(engine, db.from_json(config['database']))
     if config.get('pool_size'):
         data.max_size = config['pool_size']
         data.min_size = min(data.min_size, data.max_size)
-    data = engines.replicated(engine, data, config.get('replicas'),
-                              config.get('replica_lag'))
+    data = table.replicated(
+        engine, data, [db.from_json(a) for a in config.get('replicas', [])],
+        config.get('replica_lag'))
     # The parent sweeps (see above): the site must not, once per worker.
     data.sweeps_itself = True
     await data.start()

@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import cli, profile, pythons, references, report, stats, verify
 from bench.charts import label
+from runtime import frameworks
 from runtime.processes import answers
 from bench.progress import Progress, clock
 from test_local_databases import checkout  # noqa: F401 (a fixture)
@@ -306,7 +307,7 @@ def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     runnable, where, skipped = cli.select_engines(['*-tarantool-one'],
                                                   lambda m: pytest.fail(m))
     assert [e.name for e in runnable] == [
-        f + '-tarantool-one' for f in engines.FRAMEWORKS if f != 'sanic']
+        f + '-tarantool-one' for f in frameworks.NAMES if f != 'sanic']
     assert skipped == [('sanic-tarantool-one', 'sanic is not installed')]
     assert where['aiohttp-tarantool-one'] == [pythons.MAIN]
     assert where['japronto-tarantool-one'] == [pythons.legacy()]
@@ -566,12 +567,11 @@ def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     assert '- Processes: 2 per engine' in (out / 'results.md').read_text()
 
 
-@pytest.mark.parametrize('framework', [
-    f for f in __import__('runtime.engines').engines.FRAMEWORKS])
+@pytest.mark.parametrize('framework', frameworks.NAMES)
 def test_every_bare_hello_starts_and_answers(framework, tmp_path):
     from runtime import engines
     python = sys.executable
-    if framework in engines.LEGACY_MODULES:
+    if not frameworks.BY_NAME[framework].current:
         python = os.path.join(engines.LEGACY, 'bin', 'python')
         if not os.access(python, os.X_OK):
             pytest.skip('needs .venv37 (./run.sh setup with CPython 3.7)')

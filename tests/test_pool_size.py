@@ -21,7 +21,7 @@ def test_worker_pool_size(limit, workers, size, expected):
 async def test_a_worker_takes_the_size_it_is_given(postgres):
     from runtime import engines
     engine = engines.BY_NAME[ENGINE]
-    config = {'tarantool': None, 'postgres': postgres.dsn, 'pool_size': 2}
+    config = {'database': postgres.dsn, 'pool_size': 2}
     async with given_databases(engine, config) as data:
         assert (data.min_size, data.max_size) == (2, 2)
         assert await data.connection_limit() > 0

@@ -126,8 +126,9 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
                                                       capsys):
     import server
     monkeypatch.setattr(engines, 'LEGACY', str(tmp_path))
-    monkeypatch.setitem(engines.MODULES, 'japronto', 'no_such_japronto')
-    monkeypatch.setattr(engines, 'LEGACY_MODULES', ('no_such_japronto',))
+    from runtime import frameworks
+    monkeypatch.setitem(frameworks.BY_NAME, 'japronto', frameworks.BY_NAME[
+        'japronto']._replace(modules=('no_such_japronto',)))
     with pytest.raises(SystemExit) as exit:
         server.find_engine('japronto-tarantool-one', [])
     assert exit.value.code == 1

@@ -126,14 +126,14 @@ async def voter(url, tally, votes):
 
 
 def data_of(request, engine):
-    from runtime.engines import data_for
+    from runtime.databases.table import data_for
     if '-postgres-' in engine:
         return data_for(engines.BY_NAME[engine],
-                        postgres=request.getfixturevalue('postgres').dsn)
+                        request.getfixturevalue('postgres').dsn)
     if '-redis-' in engine:
         return data_for(engines.BY_NAME[engine],
-                        redis=request.getfixturevalue('redis').address)
-    return data_for(engines.BY_NAME[engine], tarantool=tarantool_address(
+                        request.getfixturevalue('redis').address)
+    return data_for(engines.BY_NAME[engine], tarantool_address(
         request.getfixturevalue('tarantool')))
 
 

@@ -16,11 +16,10 @@ import argparse
 import asyncio
 import os
 import sys
-from importlib import import_module
 
 from pages.http import Route, json_response, text_response
-from runtime import edge
-from runtime.engines import FRAMEWORKS, LOOPS, new_loop
+from runtime import edge, frameworks
+from runtime.engines import LOOPS, new_loop
 from runtime.serve import stop_event
 from . import CALLS
 from .calls import Caller, data_of
@@ -82,7 +81,7 @@ class CallSite:
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog='python -m bench.ceilings.serve')
-    p.add_argument('framework', choices=FRAMEWORKS)
+    p.add_argument('framework', choices=frameworks.NAMES)
     p.add_argument('--loop', choices=LOOPS, default='uvloop')
     p.add_argument('--driver', required=True,
                    choices=('asynctnt', 'asyncpg', 'blocking'))
@@ -95,7 +94,7 @@ def main(argv=None):
     stopped = stop_event()
     data = data_of(args.driver, os.environ[ADDRESS])
     loop.run_until_complete(data.start())
-    adapter = import_module(args.framework + '_server')
+    adapter = frameworks.adapter(args.framework)
     try:
         loop.run_until_complete(adapter.serve(
             CallSite(data, args.sync), args.host, args.port, stopped,

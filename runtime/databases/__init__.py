@@ -12,15 +12,12 @@ from contextlib import asynccontextmanager
 
 from data_interface import NotSetUp
 from data_interface.address import as_admin
-from .. import engines
-from ..engines import data_for
 from ..processes import answers
 from ..settings import DEFAULTS
 from ..supervise import Backoff, cancel
 from .load import load_if_empty
-from .postgres import ManagedPostgres
-from .redis import ManagedRedis
-from .tarantool import ManagedReplica, ManagedTarantool, check_engine
+from .table import BY_NAME, data_for, of, replicated
+from .tarantool import ManagedReplica, check_engine
 
 log = logging.getLogger('databases')
 
@@ -28,11 +25,9 @@ WATCH_EVERY = 0.25        # seconds between looks at the managed databases
 
 
 def managed(kind, directory, port=None, settings=DEFAULTS):
-    """The local database of `kind` ('tarantool', 'postgres' or 'redis',
-    as engines.database() names them) in `directory`, not started."""
-    server = {'tarantool': ManagedTarantool, 'postgres': ManagedPostgres,
-              'redis': ManagedRedis}[kind]
-    return server(directory, port=port, settings=settings)
+    """The local database of `kind` (a name of the database table) in
+    `directory`, not started."""
+    return BY_NAME[kind].managed(directory, port, settings)
 
 
 class Stopped(Exception):
@@ -202,21 +197,20 @@ class Databases:
         return opening.result()
 
     async def _open(self, engine):
-        kind = engines.database(engine)
+        kind = of(engine).name
         if kind == 'postgres':
-            data = data_for(engine, postgres=await self.postgres())
-            admin = data_for(engine, postgres=self.postgres_owner_dsn)
+            data = data_for(engine, await self.postgres())
+            admin = data_for(engine, self.postgres_owner_dsn)
             admin.min_size = 1
         elif kind == 'redis':
-            data = data_for(engine, redis=await self.redis())
-            admin = data_for(engine._replace(mode='one'),
-                             redis=self.redis_admin)
+            data = data_for(engine, await self.redis())
+            admin = data_for(engine._replace(mode='one'), self.redis_admin)
             if self.settings.redis is None:    # ours: limits from settings
                 await self._configure_redis(admin)
         else:
-            data = data_for(engine, tarantool=await self.tarantool())
+            data = data_for(engine, await self.tarantool())
             admin = data_for(engine._replace(mode='one'),
-                             tarantool=self.tarantool_admin)
+                             self.tarantool_admin)
         try:
             await data.start()
         except NotSetUp:
@@ -226,7 +220,7 @@ class Databases:
         try:
             await load_if_empty(data, admin, self.settings)
             primary = data
-            data = engines.replicated(
+            data = replicated(
                 engine, data, {'tarantool': self.tarantool_replicas,
                                'postgres': self.postgres_replicas}.get(kind),
                 self.settings.replica_lag)

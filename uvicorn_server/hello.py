@@ -2,7 +2,9 @@
 given loop."""
 import uvicorn
 
-from .asgi_ugly import app
+from runtime.frameworks import load_file
+
+app = load_file('asgi_server', 'ugly').app
 
 
 def serve(loop, host, port):

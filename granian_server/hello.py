@@ -3,7 +3,9 @@ loop (as the engines are served)."""
 from granian.constants import HTTPModes, Interfaces
 from granian.server.embed import Server
 
-from .asgi_ugly import app
+from runtime.frameworks import load_file
+
+app = load_file('asgi_server', 'ugly').app
 
 
 def serve(loop, host, port):

@@ -1,0 +1,8 @@
+"""What this adapter is, for the framework table (runtime/frameworks.py)."""
+NAME = 'aiohttp'
+MODULES = ('aiohttp',)
+# Runs on CPython 3.7 (.venv37); on the main interpreter.
+LEGACY = True
+CURRENT = True
+# Served through runtime/edge.py.
+EDGE = True

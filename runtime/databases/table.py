@@ -1,0 +1,173 @@
+"""The database table: each database the site runs on, described once (its
+drivers and connection modes, its address and where else it may come from,
+its replicas, its local server). The rest of the code reads it and never
+names a database itself.
+"""
+from collections import namedtuple
+from importlib import import_module
+
+from data_interface import address as addresses
+
+# name: as in engine names; modes: its connection modes; modules: what must
+# be importable; legacy / current: installs in the CPython 3.7 environment /
+# the main one; data: 'module:Class' of its DataInterface.
+Driver = namedtuple('Driver', 'name database modes modules legacy current data')
+
+
+class Database:
+    name = None
+    drivers = ()
+    replicas = False        # read replicas: --replicas, --NAME-replica
+    managed_class = None    # 'module:Class' of the local server, under var/
+
+    @property
+    def environment(self):
+        """Where the address may come from instead of --NAME."""
+        return 'STICKERS_' + self.name.upper()
+
+    def parse(self, text):
+        """The address in `text`; ValueError if it is not one."""
+        raise NotImplementedError
+
+    def data(self, driver, mode, address, replica=False):
+        """An unstarted DataInterface of `driver` at `address`."""
+        return _load(driver.data)(address, mode)
+
+    def to_json(self, address):
+        """The address as the parent hands it to its workers."""
+        return list(address)
+
+    def from_json(self, value):
+        raise NotImplementedError
+
+    def label(self, address):
+        """How a log names a server at `address` (no password)."""
+        return '%s:%s' % (address.host, address.port)
+
+    def managed(self, directory, port=None, settings=None):
+        """The local server in `directory`, not started."""
+        from ..settings import DEFAULTS
+        return _load(self.managed_class)(directory, port=port,
+                                         settings=settings or DEFAULTS)
+
+    def directory(self, settings):
+        """The local server's directory under var/."""
+        return getattr(settings, self.name + '_dir')
+
+    def url(self, address):
+        """The address as --NAME takes it, with its password (for an
+        environment variable, never a command line)."""
+        raise NotImplementedError
+
+
+class Tarantool(Database):
+    name = 'tarantool'
+    drivers = (
+        Driver('tarantool', 'tarantool', ('one', 'multi'), ('asynctnt',),
+               True, True,
+               'data_interface.tarantool.asynctnt_data:AsynctntData'),
+        Driver('aiotarantool', 'tarantool', ('one', 'multi'),
+               ('aiotarantool',), True, False,
+               'data_interface.tarantool.aiotarantool_data:AiotarantoolData'),
+    )
+    replicas = True
+    managed_class = 'runtime.databases.tarantool:ManagedTarantool'
+
+    def parse(self, text):
+        return addresses.parse_tarantool(text)
+
+    def from_json(self, value):
+        return addresses.TarantoolAddress(*value)
+
+    def url(self, a):
+        return '%s:%s@%s:%d' % (a.user, a.password, a.host, a.port)
+
+
+class Postgres(Database):
+    name = 'postgres'
+    drivers = (
+        Driver('postgres', 'postgres', ('pool',), ('asyncpg',), True, True,
+               'data_interface.postgres.asyncpg_data:PostgresData'),
+    )
+    replicas = True
+    managed_class = 'runtime.databases.postgres:ManagedPostgres'
+
+    def parse(self, text):
+        return addresses.parse_postgres(text)
+
+    def data(self, driver, mode, address, replica=False):
+        return _load(driver.data)(address, replica=replica)
+
+    def to_json(self, dsn):
+        return dsn
+
+    def from_json(self, value):
+        return value
+
+    def label(self, dsn):
+        return dsn.rsplit('@', 1)[-1]
+
+    def url(self, dsn):
+        return dsn
+
+
+class Redis(Database):
+    name = 'redis'
+    drivers = (
+        Driver('redis', 'redis', ('one', 'pool'), ('redis',), True, True,
+               'data_interface.redis.redis_data:RedisData'),
+    )
+    managed_class = 'runtime.databases.redis:ManagedRedis'
+
+    def parse(self, text):
+        return addresses.parse_redis(text)
+
+    def from_json(self, value):
+        return addresses.RedisAddress(*value)
+
+    def url(self, a):
+        return 'redis://%s:%s@%s:%d/%s' % (a.user, a.password, a.host,
+                                           a.port, a.db)
+
+
+def _load(where):
+    module, name = where.split(':')
+    return getattr(import_module(module), name)
+
+
+# One line per database, in the order engines are listed.
+TABLE = (Tarantool(), Postgres(), Redis())
+BY_NAME = {d.name: d for d in TABLE}
+DRIVERS = tuple(driver for d in TABLE for driver in d.drivers)
+DRIVER = {driver.name: driver for driver in DRIVERS}
+REPLICATED = tuple(d for d in TABLE if d.replicas)
+
+
+def of(engine):
+    """The Database of an engine."""
+    return BY_NAME[DRIVER[engine.driver].database]
+
+
+def data_for(engine, address, replica=False):
+    """An unstarted DataInterface of the engine's driver and mode at
+    `address` (its database's: a Tarantool address, PostgreSQL DSN or Redis
+    address; a read replica's, with replica)."""
+    return of(engine).data(DRIVER[engine.driver], engine.mode, address,
+                           replica)
+
+
+def replicated(engine, primary, addresses, max_lag=None):
+    """`primary` (an unstarted DataInterface) with reads spread over the
+    engine's driver at these replica addresses, if any are given."""
+    if not addresses:
+        return primary
+    from data_interface.replicated import MAX_LAG, Replicated
+    replicas = [data_for(engine, a, replica=True) for a in addresses]
+    for r in replicas:    # the pool size set for the primary's
+        for size in ('min_size', 'max_size'):
+            if hasattr(primary, size):
+                setattr(r, size, getattr(primary, size))
+    label = of(engine).label
+    names = ['replica %d (%s)' % (i, label(a))
+             for i, a in enumerate(addresses, 1)]
+    return Replicated(primary, replicas, max_lag or MAX_LAG, names)
