@@ -14,15 +14,15 @@ import argparse
 import glob
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 
 from runtime import engines
-from runtime.processes import free_port, terminate
-from runtime.settings import DEFAULTS, ROOT
+from runtime.processes import free_port
+from bench.engine import EngineServer, own_ports
+from runtime.settings import DEFAULTS
 
 
 def status(url):
@@ -63,40 +63,35 @@ def main(argv=None):
     if args.engine not in engines.BY_NAME:
         p.error('unknown engine %r' % args.engine)
     kind = engines.database(engines.BY_NAME[args.engine])
-    port = free_port()
-    url = 'http://127.0.0.1:%d/good' % port
-    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
-               STICKERS_POSTGRES_PORT=str(free_port()),
-               STICKERS_REDIS_PORT=str(free_port()))
+    env = own_ports()
     log_path = os.path.join(DEFAULTS.var, 'crashes-%s.log' % args.engine)
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, 'wb') as log:
-        server = subprocess.Popen(
-            [sys.executable, os.path.join(ROOT, 'server.py'), '-e', args.engine,
-             '-p', str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 300
-            while status(url) != 200:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit('the server did not start; see %s' % log_path)
-                time.sleep(0.2)
-            for n in range(1, args.crashes + 1):
-                time.sleep(args.every)
-                os.kill(database_pid(kind), signal.SIGKILL)
-                killed, unavailable = time.monotonic(), 0
-                while True:
-                    answer = status(url)
-                    if answer == 200:
-                        break
-                    if answer not in (503, None):
-                        print('crash %d: an answer %s' % (n, answer))
-                    unavailable += answer == 503
-                    time.sleep(0.02)
-                print('crash %d (SIGKILL): /good answers 200 again after %.2f s; '
-                      '%d answers 503 meanwhile' % (
-                          n, time.monotonic() - killed, unavailable), flush=True)
-        finally:
-            code = terminate(server, 60)
+    if os.path.exists(log_path):
+        os.remove(log_path)
+    server = EngineServer(args.engine, free_port(), [], log_path, env=env)
+    url = server.url + '/good'
+    try:
+        server.start(300, ready=lambda: status(url) == 200)
+    except RuntimeError:
+        raise SystemExit('the server did not start; see %s' % log_path)
+    try:
+        for n in range(1, args.crashes + 1):
+            time.sleep(args.every)
+            os.kill(database_pid(kind), signal.SIGKILL)
+            killed, unavailable = time.monotonic(), 0
+            while True:
+                answer = status(url)
+                if answer == 200:
+                    break
+                if answer not in (503, None):
+                    print('crash %d: an answer %s' % (n, answer))
+                unavailable += answer == 503
+                time.sleep(0.02)
+            print('crash %d (SIGKILL): /good answers 200 again after %.2f s; '
+                  '%d answers 503 meanwhile' % (
+                      n, time.monotonic() - killed, unavailable), flush=True)
+    finally:
+        code = server.stop(60)
     print('SIGTERM: exit status %s' % code)
     with open(log_path, errors='replace') as f:
         told = [line.rstrip() for line in f

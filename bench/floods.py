@@ -22,7 +22,6 @@ import time
 
 from runtime import engines
 from bench.soak import Database, start_site
-from runtime.processes import terminate
 from runtime.settings import ROOT
 
 
@@ -108,15 +107,15 @@ def main(argv=None):
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     directory = tempfile.mkdtemp(prefix='stickers-floods-')
     os.chmod(directory, 0o755)
-    log = open(os.path.join(directory, 'server.log'), 'wb')
     db = Database(engines.database(engine), os.path.join(directory, 'db'),
                   900, 1000000, args.packs)
     try:
-        server, url = start_site(engine, db, args.packs, log)
+        server = start_site(engine, db, args.packs,
+                            os.path.join(directory, 'server.log'))
     except SystemExit:
         db.stop()
         raise
-    port = int(url.rsplit(':', 1)[1])
+    url, port = server.url, server.port
     try:
         rows = [('alone', wrk(url, '/good', 4, args.seconds), '')]
         measured, opened, closed = scenario_slow(url, port, args.slow,
@@ -127,11 +126,10 @@ def main(argv=None):
         measured, flood_rate = scenario_flood(url, args.seconds)
         rows.append(('200 connections on /stickers', measured,
                      '/stickers answered %.0f req/s' % flood_rate))
-        alive = server.poll() is None
+        alive = server.alive()
     finally:
-        terminate(server, 20)
+        server.stop(20)
         db.stop()
-        log.close()
     print('%s, a visitor on /good with 4 connections:' % engine.name)
     print('| during | /good req/s | p99 ms | errors | notes |')
     print('|---|---:|---:|---:|---|')

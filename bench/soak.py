@@ -30,6 +30,7 @@ import dataset
 from runtime import engines
 from runtime.databases import managed
 from runtime.processes import children, free_port, terminate
+from .engine import EngineServer
 from runtime.settings import DEFAULTS, ROOT, replace
 
 MIB = 1024 * 1024
@@ -132,22 +133,16 @@ class Database:
         self.server.stop()
 
 
-def start_site(engine, db, packs, log):
-    """(process, url) of server.py serving the engine on db, once /about
-    answers; SystemExit if it does not start."""
-    url = 'http://127.0.0.1:%d' % free_port()
-    server = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, 'server.py'), '-e', engine.name,
-         '-p', url.rsplit(':', 1)[1], '--packs', str(packs), '-l', 'WARNING'],
-        env=dict(os.environ, **db.environment()), stdout=log,
-        stderr=subprocess.STDOUT, cwd=ROOT)
-    deadline = time.monotonic() + 120
-    while not site_counters(url):
-        if server.poll() is not None or time.monotonic() > deadline:
-            terminate(server, 20)
-            raise SystemExit('the server did not start; see %s' % log.name)
-        time.sleep(0.5)
-    return server, url
+def start_site(engine, db, packs, log_path):
+    """server.py serving the engine on db (a started EngineServer), once
+    /about answers; SystemExit if it does not start."""
+    server = EngineServer(engine.name, free_port(),
+                          ['--packs', str(packs), '-l', 'WARNING'], log_path,
+                          env=db.environment())
+    try:
+        return server.start(120, ready=lambda: site_counters(server.url))
+    except RuntimeError:
+        raise SystemExit('the server did not start; see %s' % log_path)
 
 
 def growth(samples, key, warmup):
@@ -212,10 +207,13 @@ def main(argv=None):
     try:
         db = Database(engines.database(engine), os.path.join(directory, 'db'),
                       args.session_ttl, args.cap, args.packs)
-        server, url = start_site(engine, db, args.packs, log)
+        server = start_site(engine, db, args.packs,
+                            os.path.join(directory, 'server.log'))
+        url = server.url
         print('soak of %s for %g min: samples every %.0f s, growth counted '
-              'after %.0f s; log in %s' % (engine.name, args.minutes, args.every,
-                                           warmup, log.name), flush=True)
+              'after %.0f s; logs in %s' % (engine.name, args.minutes,
+                                            args.every, warmup, directory),
+              flush=True)
         pages = max(1, args.connections * 4 // 5)
         loads = [wrk(url, 'mix.lua', pages, seconds, log),
                  wrk(url, 'vote.lua', args.connections - pages or 1, seconds, log)]
@@ -225,13 +223,14 @@ def main(argv=None):
             'sessions'), flush=True)
         while time.monotonic() - start < seconds:
             time.sleep(min(args.every, max(0, seconds - (time.monotonic() - start))))
-            if server.poll() is not None:
+            if not server.alive():
                 raise SystemExit('the server exited with %s; see %s'
-                                 % (server.returncode, log.name))
+                                 % (server.process.returncode,
+                                    server.log_path))
             counters = site_counters(url)
             private, shared = db.memory()
             sample = {'t': round(time.monotonic() - start, 1),
-                      'server': rss(server.pid), 'db': private,
+                      'server': rss(server.process.pid), 'db': private,
                       'db_shared': shared,
                       'views': counters.get('views'),
                       'votes': counters.get('votes'),
@@ -249,7 +248,8 @@ def main(argv=None):
     finally:
         for w in loads:
             terminate(w, 5)
-        terminate(server, 20)
+        if server is not None:
+            server.stop(20)
         if db is not None:
             db.stop()
         log.close()
