@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 
 from runtime import engines
+from runtime.databases import table
 from runtime.processes import free_port
 from bench.engine import EngineServer, own_ports
 from runtime.settings import DEFAULTS
@@ -38,15 +39,7 @@ def status(url):
 def database_pid(kind):
     """The managed database's pid, from its pid file under var/ (or where
     the local PostgreSQL cluster lives when var/ is out of its reach)."""
-    if kind == 'tarantool':
-        pattern = [os.path.join(DEFAULTS.tarantool_dir, 'tarantool.pid')]
-    elif kind == 'redis':
-        pattern = [os.path.join(DEFAULTS.redis_dir, 'redis.pid')]
-    else:
-        pattern = [os.path.join(DEFAULTS.postgres_dir, 'cluster', 'data',
-                                'postmaster.pid'),
-                   '/var/lib/stickers-postgres/*/data/postmaster.pid']
-    for p in pattern:
+    for p in table.BY_NAME[kind].pid_paths(DEFAULTS):
         for path in glob.glob(p):
             with open(path) as f:
                 return int(f.readline())

@@ -28,7 +28,7 @@ import urllib.request
 
 import dataset
 from runtime import engines
-from runtime.databases import managed
+from runtime.databases import managed, table
 from runtime.processes import children, free_port, terminate
 from .engine import EngineServer
 from runtime.settings import DEFAULTS, ROOT, replace
@@ -75,7 +75,7 @@ class Database:
     """The soak's own database: address argument for server.py, memory()."""
 
     def __init__(self, kind, directory, session_ttl, cap, packs):
-        self.kind = kind
+        self.kind = table.BY_NAME[kind]
         self.limits = session_ttl, cap, cap
         self.server = managed(kind, directory, free_port(), replace(
             DEFAULTS, session_ttl=session_ttl, max_sessions=cap,
@@ -84,20 +84,8 @@ class Database:
         asyncio.run(self.load(dataset.generate(packs=packs)))
 
     async def load(self, data_set):
-        if self.kind == 'tarantool':
-            from data_interface.tarantool.asynctnt_data import AsynctntData
-            loader = AsynctntData(self.server.admin_address)
-        elif self.kind == 'redis':
-            from data_interface.redis.redis_data import RedisData
-            loader = RedisData(self.server.admin_address)
-            await loader.start()
-            try:
-                await loader.configure(*self.limits)
-            finally:
-                await loader.close()
-        else:
-            from data_interface.postgres.asyncpg_data import PostgresData
-            loader = PostgresData(self.server.owner_dsn, min_size=1)
+        loader = self.kind.loader(self.server)
+        await self.kind.configure(self.kind.loader(self.server), *self.limits)
         await loader.start()
         try:
             await loader.load(data_set)
@@ -106,25 +94,16 @@ class Database:
 
     def environment(self):
         """server.py's address of it, in its environment (the passwords off
-        the command line): the app account on Tarantool; on PostgreSQL the
-        owner, as a database given by address is used."""
-        s = self.server
-        if self.kind == 'tarantool':
-            a = s.address
-            return {'STICKERS_TARANTOOL': '%s:%s@%s:%d' % (
-                a.user, a.password, a.host, a.port)}
-        if self.kind == 'redis':
-            a = s.address
-            return {'STICKERS_REDIS': 'redis://%s:%s@%s:%d/0' % (
-                a.user, a.password, a.host, a.port)}
-        return {'STICKERS_POSTGRES': s.owner_dsn}
+        the command line)."""
+        return {self.kind.environment: self.kind.url(
+            self.kind.site_address(self.server))}
 
     def memory(self):
         """(memory that could grow without bound, shared buffers or 0)."""
-        if self.kind in ('tarantool', 'redis'):
+        if not self.kind.forks:
             return rss(self.server.process.pid), 0
         try:
-            with open(os.path.join(self.server.data, 'postmaster.pid')) as f:
+            with open(self.server.pid_path) as f:
                 return private_tree(int(f.readline()))
         except (OSError, ValueError):
             return 0, 0

@@ -3,6 +3,7 @@ drivers and connection modes, its address and where else it may come from,
 its replicas, its local server). The rest of the code reads it and never
 names a database itself.
 """
+import os
 from collections import namedtuple
 from importlib import import_module
 
@@ -59,6 +60,25 @@ class Database:
         environment variable, never a command line)."""
         raise NotImplementedError
 
+    # A local server started apart from server.py (the soak, the floods):
+    forks = False     # a process per connection (memory: the whole tree)
+    pid_file = None
+
+    def site_address(self, server):
+        """The address server.py is given for the local `server`."""
+        return server.address
+
+    def loader(self, server):
+        """An unstarted DataInterface of the loader's account on `server`."""
+        return self.data(self.drivers[0], 'one', server.admin_address)
+
+    async def configure(self, loader, session_ttl, max_sessions, max_ballots):
+        """Set up what the loader sets before loading (Redis's limits)."""
+
+    def pid_paths(self, settings):
+        """Where the local server of `settings` may keep its pid file."""
+        return [os.path.join(self.directory(settings), self.pid_file)]
+
 
 class Tarantool(Database):
     name = 'tarantool'
@@ -72,6 +92,7 @@ class Tarantool(Database):
     )
     replicas = True
     managed_class = 'runtime.databases.tarantool:ManagedTarantool'
+    pid_file = 'tarantool.pid'
 
     def parse(self, text):
         return addresses.parse_tarantool(text)
@@ -110,6 +131,21 @@ class Postgres(Database):
     def url(self, dsn):
         return dsn
 
+    forks = True
+
+    def site_address(self, server):
+        # The owner, as a database given by address is used.
+        return server.owner_dsn
+
+    def loader(self, server):
+        return _load(self.drivers[0].data)(server.owner_dsn, min_size=1)
+
+    def pid_paths(self, settings):
+        from .postgres_layout import ELSEWHERE
+        return [os.path.join(self.directory(settings), 'cluster', 'data',
+                             'postmaster.pid'),
+                os.path.join(ELSEWHERE, '*', 'data', 'postmaster.pid')]
+
 
 class Redis(Database):
     name = 'redis'
@@ -118,6 +154,14 @@ class Redis(Database):
                'data_interface.redis.redis_data:RedisData'),
     )
     managed_class = 'runtime.databases.redis:ManagedRedis'
+    pid_file = 'redis.pid'
+
+    async def configure(self, loader, session_ttl, max_sessions, max_ballots):
+        await loader.start()
+        try:
+            await loader.configure(session_ttl, max_sessions, max_ballots)
+        finally:
+            await loader.close()
 
     def parse(self, text):
         return addresses.parse_redis(text)
