@@ -13,6 +13,10 @@ fails a read or a check, or lags more, is taken out at once (its reads go to
 the next one, or the primary) and put back when it answers and lags at most
 half the bound. While the primary does not answer, nothing new is written,
 so a replica that answers is in, whatever it lacks.
+
+A replica's start is bounded (START_TIMEOUT): one that cannot start then is
+out of the read set and started again in the background, with backoff,
+until it can; the primary and the other replicas serve meanwhile.
 """
 import asyncio
 import collections
@@ -27,6 +31,9 @@ CHECK_EVERY = 0.2     # seconds
 MAX_LAG = 1.0         # seconds, the default bound
 NOT_CHECKED = 'not checked yet'
 START_WAIT = 10.0     # seconds start() waits for the replicas to catch up
+START_TIMEOUT = 5.0   # seconds a replica's start may take
+RETRY_FIRST = 1.0     # seconds before the first new start of a replica
+RETRY_MAX = 30.0      # seconds between new starts, at most
 
 
 class Replica:
@@ -36,6 +43,7 @@ class Replica:
         self.lag = None     # seconds, at the last check
         self.why_out = NOT_CHECKED
         self.floor = 0      # a position it must reach to join the read set
+        self.started = False
 
 
 class Replicated(DataInterface):
@@ -53,6 +61,7 @@ class Replicated(DataInterface):
         self._positions = collections.deque()   # (time, primary's position)
         self._primary_down = False
         self._checker = None
+        self._starting = []     # the background starts of replicas
         self.fresh = Fresh(self)
 
     # What the wrapper does not define (address, dsn, pool sizes, ...) is
@@ -75,12 +84,13 @@ class Replicated(DataInterface):
     async def start_replicas(self, wait=START_WAIT):
         """start() for a primary already started. A replica joins the read
         set once it has all the primary had now (the data set just loaded,
-        say): this waits up to `wait` seconds for that."""
-        for replica in self.replicas:
-            try:
-                await replica.data.start()
-            except DataUnavailable as e:
-                log.warning('%s is not there yet: %s', replica.name, e)
+        say): this waits up to `wait` seconds for that. A replica that
+        cannot start is left out, and started again in the background."""
+        failed = await asyncio.gather(*(self._start(r) for r in self.replicas))
+        for replica, why in zip(self.replicas, failed):
+            if why:
+                self._starting.append(asyncio.ensure_future(
+                    self._start_later(replica, why)))
         try:
             floor = await self.primary.position()
         except DataUnavailable:
@@ -89,26 +99,52 @@ class Replicated(DataInterface):
             replica.floor = floor
         deadline = time.monotonic() + wait
         await self.check()
-        while (len(self.reading) < len(self.replicas)
+        while (len(self.reading) < sum(r.started for r in self.replicas)
                and time.monotonic() < deadline):
             await asyncio.sleep(CHECK_EVERY / 4)
             await self.check()
         for replica in self.replicas:
-            if replica.why_out == NOT_CHECKED:
+            if replica.started and replica.why_out == NOT_CHECKED:
                 log.warning('%s has not caught up with the primary within '
                             '%g s: it serves no reads until it has',
                             replica.name, wait)
                 replica.why_out = 'has not caught up with the primary'
         self._checker = asyncio.ensure_future(self._check_forever())
 
+    async def _start(self, replica):
+        """Start a replica's data interface within START_TIMEOUT: None, or
+        why it did not start (then it is closed)."""
+        try:
+            await asyncio.wait_for(replica.data.start(), START_TIMEOUT)
+        except Exception as e:    # unavailable, or a driver's own error
+            await replica.data.close()
+            return str(e) or 'no answer within %g s' % START_TIMEOUT
+        replica.started = True
+        return None
+
+    async def _start_later(self, replica, why):
+        """Start it again and again, with backoff, until it starts; it
+        joins the read set once caught up (check)."""
+        log.warning('%s did not start (%s): it serves no reads until it '
+                    'does (trying again in the background)', replica.name, why)
+        replica.why_out = 'cannot connect: %s' % why
+        delay = RETRY_FIRST
+        while True:
+            await asyncio.sleep(delay)
+            if await self._start(replica) is None:
+                break
+            delay = min(2 * delay, RETRY_MAX)
+        replica.why_out = NOT_CHECKED   # _join says it is in
+
     async def close(self):
-        if self._checker is not None:
-            self._checker.cancel()
-            try:
-                await self._checker
-            except asyncio.CancelledError:
-                pass
-            self._checker = None
+        for task in [self._checker] + self._starting:
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        self._checker, self._starting = None, []
         for replica in self.replicas:
             await replica.data.close()
         await self.primary.close()
@@ -143,6 +179,8 @@ class Replicated(DataInterface):
         await asyncio.gather(*(self._judge(r) for r in self.replicas))
 
     async def _judge(self, replica):
+        if not replica.started:
+            return
         try:
             position = await asyncio.wait_for(replica.data.position(),
                                               self.max_lag)

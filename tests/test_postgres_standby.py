@@ -16,6 +16,7 @@ import pytest
 from conftest import (free_port, load_small_dataset, remove_postgres,
                       start_postgres)
 from data_interface import DataUnavailable, Visit
+from data_interface import replicated
 from data_interface.postgres.asyncpg_data import PostgresData
 from runtime.databases import postgres_layout as layout
 from runtime.databases import postgres_standby
@@ -230,3 +231,29 @@ def test_no_primary_no_standby(settings, monkeypatch):
         standby.stop()
     finally:
         remove_postgres(down)
+
+
+async def test_a_standby_down_at_start_joins_once_it_is_up(
+        primary, settings, monkeypatch):
+    """The standby is not there when the site starts: the start ends soon,
+    the primary serves the reads, and the standby once it is up."""
+    monkeypatch.setattr(replicated, 'RETRY_FIRST', 0.2)
+    standby = ManagedPostgresStandby(primary, 1, settings=settings)
+    data = replicated.Replicated(
+        PostgresData(primary.dsn, min_size=1),
+        [PostgresData(standby.dsn, min_size=1, replica=True)])
+    try:
+        await asyncio.wait_for(data.start(), replicated.START_TIMEOUT)
+        assert data.reading == []
+        assert 'cannot connect' in data.replicas[0].why_out
+        assert len(await data.top_stickers(9)) == 9     # from the primary
+        await asyncio.get_event_loop().run_in_executor(None, standby.start)
+        deadline = time.monotonic() + 15
+        while data.replicas[0] not in data.reading:
+            assert time.monotonic() < deadline, data.replicas[0].why_out
+            await asyncio.sleep(0.05)
+        assert await data.top_stickers(9) == \
+            await data.replicas[0].data.top_stickers(9)
+    finally:
+        await data.close()
+        standby.stop()

@@ -13,7 +13,8 @@ import pytest
 from conftest import load_small_dataset, start_tarantool, tarantool_address
 from data_interface import DataUnavailable, Visit
 from data_interface.address import as_admin
-from data_interface.replicated import CHECK_EVERY, Replicated
+from data_interface import replicated as replicated_module
+from data_interface.replicated import CHECK_EVERY, START_TIMEOUT, Replicated
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from runtime.databases.tarantool import ManagedReplica
 
@@ -198,3 +199,29 @@ def test_a_replica_lags_by_the_oldest_position_it_has_not_reached():
     assert 0.9 < data._lag(20) < 1.1   # 20 reached, 30 not
     assert 1.9 < data._lag(15) < 2.1
     assert 2.9 < data._lag(5) < 3.1
+
+
+async def test_a_replica_down_at_start_joins_once_it_is_up(tmp_path,
+                                                           monkeypatch):
+    """A replica that cannot be reached at start: the start ends soon, the
+    primary serves the reads, and the replica serves them once it is up."""
+    monkeypatch.setattr(replicated_module, 'RETRY_FIRST', 0.2)
+    primary = start_tarantool(str(tmp_path / 'primary'),
+                              TNT_SWEEP_EVERY='3600')
+    replica = ManagedReplica(primary, 1)    # its address; not started yet
+    data = replicated(primary, [replica])
+    try:
+        load_small_dataset(AsynctntData(as_admin(tarantool_address(primary))))
+        await asyncio.wait_for(data.start(), START_TIMEOUT)
+        assert data.reading == []
+        assert 'cannot connect' in data.replicas[0].why_out
+        assert len(await data.top_stickers(9)) == 9     # from the primary
+        assert data.replicas[0].data.calls == 0
+        await asyncio.get_event_loop().run_in_executor(None, replica.start)
+        await until(lambda: back_in(data, 0), 10)
+        assert len(await data.top_stickers(9)) == 9
+        assert data.replicas[0].data.calls == 1
+    finally:
+        await data.close()
+        replica.stop()
+        primary.stop()
