@@ -11,8 +11,11 @@ its log is noted with the time, and each replica's asked: a replica's lag is
 the age of the oldest noted position it has not reached. A replica that
 fails a read or a check, or lags more, is taken out at once (its reads go to
 the next one, or the primary) and put back when it answers and lags at most
-half the bound. While the primary does not answer, nothing new is written,
-so a replica that answers is in, whatever it lacks.
+half the bound. A primary that fails to answer is slow, not down, until it
+has answered no check for `down_after` seconds (by default DOWN_AFTER times
+the bound): while slow, the replicas are judged as before (a lagging one
+stays out); once down, nothing new is written, so a replica that answers is
+in, whatever it lacks.
 
 A replica's start is bounded (START_TIMEOUT): one that cannot start then is
 out of the read set and started again in the background, with backoff,
@@ -29,6 +32,7 @@ log = logging.getLogger('replicas')
 
 CHECK_EVERY = 0.2     # seconds
 MAX_LAG = 1.0         # seconds, the default bound
+DOWN_AFTER = 3        # times the bound without an answer: the primary is down
 NOT_CHECKED = 'not checked yet'
 START_WAIT = 10.0     # seconds start() waits for the replicas to catch up
 START_TIMEOUT = 5.0   # seconds a replica's start may take
@@ -51,15 +55,18 @@ class Replicated(DataInterface):
     start() starts them all (a replica that cannot connect is left out
     until it can)."""
 
-    def __init__(self, primary, replicas, max_lag=MAX_LAG, names=None):
+    def __init__(self, primary, replicas, max_lag=MAX_LAG, names=None,
+                 down_after=None):
         self.primary = primary
         names = names or ['replica %d' % (i + 1) for i in range(len(replicas))]
         self.replicas = [Replica(r, n) for r, n in zip(replicas, names)]
         self.max_lag = max_lag
+        self.down_after = down_after or DOWN_AFTER * max_lag
         self.reading = []       # the replicas in the read set
         self._turn = 0
         self._positions = collections.deque()   # (time, primary's position)
         self._primary_down = False
+        self._answered = None   # when the primary last told its position
         self._checker = None
         self._starting = []     # the background starts of replicas
         self.fresh = Fresh(self)
@@ -86,6 +93,7 @@ class Replicated(DataInterface):
         set once it has all the primary had now (the data set just loaded,
         say): this waits up to `wait` seconds for that. A replica that
         cannot start is left out, and started again in the background."""
+        self._answered = time.monotonic()
         failed = await asyncio.gather(*(self._start(r) for r in self.replicas))
         for replica, why in zip(self.replicas, failed):
             if why:
@@ -164,17 +172,22 @@ class Replicated(DataInterface):
             position = await asyncio.wait_for(self.primary.position(),
                                               self.max_lag)
             self._positions.append((now, position))
+            self._answered = time.monotonic()
             if self._primary_down:
                 log.info('the primary answers again')
             self._primary_down = False
         except (DataUnavailable, asyncio.TimeoutError) as e:
-            if not self._primary_down:
-                log.warning('the primary does not answer (%s): reads go to '
-                            'every replica that answers',
-                            e or 'no answer within %g s' % self.max_lag)
-            self._primary_down = True
-        # Keep what a replica within twice the bound may not have reached.
-        while self._positions and self._positions[0][0] < now - 2 * self.max_lag - 1:
+            silent = time.monotonic() - (self._answered or now)
+            if not self._primary_down and silent >= self.down_after:
+                log.warning('the primary does not answer (%s) for %.1f s: '
+                            'reads go to every replica that answers',
+                            e or 'no answer within %g s' % self.max_lag,
+                            silent)
+                self._primary_down = True
+        # Keep what a replica within twice the bound may not have reached,
+        # and the last position noted (a lag grows while the primary is slow).
+        while (len(self._positions) > 1 and
+               self._positions[0][0] < now - 2 * self.max_lag - 1):
             self._positions.popleft()
         await asyncio.gather(*(self._judge(r) for r in self.replicas))
 
