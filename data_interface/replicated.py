@@ -124,6 +124,8 @@ class Replicated(DataInterface):
         why it did not start (then it is closed)."""
         try:
             await asyncio.wait_for(replica.data.start(), START_TIMEOUT)
+        except asyncio.CancelledError:     # an Exception on Python 3.7
+            raise
         except Exception as e:    # unavailable, or a driver's own error
             await replica.data.close()
             return str(e) or 'no answer within %g s' % START_TIMEOUT
@@ -135,7 +137,7 @@ class Replicated(DataInterface):
         joins the read set once caught up (check)."""
         log.warning('%s did not start (%s): it serves no reads until it '
                     'does (trying again in the background)', replica.name, why)
-        replica.why_out = 'cannot connect: %s' % why
+        replica.why_out = 'did not start: %s' % why
         delay = RETRY_FIRST
         while True:
             await asyncio.sleep(delay)
@@ -162,6 +164,8 @@ class Replicated(DataInterface):
             await asyncio.sleep(CHECK_EVERY)
             try:
                 await self.check()
+            except asyncio.CancelledError:     # an Exception on Python 3.7
+                raise
             except Exception:     # keep checking
                 log.exception('checking the replicas failed')
 
