@@ -11,8 +11,15 @@ its log is noted with the time, and each replica's asked: a replica's lag is
 the age of the oldest noted position it has not reached. A replica that
 fails a read or a check, or lags more, is taken out at once (its reads go to
 the next one, or the primary) and put back when it answers and lags at most
-half the bound. While the primary does not answer, nothing new is written,
-so a replica that answers is in, whatever it lacks.
+half the bound. A primary that fails to answer is slow, not down, until it
+has answered no check for `down_after` seconds (by default DOWN_AFTER times
+the bound): while slow, the replicas are judged as before (a lagging one
+stays out); once down, nothing new is written, so a replica that answers is
+in, whatever it lacks.
+
+A replica's start is bounded (START_TIMEOUT): one that cannot start then is
+out of the read set and started again in the background, with backoff,
+until it can; the primary and the other replicas serve meanwhile.
 """
 import asyncio
 import collections
@@ -25,8 +32,12 @@ log = logging.getLogger('replicas')
 
 CHECK_EVERY = 0.2     # seconds
 MAX_LAG = 1.0         # seconds, the default bound
+DOWN_AFTER = 3        # times the bound without an answer: the primary is down
 NOT_CHECKED = 'not checked yet'
 START_WAIT = 10.0     # seconds start() waits for the replicas to catch up
+START_TIMEOUT = 5.0   # seconds a replica's start may take
+RETRY_FIRST = 1.0     # seconds before the first new start of a replica
+RETRY_MAX = 30.0      # seconds between new starts, at most
 
 
 class Replica:
@@ -36,6 +47,7 @@ class Replica:
         self.lag = None     # seconds, at the last check
         self.why_out = NOT_CHECKED
         self.floor = 0      # a position it must reach to join the read set
+        self.started = False
 
 
 class Replicated(DataInterface):
@@ -43,16 +55,20 @@ class Replicated(DataInterface):
     start() starts them all (a replica that cannot connect is left out
     until it can)."""
 
-    def __init__(self, primary, replicas, max_lag=MAX_LAG, names=None):
+    def __init__(self, primary, replicas, max_lag=MAX_LAG, names=None,
+                 down_after=None):
         self.primary = primary
         names = names or ['replica %d' % (i + 1) for i in range(len(replicas))]
         self.replicas = [Replica(r, n) for r, n in zip(replicas, names)]
         self.max_lag = max_lag
+        self.down_after = down_after or DOWN_AFTER * max_lag
         self.reading = []       # the replicas in the read set
         self._turn = 0
         self._positions = collections.deque()   # (time, primary's position)
         self._primary_down = False
+        self._answered = None   # when the primary last told its position
         self._checker = None
+        self._starting = []     # the background starts of replicas
         self.fresh = Fresh(self)
 
     # What the wrapper does not define (address, dsn, pool sizes, ...) is
@@ -75,12 +91,14 @@ class Replicated(DataInterface):
     async def start_replicas(self, wait=START_WAIT):
         """start() for a primary already started. A replica joins the read
         set once it has all the primary had now (the data set just loaded,
-        say): this waits up to `wait` seconds for that."""
-        for replica in self.replicas:
-            try:
-                await replica.data.start()
-            except DataUnavailable as e:
-                log.warning('%s is not there yet: %s', replica.name, e)
+        say): this waits up to `wait` seconds for that. A replica that
+        cannot start is left out, and started again in the background."""
+        self._answered = time.monotonic()
+        failed = await asyncio.gather(*(self._start(r) for r in self.replicas))
+        for replica, why in zip(self.replicas, failed):
+            if why:
+                self._starting.append(asyncio.ensure_future(
+                    self._start_later(replica, why)))
         try:
             floor = await self.primary.position()
         except DataUnavailable:
@@ -89,26 +107,54 @@ class Replicated(DataInterface):
             replica.floor = floor
         deadline = time.monotonic() + wait
         await self.check()
-        while (len(self.reading) < len(self.replicas)
+        while (len(self.reading) < sum(r.started for r in self.replicas)
                and time.monotonic() < deadline):
             await asyncio.sleep(CHECK_EVERY / 4)
             await self.check()
         for replica in self.replicas:
-            if replica.why_out == NOT_CHECKED:
+            if replica.started and replica.why_out == NOT_CHECKED:
                 log.warning('%s has not caught up with the primary within '
                             '%g s: it serves no reads until it has',
                             replica.name, wait)
                 replica.why_out = 'has not caught up with the primary'
         self._checker = asyncio.ensure_future(self._check_forever())
 
+    async def _start(self, replica):
+        """Start a replica's data interface within START_TIMEOUT: None, or
+        why it did not start (then it is closed)."""
+        try:
+            await asyncio.wait_for(replica.data.start(), START_TIMEOUT)
+        except asyncio.CancelledError:     # an Exception on Python 3.7
+            raise
+        except Exception as e:    # unavailable, or a driver's own error
+            await replica.data.close()
+            return str(e) or 'no answer within %g s' % START_TIMEOUT
+        replica.started = True
+        return None
+
+    async def _start_later(self, replica, why):
+        """Start it again and again, with backoff, until it starts; it
+        joins the read set once caught up (check)."""
+        log.warning('%s did not start (%s): it serves no reads until it '
+                    'does (trying again in the background)', replica.name, why)
+        replica.why_out = 'did not start: %s' % why
+        delay = RETRY_FIRST
+        while True:
+            await asyncio.sleep(delay)
+            if await self._start(replica) is None:
+                break
+            delay = min(2 * delay, RETRY_MAX)
+        replica.why_out = NOT_CHECKED   # _join says it is in
+
     async def close(self):
-        if self._checker is not None:
-            self._checker.cancel()
-            try:
-                await self._checker
-            except asyncio.CancelledError:
-                pass
-            self._checker = None
+        for task in [self._checker] + self._starting:
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        self._checker, self._starting = None, []
         for replica in self.replicas:
             await replica.data.close()
         await self.primary.close()
@@ -118,6 +164,8 @@ class Replicated(DataInterface):
             await asyncio.sleep(CHECK_EVERY)
             try:
                 await self.check()
+            except asyncio.CancelledError:     # an Exception on Python 3.7
+                raise
             except Exception:     # keep checking
                 log.exception('checking the replicas failed')
 
@@ -128,21 +176,28 @@ class Replicated(DataInterface):
             position = await asyncio.wait_for(self.primary.position(),
                                               self.max_lag)
             self._positions.append((now, position))
+            self._answered = time.monotonic()
             if self._primary_down:
                 log.info('the primary answers again')
             self._primary_down = False
         except (DataUnavailable, asyncio.TimeoutError) as e:
-            if not self._primary_down:
-                log.warning('the primary does not answer (%s): reads go to '
-                            'every replica that answers',
-                            e or 'no answer within %g s' % self.max_lag)
-            self._primary_down = True
-        # Keep what a replica within twice the bound may not have reached.
-        while self._positions and self._positions[0][0] < now - 2 * self.max_lag - 1:
+            silent = time.monotonic() - (self._answered or now)
+            if not self._primary_down and silent >= self.down_after:
+                log.warning('the primary does not answer (%s) for %.1f s: '
+                            'reads go to every replica that answers',
+                            e or 'no answer within %g s' % self.max_lag,
+                            silent)
+                self._primary_down = True
+        # Keep what a replica within twice the bound may not have reached,
+        # and the last position noted (a lag grows while the primary is slow).
+        while (len(self._positions) > 1 and
+               self._positions[0][0] < now - 2 * self.max_lag - 1):
             self._positions.popleft()
         await asyncio.gather(*(self._judge(r) for r in self.replicas))
 
     async def _judge(self, replica):
+        if not replica.started:
+            return
         try:
             position = await asyncio.wait_for(replica.data.position(),
                                               self.max_lag)

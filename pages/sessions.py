@@ -1,12 +1,18 @@
 """Session cookies the server issued: `UUID.SIGNATURE`, the signature an
 HMAC-SHA256 of the uuid under the server's key. A cookie is checked without
 asking the database, and one the server did not issue is no session: its
-visitor starts a new one (which --limit-sessions counts)."""
+visitor starts a new one (which --limit-sessions counts).
+
+The `fresh` cookie of read replicas (pages.site) is signed the same way:
+`UNTIL.SIGNATURE` of its session and the time it ends, so a visitor cannot
+make one, keep one past its time, or lend one to another session."""
 import base64
 import hashlib
 import hmac
+import math
 import os
 import re
+import time
 
 from .http import COOKIE_MAX_AGE, SESSION_COOKIE, new_session
 
@@ -15,6 +21,7 @@ SIGNATURE = 16        # bytes of the HMAC kept: 128 bits, 22 characters
 COOKIE = re.compile(r'\A([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                     r'[0-9a-f]{12})\.([A-Za-z0-9_-]{22})\Z')
 LENGTH = 36 + 1 + 22
+FRESH = re.compile(r'\A(\d{1,12})\.([A-Za-z0-9_-]{22})\Z')
 SET_COOKIE = '%s=%%s; Path=/; Max-Age=%d; HttpOnly; SameSite=Lax' % (
     SESSION_COOKIE, COOKIE_MAX_AGE)
 
@@ -59,6 +66,25 @@ class Sessions:
         if hmac.compare_digest(self.sign(session), signature):
             return session
         return None
+
+    def fresh(self, session, seconds):
+        """A `fresh` cookie value for session, good for `seconds`."""
+        until = int(math.ceil(time.time() + seconds))
+        return '%d.%s' % (until, self.sign('fresh %s %d' % (session, until)))
+
+    def is_fresh(self, value, session, seconds):
+        """Whether value is a `fresh` cookie this key signed for session
+        (a uuid or None) for at most `seconds`, not past its time."""
+        if session is None or not isinstance(value, str) or len(value) > 40:
+            return False
+        found = FRESH.match(value)
+        if found is None:
+            return False
+        until = int(found.group(1))
+        if not 0 <= until - time.time() <= seconds + 1:
+            return False
+        return hmac.compare_digest(
+            self.sign('fresh %s %d' % (session, until)), found.group(2))
 
     def of(self, request):
         """(session uuid, Set-Cookie header or None): a request without a

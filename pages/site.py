@@ -13,9 +13,9 @@ import time
 import types
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
-from .http import (FRAMING, HTML, SLUG, STICKER_ID, Response, Route,
-                   ballot_form, ballot_tokens, clean_text, json_response,
-                   text_response)
+from .http import (FRAMING, HTML, SESSION_COOKIE, SLUG, STICKER_ID, Response,
+                   Route, ballot_form, ballot_tokens, clean_text,
+                   json_response, text_response)
 from .limits import RateLimit, client_of, parse_rate
 from .outage import Outage
 from .render import Renderer
@@ -56,7 +56,8 @@ UNAVAILABLE = 'The database is unavailable; try again soon.'
 # With read replicas, a visitor who has just voted reads from the primary
 # while a replica may still lag (settings.replica_lag), so that they see
 # their vote: the vote's answer sets this cookie, which expires by itself
-# and which every worker reads.
+# and which every worker reads. It is signed for the voter's session and
+# its end (pages.sessions): one a visitor makes up is ignored.
 FRESH_COOKIE = 'fresh'
 # (method, path, handler, kind, waits) of every page of Site, in order.
 PAGES = []
@@ -105,10 +106,7 @@ class Site:
         # The reads from the primary behind read replicas
         # (data_interface.replicated).
         self.primary = getattr(data, 'fresh', None)
-        self.fresh_cookie = ('Set-Cookie', '%s=1; Path=/; Max-Age=%d; '
-                             'HttpOnly; SameSite=Lax' % (
-                                 FRESH_COOKIE,
-                                 max(1, math.ceil(settings.replica_lag))))
+        self.fresh_for = max(1, math.ceil(settings.replica_lag))  # seconds
         self.render = Renderer(settings.templates)
         # URL prefix -> directory served as static files; the favicon.
         self.static = (('/static', settings.static), ('/img', settings.images))
@@ -265,8 +263,16 @@ class Site:
         """Where a read goes: the replicas (self.data), or the primary for
         a visitor who has just voted (FRESH_COOKIE)."""
         if self.primary is not None and FRESH_COOKIE in request.cookies:
-            return self.primary
+            session = self.sessions.check(request.cookies.get(SESSION_COOKIE))
+            if self.sessions.is_fresh(request.cookies[FRESH_COOKIE], session,
+                                      self.fresh_for):
+                return self.primary
         return self.data
+
+    def _fresh_cookie(self, session):
+        return ('Set-Cookie', '%s=%s; Path=/; Max-Age=%d; HttpOnly; '
+                'SameSite=Lax' % (FRESH_COOKIE, self.sessions.fresh(
+                    session, self.fresh_for), self.fresh_for))
 
     async def _pair_page(self, request, session, cookie, notice=None,
                          headers=FRAMING):
@@ -308,7 +314,7 @@ class Site:
             return self.error_page(*VOTE_ERRORS[outcome])
         headers = FRAMING
         if self.primary is not None:
-            headers = FRAMING + (self.fresh_cookie,)
+            headers = FRAMING + (self._fresh_cookie(session),)
         return await self._pair_page(request, session, cookie,
                                      notice='Vote counted.', headers=headers)
 

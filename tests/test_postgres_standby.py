@@ -5,6 +5,7 @@ left running in its directory, and says why when the primary is down."""
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -16,8 +17,9 @@ import pytest
 from conftest import (free_port, load_small_dataset, remove_postgres,
                       start_postgres)
 from data_interface import DataUnavailable, Visit
+from data_interface import replicated
 from data_interface.postgres.asyncpg_data import PostgresData
-from runtime.databases import postgres_layout as layout
+from runtime.databases import postgres, postgres_layout as layout
 from runtime.databases import postgres_standby
 from runtime.databases.postgres import bindir
 from runtime.databases.postgres_standby import (ManagedPostgresStandby,
@@ -230,3 +232,85 @@ def test_no_primary_no_standby(settings, monkeypatch):
         standby.stop()
     finally:
         remove_postgres(down)
+
+
+async def test_a_standby_down_at_start_joins_once_it_is_up(
+        primary, settings, monkeypatch):
+    """The standby is not there when the site starts: the start ends soon,
+    the primary serves the reads, and the standby once it is up."""
+    monkeypatch.setattr(replicated, 'RETRY_FIRST', 0.2)
+    standby = ManagedPostgresStandby(primary, 1, settings=settings)
+    data = replicated.Replicated(
+        PostgresData(primary.dsn, min_size=1),
+        [PostgresData(standby.dsn, min_size=1, replica=True)])
+    try:
+        await asyncio.wait_for(data.start(), replicated.START_TIMEOUT)
+        assert data.reading == []
+        assert 'cannot connect' in data.replicas[0].why_out
+        assert len(await data.top_stickers(9)) == 9     # from the primary
+        await asyncio.get_event_loop().run_in_executor(None, standby.start)
+        deadline = time.monotonic() + 15
+        while data.replicas[0] not in data.reading:
+            assert time.monotonic() < deadline, data.replicas[0].why_out
+            await asyncio.sleep(0.05)
+        assert await data.top_stickers(9) == \
+            await data.replicas[0].data.top_stickers(9)
+    finally:
+        await data.close()
+        standby.stop()
+
+
+async def superuser(server):
+    """A connection to `server` as the cluster's superuser."""
+    import asyncpg
+    password = open(os.path.join(server.home, 'superuser.password')).read()
+    return await asyncpg.connect(host=server.host, port=server.port,
+                                 user=layout.SUPERUSER, database='postgres',
+                                 password=password.strip())
+
+
+async def test_a_standby_the_primary_no_longer_feeds_is_rebuilt(
+        settings, monkeypatch):
+    """With the primary keeping no WAL for it (wal_keep_size 0), a standby
+    cut off while the primary moves on can never catch up: death() says so,
+    and a restart (what the watcher does) rebuilds it, caught up."""
+    monkeypatch.setattr(postgres, 'WAL_KEEP', '0')
+    primary = start_postgres()
+    standby = ManagedPostgresStandby(primary, 1, settings=settings)
+    frozen = []
+    try:
+        load_small_dataset(PostgresData(primary.owner_dsn))
+        standby.start()
+        conn = await superuser(primary)
+        try:
+            frozen = [standby.pid] + children(standby.pid)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+            await conn.execute('SELECT pg_terminate_backend(pid) '
+                               'FROM pg_stat_replication')
+            await conn.execute('CREATE TABLE filler (n int)')
+            for _ in range(4):
+                await conn.execute('INSERT INTO filler VALUES (1)')
+                await conn.execute('SELECT pg_switch_wal()')
+                await conn.execute('CHECKPOINT')
+        finally:
+            await conn.close()
+        await visit(primary.dsn)
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        frozen = []
+        deadline = time.monotonic() + 30
+        while standby.death() is None:
+            assert time.monotonic() < deadline, standby._log_tail()
+            await asyncio.sleep(0.1)
+        assert standby.death() == ('fell behind the primary, which no '
+                                   'longer has the WAL it needs')
+        standby.restart()
+        assert standby.death() is None
+        assert await sessions_of(standby.dsn) == \
+            await sessions_of(primary.dsn)
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        standby.stop()
+        remove_postgres(primary)

@@ -11,11 +11,15 @@ import time
 import aiohttp
 import pytest
 
+from conftest import ServerProcess, loaded_tarantool
 from runtime.databases.postgres import ManagedPostgres
+from runtime.databases.postgres_standby import ManagedPostgresStandby
+from runtime.databases.tarantool import ManagedReplica
 from runtime.processes import state
 from test_supervision import (checkout, children, hold_port, lines,  # noqa: F401
                               pid_in, poll, wait_gone, wait_lines)
 from test_supervision import start_site as supervised_site
+from test_postgres_standby import settings  # noqa: F401
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-postgres-pool']
 # A contender of the index page: its sticker id, then its pack's link.
@@ -275,3 +279,44 @@ def test_bench_serves_each_engine_with_and_without_replicas():
     name = storage.label('aiohttp-tarantool-one', 'vinyl', plan.storages, 2)
     assert name == 'aiohttp-tarantool-one (vinyl, 2 replicas)'
     assert storage.replicas_of(name) == 2 and storage.storage_of(name) == 'vinyl'
+
+
+@pytest.mark.parametrize('engine', ['aiohttp-tarantool-one-uvloop',
+                                    'aiohttp-postgres-pool-uvloop'])
+async def test_a_replica_down_at_start_joins_later(request, tmp_path, engine):
+    """--workers 2 with a replica address that nothing answers yet: the
+    site starts and serves from the primary; once the replica is up, the
+    parent and each worker read from it, having said so once."""
+    if '-postgres-' in engine:
+        primary = request.getfixturevalue('postgres')
+        replica = ManagedPostgresStandby(
+            primary, 1, settings=request.getfixturevalue('settings'))
+        args = ['--postgres', primary.dsn, '--postgres-replica', replica.dsn]
+    else:
+        primary = loaded_tarantool(str(tmp_path / 'primary'), 'memtx')
+        request.addfinalizer(primary.stop)
+        replica = ManagedReplica(primary, 1)
+        args = ['--tarantool', 'sticker_app:sticker_app@127.0.0.1:%d'
+                % primary.port, '--tarantool-replica',
+                'sticker_app:sticker_app@127.0.0.1:%d' % replica.port]
+    site = ServerProcess(engine, args + ['--workers', '2'],
+                         str(tmp_path / 'server.log'))
+    try:
+        async with aiohttp.ClientSession() as s:
+            for _ in range(5):
+                async with s.get(site.url + '/good') as r:
+                    assert r.status == 200, site.output()[-3000:]
+        assert len(lines(site.output(), 'did not start')) == 3, site.output()
+        assert not lines(site.output(), 'in the read set')
+        await asyncio.get_event_loop().run_in_executor(None, replica.start)
+        await asyncio.get_event_loop().run_in_executor(
+            None, wait_lines, site, 'is in the read set', 3, 40)
+        async with aiohttp.ClientSession() as s:
+            async with s.get(site.url + '/good') as r:
+                assert r.status == 200
+        output = site.output()
+        assert len(lines(output, 'did not start')) == 3, output
+    finally:
+        assert site.stop() == 0, site.output()
+        replica.stop()
+    assert 'Traceback' not in site.output()

@@ -13,9 +13,11 @@ import pytest
 from conftest import load_small_dataset, start_tarantool, tarantool_address
 from data_interface import DataUnavailable, Visit
 from data_interface.address import as_admin
-from data_interface.replicated import CHECK_EVERY, Replicated
+from data_interface import replicated as replicated_module
+from data_interface.replicated import CHECK_EVERY, START_TIMEOUT, Replicated
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from runtime.databases.tarantool import ManagedReplica
+from test_site import Relay
 
 LAG = 0.5   # the bound these tests set
 
@@ -198,3 +200,83 @@ def test_a_replica_lags_by_the_oldest_position_it_has_not_reached():
     assert 0.9 < data._lag(20) < 1.1   # 20 reached, 30 not
     assert 1.9 < data._lag(15) < 2.1
     assert 2.9 < data._lag(5) < 3.1
+
+
+async def test_a_replica_down_at_start_joins_once_it_is_up(tmp_path,
+                                                           monkeypatch):
+    """A replica that cannot be reached at start: the start ends soon, the
+    primary serves the reads, and the replica serves them once it is up."""
+    monkeypatch.setattr(replicated_module, 'RETRY_FIRST', 0.2)
+    primary = start_tarantool(str(tmp_path / 'primary'),
+                              TNT_SWEEP_EVERY='3600')
+    replica = ManagedReplica(primary, 1)    # its address; not started yet
+    data = replicated(primary, [replica])
+    try:
+        load_small_dataset(AsynctntData(as_admin(tarantool_address(primary))))
+        await asyncio.wait_for(data.start(), START_TIMEOUT)
+        assert data.reading == []
+        assert 'cannot connect' in data.replicas[0].why_out
+        assert len(await data.top_stickers(9)) == 9     # from the primary
+        assert data.replicas[0].data.calls == 0
+        await asyncio.get_event_loop().run_in_executor(None, replica.start)
+        await until(lambda: back_in(data, 0), 10)
+        assert len(await data.top_stickers(9)) == 9
+        assert data.replicas[0].data.calls == 1
+    finally:
+        await data.close()
+        replica.stop()
+        primary.stop()
+
+
+@pytest.fixture
+def lagging(tmp_path):
+    """A loaded primary, a relay to it and a replica that follows it
+    through the relay (cut it, and the replica answers but lags)."""
+    primary = start_tarantool(str(tmp_path / 'primary'),
+                              TNT_SWEEP_EVERY='3600')
+    replica = ManagedReplica(primary, 1)
+    try:
+        load_small_dataset(AsynctntData(as_admin(tarantool_address(primary))))
+        yield primary, replica
+    finally:
+        os.kill(primary.pid, signal.SIGCONT)
+        replica.stop()
+        primary.stop()
+
+
+async def test_a_slow_primary_lets_no_lagging_replica_in(lagging):
+    """A primary that answers no check for less than down_after is slow: a
+    replica that lags stays out. For longer it is down: the replica is in."""
+    primary, replica = lagging
+    relay = Relay(primary.port)
+    await relay.open()
+    replica.env['TNT_REPLICA_OF'] = '127.0.0.1:%d' % relay.port
+    await asyncio.get_event_loop().run_in_executor(None, replica.start)
+    data = replicated(primary, [replica])
+    assert data.down_after == 3 * LAG
+    await data.start()
+    try:
+        assert len(data.reading) == 1
+        await relay.cut()
+        await data.record_visits([Visit(str(uuid.uuid4()), '127.0.0.1', 't')])
+        await until(lambda: out(data, 0), 2 * LAG + 2 * CHECK_EVERY)
+        # Stopped for half the bound: slow, and the replica stays out.
+        os.kill(primary.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        while time.monotonic() - stopped < data.down_after / 2:
+            assert await out(data, 0)
+            await asyncio.sleep(0.01)
+        os.kill(primary.pid, signal.SIGCONT)
+        await asyncio.sleep(2 * LAG)
+        assert await out(data, 0) and not data._primary_down
+        # Stopped for longer: down, and the replica serves the reads.
+        os.kill(primary.pid, signal.SIGSTOP)
+        took = await until(lambda: back_in(data, 0), data.down_after + 2)
+        assert took >= data.down_after - LAG - CHECK_EVERY
+        assert len(await data.top_stickers(9)) == 9
+        assert data.replicas[0].data.calls == 1
+        os.kill(primary.pid, signal.SIGCONT)
+        await until(lambda: out(data, 0), 2 * LAG + 2 * CHECK_EVERY)
+    finally:
+        os.kill(primary.pid, signal.SIGCONT)
+        await data.close()

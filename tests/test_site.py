@@ -11,7 +11,8 @@ import pytest
 import dataset
 from data_interface import DataUnavailable, Visit, VoteOutcome
 from bench.pagecheck import ballots, cards, ranked, stat
-from conftest import TEST_PACKS
+from conftest import TEST_PACKS, tarantool_address
+from data_interface.tarantool.asynctnt_data import AsynctntData
 from pages import Request, Site
 from pages.http import FRAMING, HTML, JSON, TEXT
 from pages.static import unrouted
@@ -32,11 +33,14 @@ def route(site, method, path):
 
 
 async def call(site, method, path, cookie=None, body=b'', ip='127.0.0.1',
-               user_agent='pytest', forwarded=''):
+               user_agent='pytest', forwarded='', fresh=None):
     """The one way these tests ask a page: a neutral Request for a decoded
-    path, as an adapter builds it; returns the page's Response."""
+    path, as an adapter builds it; returns the page's Response. fresh: the
+    value of a cookie `fresh` (read replicas)."""
     page, params = route(site, method, path)
     cookies = {} if cookie is None else {'sid': cookie}
+    if fresh is not None:
+        cookies['fresh'] = fresh
     return await page(Request(method, path, cookies, ip, user_agent, body,
                               forwarded), **params)
 
@@ -946,3 +950,59 @@ async def test_unknown_page_is_404(static_site, path):
     r = await get(static_site, path)
     assert (r.status, r.content_type) == (404, HTML)
     assert 'There is no page here' in text(r)
+
+
+class Counted:
+    """A data interface that counts the calls made of it."""
+
+    def __init__(self, data):
+        self.data, self.calls = data, 0
+
+    def __getattr__(self, name):
+        self.calls += 1
+        return getattr(self.data, name)
+
+
+class WithPrimary:
+    """A database behind a Site as a Replicated is (data_interface.
+    replicated): its reads from the primary, `fresh`, counted apart."""
+
+    def __init__(self, data):
+        self.data, self.fresh = data, Counted(data)
+
+    def __getattr__(self, name):
+        return getattr(self.data, name)
+
+
+async def test_only_a_fresh_cookie_of_the_site_reads_from_the_primary(
+        tarantool):
+    data = WithPrimary(AsynctntData(tarantool_address(tarantool)))
+    await data.start()
+    site = Site(data, replace(DEFAULTS, refresh_every=3600, replica_lag=5))
+    await site.start()
+    primary = data.fresh
+    pages = ('/good', '/bad', '/stickers/%s' % EXPECTED.packs[0].name)
+    try:
+        cookie, ((_, win, lose), _) = await new_ballots(site)
+        r = await vote(site, cookie, win, lose)
+        assert r.status == 200
+        fresh = re.match(r'fresh=([^;]*); Path=/; Max-Age=5;',
+                         headers(r)['Set-Cookie']).group(1)
+        for path in pages:
+            assert (await get(site, path, cookie, fresh=fresh)).status == 200
+        assert primary.calls == 3
+        other = await issued(site)
+        session = session_in(cookie)
+        for value, sid in [
+                ('1', cookie),                  # what it used to be
+                (fresh[:-1] + 'A', cookie),     # a signature made up
+                (fresh, other),                 # another session's
+                (fresh, None),
+                (site.sessions.fresh(session, -2), cookie),     # past
+                (site.sessions.fresh(session, 3600), cookie),   # too long
+                (fresh + '0' * 5000, cookie)]:
+            for path in pages:
+                assert (await get(site, path, sid, fresh=value)).status == 200
+        assert primary.calls == 3
+    finally:
+        await stopped(site)

@@ -142,6 +142,8 @@ class PostgresData(DataInterface):
             await pool.close()
 
     async def _query(self, method, query, *args):
+        if self._pool is None:
+            raise DataUnavailable('PostgreSQL at %s: not connected' % self)
         try:
             async with self._pool.acquire(self.timeout) as conn:
                 # pool.py decides whether the connection serves again.

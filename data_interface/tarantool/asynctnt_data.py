@@ -12,6 +12,7 @@ from .procedures import Procedures
 # A call that Tarantool does not answer in time: asyncio.TimeoutError, which
 # is an OSError only from Python 3.11 on.
 UNAVAILABLE = (OSError, asyncio.TimeoutError, TarantoolError)
+RECONNECT = 0.3     # seconds between reconnects of mode 'one'
 
 
 class AsynctntData(Procedures):
@@ -27,13 +28,19 @@ class AsynctntData(Procedures):
             host=a.host, port=a.port, username=a.user, password=a.password,
             fetch_schema=False, auto_refetch_schema=False,
             connect_timeout=2.0, request_timeout=self.request_timeout,
-            reconnect_timeout=0.3 if self.mode == 'one' else 0,
-            ping_timeout=0)
+            reconnect_timeout=0, ping_timeout=0)
         try:
             await conn.connect()
         except UNAVAILABLE as e:
             raise DataUnavailable('cannot connect to Tarantool at %s: %s'
                                   % (self.address, e)) from e
+        except BaseException:   # cancelled: no connection left behind
+            conn.close()
+            raise
+        # The first connect fails at once (with reconnects on, asynctnt
+        # would retry it forever); once connected, mode 'one' reconnects.
+        if self.mode == 'one':
+            conn._reconnect_timeout = RECONNECT
         return conn
 
     async def _disconnect(self, conn):

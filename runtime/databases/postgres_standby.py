@@ -2,7 +2,13 @@
 from the primary at every start (pg_basebackup streams a copy and writes
 primary_conninfo), then kept up to date by streaming replication. No
 replication slot holds the primary's WAL for it; a rebuild at each start
-is what keeps it consistent.
+is what keeps it consistent, and a standby that fell further behind than
+the WAL the primary keeps (wal_keep_size) is rebuilt too: its walreceiver
+says the WAL is gone, death() reports it, and the watcher restarts it.
+A slot was the other way: the primary would keep WAL for a standby however
+long it is down (its disk the limit), and one capped by
+max_slot_wal_keep_size leaves a standby past the cap just as stuck, so a
+rebuild is needed either way; here it costs a second or two.
 
 Its server files are in settings.var/postgres-replica-N, its copy of the
 cluster in that directory's cluster/ (postgres_layout), kept as privately
@@ -30,6 +36,9 @@ log = logging.getLogger('postgres')
 
 COPY_STALL = 60.0       # seconds pg_basebackup may go without progress
 CONNECT_TIMEOUT = '10'  # seconds for pg_basebackup to reach the primary
+# The walreceiver's error, again and again, once the primary has removed WAL
+# the standby has yet to replay: it can never catch up.
+STALE = 'has already been removed'
 
 
 class ManagedPostgresStandby(ManagedPostgres):
@@ -42,6 +51,7 @@ class ManagedPostgresStandby(ManagedPostgres):
             port=settings.postgres_port + 10 * index, settings=settings)
         self.primary = primary
         self.name = 'PostgreSQL replica %d' % index
+        self._copied = 0    # the log's size once the copy was made
 
     def password(self, role):
         return self.primary.password(role)
@@ -75,6 +85,27 @@ class ManagedPostgresStandby(ManagedPostgres):
             env=env, stdin=subprocess.DEVNULL, cwd='/',
             start_new_session=True))
         log.info('copied the primary in %.1f s', time.monotonic() - started)
+        self._copied = self._log_size()
+
+    def death(self):
+        """How it ended (ManagedPostgres.death), or, while it runs, that
+        it fell too far behind to catch up: the watcher rebuilds it."""
+        ended_ = super().death()
+        if ended_ is None and self.pid is not None and self._stale():
+            return ('fell behind the primary, which no longer has the WAL '
+                    'it needs')
+        return ended_
+
+    def _stale(self):
+        """Its walreceiver said, since the copy, that the WAL is gone."""
+        size = self._log_size()
+        if size <= self._copied:
+            return False
+        try:
+            return STALE in files.read(self.log_file,
+                                       tail=min(4096, size - self._copied))
+        except OSError:
+            return False
 
     def _watch_copy(self, process):
         """Wait for pg_basebackup: RuntimeError if it fails, stalls or a
