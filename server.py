@@ -304,10 +304,9 @@ def main(argv=None):
                         + who + '%(name)s: %(message)s')
     # Their per-connection and per-retry lines would flood the log ('multi'
     # engines, outages); pages.outage reports an outage in a few lines.
-    for driver in table.DRIVERS:
-        for module in driver.modules:
-            logging.getLogger(module).setLevel(
-                max(logging.ERROR, logging.getLevelName(args.level)))
+    for driver in ('asynctnt', 'asyncpg'):
+        logging.getLogger(driver).setLevel(
+            max(logging.ERROR, logging.getLevelName(args.level)))
     if args.worker is not None:
         from runtime import workers
         from pages.sessions import usable_key

@@ -95,6 +95,22 @@ def state(pid):
         return None
 
 
+def end_all(pids, sig, timeout):
+    """Send `sig` to each of `pids`; True once all have ended, False if
+    some still run after `timeout` seconds."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while any(state(pid) not in (None, 'Z', 'X') for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def children(pid):
     """The pids of the processes whose parent is pid."""
     found = []

@@ -24,8 +24,8 @@ import signal
 import subprocess
 import time
 
-from ..processes import (children, command_line, launcher, reap_orphans,
-                         spawn, state, terminate)
+from ..processes import (children, command_line, end_all, launcher,
+                         reap_orphans, spawn, state, terminate)
 from ..settings import DEFAULTS
 from . import files
 from . import postgres_layout as layout
@@ -161,17 +161,10 @@ class ManagedPostgresStandby(ManagedPostgres):
             return
         log.info('%s: ending processes left running in %s: %s', self.name,
                  self.data, found)
-        for pid in found:   # SIGINT: a postmaster's fast shutdown
-            try:
-                os.kill(pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while any(state(pid) not in (None, 'Z', 'X') for pid in found):
-            if time.monotonic() > deadline:
-                raise RuntimeError('%s: processes left running in %s do not '
-                                   'stop: %s' % (self.name, self.data, found))
-            time.sleep(0.05)
+        # SIGINT: a postmaster's fast shutdown
+        if not end_all(found, signal.SIGINT, STOP_TIMEOUT):
+            raise RuntimeError('%s: processes left running in %s do not '
+                               'stop: %s' % (self.name, self.data, found))
         for name in ('postgres', 'pg_basebackup'):
             reap_orphans(name)
 
@@ -204,14 +197,6 @@ class ManagedPostgresStandby(ManagedPostgres):
             return
         os.kill(pid, signal.SIGSTOP)
         family = [pid] + children(pid)
-        for member in family:
-            try:
-                os.kill(member, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while any(state(p) not in (None, 'Z', 'X') for p in family):
-            if time.monotonic() > deadline:
-                raise RuntimeError('%s: processes %s outlive SIGKILL'
-                                   % (self.name, family))
-            time.sleep(0.02)
+        if not end_all(family, signal.SIGKILL, STOP_TIMEOUT):
+            raise RuntimeError('%s: processes %s outlive SIGKILL'
+                               % (self.name, family))
