@@ -29,8 +29,9 @@ from ..address import check_listener
 from .common import SCHEMA_TIMEOUT, SETTINGS, PostgresCalls, apply_schema
 
 # How long a caller waits for a connection while the last attempt to open
-# one failed (the server stopped or refusing): the attempt it starts may
-# succeed at once; else DataUnavailable now, not after `timeout`.
+# one failed, or the server closed one (stopped, restarting, refusing):
+# the attempt it starts may succeed at once; else DataUnavailable now, not
+# after `timeout`.
 DOWN_WAIT = 0.25
 # A connection slot the pool could not reopen for this long is given up,
 # and the next caller starts a new attempt at once: after an outage the
@@ -99,15 +100,12 @@ class Session:
 
 def _broken(conn):
     """Whether the server closed this idle connection (stopped, or ended
-    its backend): what an idle connection receives is its last word."""
+    its backend): what an idle connection receives is its last word (a
+    FATAL error, then the end), or else rare news (a setting reloaded),
+    for which a new connection costs little."""
     pgconn = conn.pgconn
-    if not select.select([pgconn.socket], [], [], 0)[0]:
-        return False
-    try:
-        pgconn.consume_input()
-    except psycopg.OperationalError:
-        return True
-    return pgconn.status != psycopg.pq.ConnStatus.OK
+    return (pgconn.status != psycopg.pq.ConnStatus.OK
+            or bool(select.select([pgconn.socket], [], [], 0)[0]))
 
 
 class _Connection(psycopg.AsyncConnection):
@@ -201,6 +199,8 @@ class PsycopgData(PostgresCalls):
             conn = await self._pool.getconn(wait)
             if not _broken(conn):
                 return conn
+            # The server may be gone: wait no longer than while it is.
+            self._down = 'a connection closed by the server'
             await conn.close()
             await self._pool.putconn(conn)   # the pool opens another
 
