@@ -41,9 +41,10 @@ OPTIONS = ' '.join('-c %s=%s' % item for item in sorted(SETTINGS.items()))
 # Everything psycopg and psycopg_pool raise (PoolTimeout and PoolClosed are
 # OperationalErrors), the refusal of check_listener, and a timed-out query.
 FAILED = (psycopg.Error, OSError, asyncio.TimeoutError)
-# The pool logs each failed attempt to connect; the outage itself shows as
-# DataUnavailable, which the pages log a few times.
-logging.getLogger('psycopg.pool').setLevel(logging.ERROR)
+# Errors only, as server.py has asynctnt and asyncpg: the pool logs each
+# failed attempt to connect, psycopg each cancel a stalled server left
+# unanswered; pages.outage reports an outage in a few lines.
+logging.getLogger('psycopg').setLevel(logging.ERROR)
 
 _PLACEHOLDER = re.compile(r'\$(\d+)')
 
