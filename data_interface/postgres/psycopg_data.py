@@ -109,6 +109,11 @@ def _broken(conn):
             or bool(select.select([pgconn.socket], [], [], 0)[0]))
 
 
+def _wake(waiter, _=None):
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class _Connection(psycopg.AsyncConnection):
     """The pool's connections: each checks the listener first, turns TCP
     keepalive on and tells `data` (set on a subclass per PsycopgData) how
@@ -164,6 +169,9 @@ class PsycopgData(PostgresCalls):
             finally:
                 await conn.close()
             register_composite(info, self._adapters, Sticker)
+            # No `check` (a round trip per getconn: _broken looks instead);
+            # max_waiting 0: callers queue in order, each for `timeout` at
+            # most, as with asyncpg's pool; getconn's timeout: _getconn's.
             self._pool = AsyncConnectionPool(
                 self.dsn, connection_class=conn_class,
                 kwargs=self._connect_args(), min_size=self.min_size,
@@ -216,14 +224,18 @@ class PsycopgData(PostgresCalls):
             # the query and may wait up to 10 s for the server to confirm
             # it (a stalled one does not), in _settle, before the
             # connection goes back to the pool (closed if not confirmed).
-            task = asyncio.ensure_future(
-                run(conn, kind, sql, args, self.prepare))
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(run(conn, kind, sql, args, self.prepare))
+            waiter = loop.create_future()   # lighter than asyncio.wait
+            task.add_done_callback(functools.partial(_wake, waiter))
+            timer = loop.call_later(deadline - time.monotonic(), _wake, waiter)
             try:
-                await asyncio.wait(
-                    (task,), timeout=max(deadline - time.monotonic(), 0))
+                await waiter
             except BaseException:
                 self._settle(task, conn)
                 raise
+            finally:
+                timer.cancel()
             if not task.done():
                 self._settle(task, conn)
                 raise asyncio.TimeoutError('no answer in %s s' % self.timeout)
