@@ -343,7 +343,7 @@ if importlib.util.find_spec('aiotarantool'):
 
 
 def _psycopg_backend(request):
-    """PostgreSQL's second driver, psycopg 3 (CPython 3.10+: not in .venv37)."""
+    """PostgreSQL's second driver, psycopg 3 (CPython 3.10+, not .venv37)."""
     from data_interface.postgres.psycopg_data import PsycopgData
     server = request.getfixturevalue('postgres')
     dsn, owner = server.dsn, server.owner_dsn

@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from .. import DataUnavailable, Sticker, keep_alive
 from ..address import check_listener
-from .common import SCHEMA_TIMEOUT, SETTINGS, PostgresCalls, apply_schema
+from .common import SETTINGS, PostgresCalls, apply_schema
 
 # How long a caller waits for a connection while the last attempt to open
 # one failed, or the server closed one (stopped, restarting, refusing):
