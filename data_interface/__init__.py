@@ -1,8 +1,8 @@
 """The one data interface the pages use, whatever database is behind it.
 
-Every backend (Tarantool via asynctnt or aiotarantool, PostgreSQL via asyncpg)
-implements `DataInterface` with the same semantics; tests/test_contract.py
-holds them to it.
+Every backend (Tarantool via asynctnt or aiotarantool, PostgreSQL via asyncpg
+or psycopg, Redis via redis-py) implements `DataInterface` with the same
+semantics; tests/test_contract.py holds them to it.
 """
 import abc
 import socket

@@ -342,6 +342,20 @@ if importlib.util.find_spec('aiotarantool'):
         LEGACY_BACKENDS.add('aiotarantool-' + _mode)
 
 
+def _psycopg_backend(request):
+    """PostgreSQL's second driver, psycopg 3 (CPython 3.10+, not .venv37)."""
+    from data_interface.postgres.psycopg_data import PsycopgData
+    server = request.getfixturevalue('postgres')
+    dsn, owner = server.dsn, server.owner_dsn
+    return Backend(lambda: PsycopgData(dsn), lambda: PsycopgData(owner),
+                   lambda port: PsycopgData(dsn.replace(
+                       ':%d/' % server.port, ':%d/' % port), timeout=2))
+
+
+if importlib.util.find_spec('psycopg_pool'):
+    BACKENDS['postgres-psycopg-pool'] = _psycopg_backend
+
+
 @pytest.fixture(params=[
     pytest.param(name, marks=pytest.mark.legacy) if name in LEGACY_BACKENDS
     else name for name in sorted(BACKENDS)])

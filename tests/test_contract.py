@@ -73,7 +73,7 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
                 removed = [removed[0] + batch[0], removed[1] + batch[1]]
                 if max(batch) < 1000:
                     return tuple(removed)
-        async with admin._pool.acquire() as conn, conn.transaction():
+        async with admin.acquire() as conn, conn.transaction():
             saved = await conn.fetchrow(
                 'SELECT session_ttl, max_sessions, max_ballots FROM limits')
             change = ('UPDATE limits SET session_ttl = $1, max_sessions = $2,'
@@ -508,9 +508,9 @@ async def own_database(data, backend, directory, memory=None,
         configure_redis(server)
         return (lambda: RedisData(server.address, data.mode),
                 lambda: RedisData(server.admin_address), server.stop)
-    from data_interface.postgres.asyncpg_data import PostgresData
     server = start_postgres()
-    return (lambda: PostgresData(server.dsn), lambda: PostgresData(server.owner_dsn),
+    kind = type(data)    # the driver's
+    return (lambda: kind(server.dsn), lambda: kind(server.owner_dsn),
             lambda: remove_postgres(server))
 
 

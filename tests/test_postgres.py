@@ -2,6 +2,7 @@
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -11,13 +12,24 @@ import pytest
 
 import dataset
 from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
-                      remove_postgres)
+                      remove_postgres, start_postgres)
 from data_interface import DataUnavailable, Visit
 from data_interface.postgres.asyncpg_data import (RANKED, PostgresData,
                                                   apply_schema)
 from data_interface.postgres.fifo import FifoGate
 from runtime.databases.postgres import ManagedPostgres
+from runtime.processes import children
 from test_server import burst
+
+
+@pytest.fixture(params=['asyncpg', 'psycopg'])
+def driver(request):
+    """The DataInterface class of each PostgreSQL driver."""
+    if request.param == 'psycopg':
+        pytest.importorskip('psycopg_pool')    # CPython 3.10+
+        from data_interface.postgres.psycopg_data import PsycopgData
+        return PsycopgData
+    return PostgresData
 
 
 @pytest.fixture(scope='module')
@@ -47,14 +59,14 @@ def test_taken_port_is_replaced_and_remembered(cluster):
     assert again.running()
 
 
-async def test_first_starts_at_once_apply_the_schema_once(cluster):
-    server, _ = cluster
-    datas = [PostgresData(server.dsn, min_size=1) for _ in range(4)]
-    await asyncio.gather(*[d.start() for d in datas])
+async def test_first_starts_at_once_apply_the_schema_once(driver):
+    server = start_postgres()    # empty: each driver's own
+    datas = [driver(server.dsn, min_size=1) for _ in range(4)]
     try:
+        await asyncio.gather(*[d.start() for d in datas])
         stats = await datas[0].stats()
         assert (stats.packs, stats.stickers, stats.views) == (0, 0, 0)
-        async with datas[0]._pool.acquire() as conn:
+        async with datas[0].acquire() as conn:
             assert await apply_schema(conn) is False
             assert not await conn.fetchval(
                 'SELECT rolsuper OR rolcreaterole OR rolcreatedb FROM pg_roles'
@@ -64,13 +76,14 @@ async def test_first_starts_at_once_apply_the_schema_once(cluster):
     finally:
         for d in datas:
             await d.close()
+        remove_postgres(server)
 
 
-async def test_start_without_database_is_unavailable():
+async def test_start_without_database_is_unavailable(driver):
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
-    data = PostgresData('postgresql://sticker_app:x@127.0.0.1:%d/stickers'
+    data = driver('postgresql://sticker_app:x@127.0.0.1:%d/stickers'
                         % port, timeout=1)
     with pytest.raises(DataUnavailable):
         await data.start()
@@ -190,12 +203,12 @@ async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
 
 
 @pytest.mark.parametrize('best', [True, False])
-async def test_ranked_stickers_walk_the_rating_index(postgres, best):
+async def test_ranked_stickers_walk_the_rating_index(postgres, best, driver):
     """The one plan the ranked lists' statements keep."""
-    data = PostgresData(postgres.dsn, min_size=1)
+    data = driver(postgres.dsn, min_size=1)
     await data.start()
     try:
-        async with data._pool.acquire() as conn:
+        async with data.acquire() as conn:
             plan = await conn.fetch('EXPLAIN ' + RANKED[best] % 9)
     finally:
         await data.close()
@@ -204,10 +217,10 @@ async def test_ranked_stickers_walk_the_rating_index(postgres, best):
     assert 'Sort' not in plan, plan
 
 
-async def test_a_flood_is_served_in_the_order_it_came(postgres):
+async def test_a_flood_is_served_in_the_order_it_came(postgres, driver):
     """Callers arriving faster than a pool of two serves them reach the
     database in the order they came: no one waits while later ones pass."""
-    data = PostgresData(postgres.dsn, min_size=2, max_size=2)
+    data = driver(postgres.dsn, min_size=2, max_size=2)
     await data.start()
 
     async def caller(i):
@@ -262,12 +275,13 @@ async def test_the_gate_takes_turns_times_out_and_passes_places_on():
 
 # Also in .venv37: its asyncpg does not wait for a cancel by itself.
 @pytest.mark.legacy
-async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
+async def test_the_pool_keeps_good_connections_and_drops_failed_ones(
+        postgres, driver):
     """A connection comes back after a query, an error the server answered,
     or a timeout or cancelled caller once the server cancelled its query;
     after a lost socket the next caller gets a new one. Never more than
     max_size are open, and none after close()."""
-    data = PostgresData(postgres.dsn, min_size=1, max_size=2, timeout=0.5)
+    data = driver(postgres.dsn, min_size=1, max_size=2, timeout=0.5)
     await data.start()
     pid = 'SELECT pg_backend_pid()'
     try:
@@ -322,7 +336,7 @@ async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
 
         # The server ends a connection while it is idle: the next callers
         # are served (at most one of them gets DataUnavailable).
-        async with data._pool.acquire() as conn:
+        async with data.acquire() as conn:
             victim = await conn.fetchval(pid)
         admin = PostgresData(postgres.dsn, min_size=1, max_size=1)
         await admin.start()
@@ -348,5 +362,94 @@ async def test_the_pool_keeps_good_connections_and_drops_failed_ones(postgres):
             assert left == 0
         finally:
             await admin.close()
+    finally:
+        await data.close()
+
+
+async def served(data, within):
+    """Seconds until `data` answers again; fails after `within`."""
+    started = time.monotonic()
+    while True:
+        try:
+            await data.stats()
+            return time.monotonic() - started
+        except DataUnavailable:
+            assert time.monotonic() - started < within, 'not served again'
+            await asyncio.sleep(0.1)
+
+
+async def unavailable_in_time(data, calls, within):
+    """Each of `calls` calls in turn is DataUnavailable within `within`
+    seconds."""
+    for _ in range(calls):
+        started = time.monotonic()
+        with pytest.raises(DataUnavailable):
+            await data.stats()
+        assert time.monotonic() - started < within
+
+
+async def test_a_crashed_postgres_is_unavailable_then_serves_again(cluster,
+                                                                  driver):
+    """PostgreSQL gone under a pool (an immediate shutdown: as a crash):
+    each call is DataUnavailable at once (its connects are refused, no use
+    waiting out the timeout), and once it is back the same pool serves
+    again by itself, every connection of it."""
+    server, _ = cluster
+    data = driver(server.dsn, min_size=2, max_size=4, timeout=1.0)
+    await data.start()
+    try:
+        await asyncio.gather(*[data.stats() for _ in range(4)])
+        server.stop('immediate')
+        try:
+            await unavailable_in_time(data, 6, data.timeout / 2)
+        finally:
+            server.start()
+        print('served again in %.2f s' % await served(data, 10))
+        await asyncio.gather(*[data.stats() for _ in range(8)])
+    finally:
+        await data.close()
+
+
+async def test_a_stalled_postgres_is_unavailable_then_serves_again(cluster,
+                                                                  driver):
+    """PostgreSQL stopped (SIGSTOP) under a pool, its connections then
+    silent: each call is DataUnavailable within the timeout, more calls than
+    the pool holds too; once it runs again the pool serves by itself."""
+    server, _ = cluster
+    data = driver(server.dsn, min_size=2, max_size=4, timeout=1.0)
+    await data.start()
+    try:
+        await asyncio.gather(*[data.stats() for _ in range(4)])
+        postmaster = server.postmaster()
+        family = [postmaster] + children(postmaster)    # with the backends
+        for pid in family:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            await unavailable_in_time(data, 6, data.timeout + 0.5)
+        finally:
+            for pid in family:
+                os.kill(pid, signal.SIGCONT)
+        print('served again in %.2f s' % await served(data, 15))
+        await asyncio.gather(*[data.stats() for _ in range(8)])
+    finally:
+        await data.close()
+
+
+async def test_after_a_restart_no_closed_connection_is_handed_out(cluster,
+                                                                  driver):
+    """PostgreSQL restarted while the pool is idle (an upgrade, say): the
+    connections it closed are not handed out to fail, the next calls are
+    all served by new ones."""
+    server, _ = cluster
+    data = driver(server.dsn, min_size=4, max_size=4, timeout=2.0)
+    await data.start()
+    try:
+        await asyncio.gather(*[data.stats() for _ in range(4)])
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, server.stop, 'fast')
+        await loop.run_in_executor(None, server.start)
+        results = await asyncio.gather(*[data.stats() for _ in range(4)],
+                                       return_exceptions=True)
+        assert [r for r in results if isinstance(r, Exception)] == []
     finally:
         await data.close()

@@ -19,6 +19,7 @@ from conftest import (free_port, load_small_dataset, remove_postgres,
 from data_interface import DataUnavailable, Visit
 from data_interface import replicated
 from data_interface.postgres.asyncpg_data import PostgresData
+from data_interface.replicated import Replicated
 from runtime.databases import postgres, postgres_layout as layout
 from runtime.databases import postgres_standby
 from runtime.databases.postgres import bindir
@@ -27,6 +28,7 @@ from runtime.databases.postgres_standby import (ManagedPostgresStandby,
 from runtime.processes import launcher, spawn, state
 from runtime.settings import DEFAULTS, replace
 from test_local_databases import mode, processes_of, wait_ended
+from test_postgres import driver  # noqa: F401 (a fixture: each driver)
 
 CAUGHT_UP = 1.0     # seconds for a write on the primary to reach the standby
 
@@ -88,14 +90,15 @@ async def wait_sessions(data, count, timeout):
     return time.monotonic() - started
 
 
-async def test_follows_the_primary_and_refuses_writes(primary, standby):
+async def test_follows_the_primary_and_refuses_writes(primary, standby,
+                                                      driver):
     assert standby.name == 'PostgreSQL replica 1'
     assert standby.port != primary.port
     assert ':%d/' % standby.port in standby.dsn
     assert standby.owner_dsn.replace(str(standby.port), '') == \
         primary.owner_dsn.replace(str(primary.port), '')
-    on_primary = PostgresData(primary.dsn, min_size=1)
-    on_standby = PostgresData(standby.dsn, min_size=1)
+    on_primary = driver(primary.dsn, min_size=1)
+    on_standby = driver(standby.dsn, min_size=1, replica=True)
     await on_primary.start()
     await on_standby.start()
     try:
@@ -113,6 +116,39 @@ async def test_follows_the_primary_and_refuses_writes(primary, standby):
     finally:
         await on_primary.close()
         await on_standby.close()
+
+
+async def test_reads_go_to_the_standby_and_writes_to_the_primary(
+        primary, standby, driver):
+    """data_interface.replicated over a real standby, with either driver:
+    the standby is in the read set, the writes (which it would refuse)
+    reach the primary, and the reads show them within the bound."""
+    data = Replicated(driver(primary.dsn, min_size=1),
+                      [driver(standby.dsn, min_size=1, replica=True)],
+                      max_lag=CAUGHT_UP)
+    await data.start()
+    try:
+        assert data.reading == data.replicas
+        before = await data.stats()
+        session = str(uuid.uuid4())
+        await data.record_visits([Visit(session, '203.0.113.9', 'a browser')])
+        tokens = ['g' * 22, 'h' * 22]
+        pair = await data.sticker_pair(session, tokens, 60)
+        assert await data.cast_vote(session, *tokens) == 'ok'
+
+        async def counted():
+            s = await data.stats()
+            return (s.votes, s.sessions) == (before.votes + 1,
+                                             before.sessions + 1)
+        started = time.monotonic()
+        while not await counted():
+            assert time.monotonic() - started < CAUGHT_UP, 'not caught up'
+            await asyncio.sleep(0.01)
+        winner = await data.sticker(pair[0].pack, pair[0].id)
+        assert winner.votes_plus == pair[0].votes_plus + 1
+        assert data.reading == data.replicas
+    finally:
+        await data.close()
 
 
 async def test_a_killed_standby_comes_back_rebuilt(primary, standby):

@@ -1,8 +1,8 @@
 -- The sticker site on PostgreSQL: tables, indexes and one function per page
 -- operation (but the ranked lists, selects of the view sticker_cards), with
--- the semantics of ../tarantool/app.lua. asyncpg_data.py runs this file at
--- start whenever its text changed, so it must stay idempotent (a change of a
--- view's columns or a function's result type needs a DROP).
+-- the semantics of ../tarantool/app.lua. Each driver runs this file at start
+-- whenever its text changed (common.apply_schema), so it must stay idempotent
+-- (a change of a view's columns or a function's result type needs a DROP).
 --
 -- Layout: like the 2017 benchmark's (id serial, data jsonb) tables, a row is
 -- ONE jsonb document, here a JSON array with the fields in the order of the
@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS limits (
     max_ballots bigint NOT NULL CHECK (max_ballots >= 0));
 INSERT INTO limits VALUES (true, 900, 1000000, 1000000) ON CONFLICT DO NOTHING;
 
--- The text of schema.sql last applied (see asyncpg_data.apply_schema).
+-- The text of schema.sql last applied (see common.apply_schema).
 CREATE TABLE IF NOT EXISTS schema_digest (digest text NOT NULL);
 
 -- A sticker as the pages see it, with its pack's title.
@@ -249,7 +249,7 @@ BEGIN
 END $$;
 
 -- top_stickers and bottom_stickers are no function: the pool's role reads
--- sticker_cards itself (asyncpg_data.RANKED), which costs PostgreSQL about a
+-- sticker_cards itself (common.RANKED), which costs PostgreSQL about a
 -- fifth less than a call of a SECURITY DEFINER function around that select.
 DROP FUNCTION IF EXISTS ranked_stickers(text, text, text, int, boolean);
 DROP FUNCTION IF EXISTS ranked_stickers(int, boolean);
