@@ -9,7 +9,7 @@ import sys
 from runtime.settings import ROOT
 
 PACKAGES = ('aiohttp', 'sanic', 'uvicorn', 'granian', 'fastapi', 'socketify',
-            'uvloop', 'asynctnt', 'asyncpg', 'redis', 'hiredis', 'jinja2')
+            'uvloop', 'asynctnt', 'asyncpg', 'psycopg', 'redis', 'hiredis', 'jinja2')
 
 
 def _first(path, prefix):

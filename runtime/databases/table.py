@@ -109,6 +109,10 @@ class Postgres(Database):
     drivers = (
         Driver('postgres', 'postgres', ('pool',), ('asyncpg',), True, True,
                'data_interface.postgres.asyncpg_data:PostgresData'),
+        # psycopg 3.3 needs CPython 3.10 or newer.
+        Driver('psycopg', 'postgres', ('pool',), ('psycopg', 'psycopg_pool'),
+               False, True,
+               'data_interface.postgres.psycopg_data:PsycopgData'),
     )
     replicas = True
     managed_class = 'runtime.databases.postgres:ManagedPostgres'
