@@ -12,14 +12,13 @@ from . import (machine, profile, pythons, references, remote, stats, storage,
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
-from .nginx import NGINX_PAGES, Nginx
+from .guesses import (RUN_GUESS, START_GUESS, VERIFY_GUESS, VOTE_GUESS, combos,
+                      series_guess, target_guess)
+from .nginx import Nginx
 from .progress import Progress
 from .ceilings import run as ceilings
 from .latency import budget, fixed_rate, oha
 from .latency.noise import NOISE
-
-# Rough seconds, only for the time left on the progress bar.
-START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
 
 
 @dataclass
@@ -60,27 +59,6 @@ class RunPlan:
     remotes: list = field(default_factory=list)    # (label, url) of --target
 
 
-def combos(settings, kind):
-    for page in settings.pages:
-        if kind == 'nginx' and page not in NGINX_PAGES:
-            continue
-        if kind == 'hello' and page != 'ugly':
-            continue
-        for mode in settings.modes:
-            if not (mode == 'pipelined' and page in wrk.PLAIN_ONLY):
-                yield page, mode
-
-
-def series_guess(settings, page):
-    runs = settings.runs * (settings.duration + RUN_GUESS)
-    if page == 'vote':
-        runs += settings.runs * VOTE_GUESS
-    if settings.latency:    # the rate steps and the search's probes
-        steps = len(settings.rates or settings.fractions) + budget.PROBES
-        runs += settings.runs * steps * (settings.duration + 0.5)
-    return settings.warmup + runs
-
-
 def profile_mode(settings, page):
     """The mode of a page's profiled run: its first timed one."""
     return next(m for p, m in combos(settings, 'engine') if p == page)
@@ -92,17 +70,6 @@ def used_pythons(settings):
     given = [i.version for i in settings.pythons or [pythons.MAIN]]
     used = {i.version for where in settings.where.values() for i in where}
     return [v for v in given if v in used] + sorted(used - set(given))
-
-
-def target_guess(settings, kind):
-    guess = START_GUESS + VERIFY_GUESS + sum(
-        series_guess(settings, page) for page, _ in combos(settings, kind))
-    if kind == 'engine' and settings.profile:
-        guess += len(settings.pages) * (settings.duration + 1.5)
-    if kind == 'engine' and 'ugly' in settings.pages:
-        # its hello reference, started for the ugly runs
-        guess += target_guess(settings, 'hello')
-    return guess
 
 
 class Matrix:

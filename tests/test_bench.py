@@ -13,7 +13,8 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import cli, profile, pythons, references, report, stats, verify
+from bench import (cli, profile, pythons, references, report, stats, tables,
+                   verify)
 from bench.charts import label
 from runtime.processes import answers
 from bench.progress import Progress, clock
@@ -171,7 +172,7 @@ def test_bare_hello_uses_the_reference_runs_paired_with_the_engine():
         return r
     one, multi = 'sanic-tarantool-one-uvloop', 'sanic-tarantool-multi-uvloop'
     ref = 'hello-sanic-uvloop'
-    table = report.cells({'runs': [
+    table = tables.cells({'runs': [
         run(one, 3000), run(ref, 4000, one), run(one, 3000), run(ref, 4000, one),
         run(multi, 1000), run(ref, 1000, multi), run(ref, 2000, multi)]})
     assert table[(ref, 'ugly', 'plain')]['rps'] == 3000   # all its runs
@@ -230,7 +231,7 @@ def test_flagged_cells_are_marked_not_hidden():
              page='good', mode='plain', warmup=False),
         dict(timed(wrk_report(rps=9)), target='e', page='good', mode='plain',
              warmup=True, run=0)]}
-    table = report.cells(results)
+    table = tables.cells(results)
     lines = report.page_table(table, ['e'], 'good', 'plain')
     assert '| e | 100 (100–100) |' in lines[2] and '50 ⚠' in lines[2]
     assert any('50.0% non-2xx' in line for line in lines)

@@ -2,7 +2,7 @@
 scale: inside the database is orders of magnitude above HTTP)."""
 import os
 
-from ..charts import plt, short
+from ..plotting import plt, short
 from . import CALLS
 from .report import HEADERS, runs
 from .run import DATABASES, LAYERS

@@ -1,7 +1,7 @@
 """The "Limits" section of results.md, and each engine's page ceiling for
 the "share of the ceiling" column of the page tables."""
 from runtime import engines
-from ..report import FLAG, number, table_md
+from ..tables import FLAG, number, table_md, us
 from . import CALLS, PAGE_CALLS
 from .run import ENGINE_DRIVERS, LAYERS
 
@@ -35,10 +35,6 @@ def ceilings(results, page):
         if r and not r['failure'] and r['rate']:
             rates[t['name']] = r['rate']
     return rates
-
-
-def us(value):
-    return '–' if value is None else '%.1f' % value
 
 
 def cpu(r):
