@@ -235,12 +235,6 @@ def remote_sites(args, fail):
     return list(zip(labels, urls))
 
 
-def server_accepts(option):
-    done = subprocess.run([sys.executable, os.path.join(ROOT, 'server.py'),
-                           '--help'], capture_output=True, text=True, cwd=ROOT)
-    return option in done.stdout
-
-
 def pinning(no_pin, workers=1):
     """Server on the last `workers` usable cores, wrk on the first (on all
     the others with several workers), when there are more cores than
@@ -323,8 +317,6 @@ def settings(argv):
             fail('--tarantool: %s' % e)
         server_env['STICKERS_TARANTOOL'] = args.tarantool
     if args.postgres:
-        if not server_accepts('--postgres'):
-            fail('--postgres: this server.py has no PostgreSQL option')
         server_env['STICKERS_POSTGRES'] = args.postgres
     if args.redis:
         from data_interface.address import parse_redis
@@ -332,8 +324,6 @@ def settings(argv):
             parse_redis(args.redis)
         except ValueError as e:
             fail('--redis: %s' % e)
-        if not server_accepts('--redis'):
-            fail('--redis: this server.py has no Redis option')
         server_env['STICKERS_REDIS'] = args.redis
     storages = args.tarantool_engine or storage.DEFAULT
     if [x for x in storages if x not in SITE_ENGINES] or len(
@@ -349,21 +339,15 @@ def settings(argv):
         fail('--replicas starts replicas of the local databases: leave out '
              '--tarantool and --postgres (or pass their replicas to '
              'server.py yourself)')
-    if args.replicas and not server_accepts('--replicas'):
-        fail('--replicas: this server.py has no such option')
     if args.packs:
         server_args += ['--packs', str(args.packs)]
     if args.delay:
         server_args += ['--delay', str(args.delay)]
     if args.redis_fsync:
-        if not server_accepts('--redis-fsync'):
-            fail('--redis-fsync: this server.py has no such option')
         server_args += ['--redis-fsync', args.redis_fsync]
     if args.workers > 1:
         if args.profile:
             fail('--profile samples one process: leave out --workers')
-        if not server_accepts('--workers'):
-            fail('--workers: this server.py has no such option')
         server_args += ['--workers', str(args.workers)]
     modes = args.modes or ['plain', 'pipelined']
     if (args.pages and modes == ['pipelined']

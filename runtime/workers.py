@@ -1,7 +1,7 @@
 """server.py --workers N: N processes serve one port, one parent keeps them.
 
 The parent starts the local databases and loads the data set once, keeps
-them running (databases.py), runs what must happen once, and keeps N
+them running (runtime/databases/), runs what must happen once, and keeps N
 workers running: `python server.py ARGS --worker I`, same interpreter. A
 worker is told it is one by --worker; it reads the database addresses the
 parent resolved and the key of session cookies from its stdin (one JSON
