@@ -3,7 +3,7 @@ side by side, whiskers min–max over runs) and nginx as a dashed line; with
 --profile, per page a stacked bar of CPU per request by layer per engine."""
 import os
 
-from .ceilings import chart as ceiling_chart
+from .ceilings import chart as ceiling_chart, report as ceiling_report
 from .latency import chart as latency_chart
 from .plotting import FuncFormatter, plt, short
 from .profile import ALL_LAYERS
@@ -218,6 +218,6 @@ def write(results, out):
                             os.path.join(out, 'chart-pythons-%s.png' % page))
         if path:
             paths.append(path)
-    if results.get('limits'):
+    if ceiling_report.record(results):
         paths += [p for p in [ceiling_chart.write(results, out)] if p]
     return paths + latency_chart.write(results, out)
