@@ -1,6 +1,6 @@
 """How long a database crash keeps the site down, measured on one engine.
 
-    python -m bench.crashes --engine ENGINE [--crashes 3] [--every 5]
+    python -m bench.crashes --engine ENGINE [--crashes 3] [--every 5] [--packs N]
 
 Runs the engine the way a user does, with the database it starts itself (in
 this checkout's var/, on free ports through STICKERS_TARANTOOL_PORT,
@@ -20,7 +20,7 @@ import time
 import urllib.error
 import urllib.request
 
-from runtime import engines
+from runtime import engines, options
 from runtime.processes import free_port, terminate
 from runtime.settings import DEFAULTS, ROOT
 
@@ -56,9 +56,12 @@ def database_pid(kind):
 def main(argv=None):
     p = argparse.ArgumentParser(prog='bench.crashes', description=__doc__.split('\n')[0])
     p.add_argument('--engine', required=True)
-    p.add_argument('--crashes', type=int, default=3)
-    p.add_argument('--every', type=float, default=5.0, metavar='S',
+    p.add_argument('--crashes', type=options.COUNT, default=3, metavar='N',
+                   help='database kills (default 3)')
+    p.add_argument('--every', type=options.INTERVAL, default=5.0,
+                   metavar='SECONDS',
                    help='seconds of service between crashes (default 5)')
+    options.add_packs(p)
     args = p.parse_args(argv)
     if args.engine not in engines.BY_NAME:
         p.error('unknown engine %r' % args.engine)
@@ -73,7 +76,8 @@ def main(argv=None):
     with open(log_path, 'wb') as log:
         server = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, 'server.py'), '-e', args.engine,
-             '-p', str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+             '-p', str(port), '--packs', str(args.packs)], env=env, stdout=log,
+            stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 300
             while status(url) != 200:
