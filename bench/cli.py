@@ -86,9 +86,10 @@ def parser():
                         'CPU per request by layer (framework, pages, '
                         'templates, driver, kernel, database)')
     p.add_argument('--ceilings', '--limits', action='store_true',
-                   help='the ceilings under the pages: time each database call of the pages inside the '
-                        'database, through each driver alone and through '
-                        'HTTP, and each page rendered without I/O')
+                   help='the ceilings under the pages: time each database '
+                        'call of the pages inside the database, through each '
+                        'driver alone and through HTTP, and each page '
+                        'rendered without I/O')
     p.add_argument('--latency', action='store_true',
                    help='after each page\'s closed-loop runs, offer it fixed '
                         'rates with oha (open model, latency counted from '

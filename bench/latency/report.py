@@ -79,7 +79,8 @@ def page_tables(results, names, page):
                          spread(lat['p99'], tables.ms),
                          tables.ms(lat['p99.9']['median']),
                          tables.ms(lat['max']['median']),
-                         tables.number(c['errors']) + (' ' + FLAG if c['flags'] else ''),
+                         tables.number(c['errors'])
+                         + (' ' + FLAG if c['flags'] else ''),
                          tables.us(c['us_per_request']['server']['median']),
                          tables.us(c['us_per_request']['database']['median'])])
             notes += ['%s %s %s %s: %s' % (FLAG, name, page, key[2], f)
