@@ -24,7 +24,7 @@ import logging
 import os
 import sys
 
-from runtime import engines, frameworks
+from runtime import engines, frameworks, options
 from runtime import settings
 from runtime.databases import table
 from data_interface import DataUnavailable
@@ -33,19 +33,7 @@ LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
 log = logging.getLogger('server')
 
 
-def argument_type(parse):
-    """An argparse type from a parser that raises ValueError."""
-    def convert(text):
-        try:
-            return parse(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e))
-    return convert
-
-
 def parse_args(argv):
-    from data_interface.address import (parse_postgres, parse_redis,
-                                        parse_tarantool)
     d = settings.DEFAULTS
     # @FILE: arguments from a file, one per line (addresses with passwords).
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
@@ -57,63 +45,26 @@ def parse_args(argv):
     p.add_argument('--host', default=d.host)
     p.add_argument('--list', action='store_true',
                    help='list every engine and whether it runs here')
-    p.add_argument('--workers', type=int, default=d.workers, metavar='N',
-                   help='processes serving the port (default %d)'
-                   % d.workers)
+    options.add_workers(p)
     # Given by the parent to the workers it starts (workers.py).
     p.add_argument('--worker', type=int, help=argparse.SUPPRESS)
 
-    tarantool, postgres, redis = (
-        argument_type(parse)
-        for parse in (parse_tarantool, parse_postgres, parse_redis))
-    p.add_argument('--tarantool', type=tarantool, metavar='[USER:PASS@]HOST:PORT',
-                   help='use this Tarantool (running data_interface/tarantool/'
-                        'instance.lua) instead of a local one under var/ '
-                        '(default: $STICKERS_TARANTOOL)')
-    p.add_argument('--postgres', type=postgres,
-                   metavar='postgresql://USER:PASS@HOST:PORT/DB',
-                   help='use this PostgreSQL database (the schema is applied '
-                        'at start) instead of a local cluster under var/ '
-                        '(default: $STICKERS_POSTGRES)')
-    p.add_argument('--redis', type=redis,
-                   metavar='redis://USER:PASS@HOST:PORT/DB',
-                   help='use this Redis (with the accounts of data_interface/'
-                        'redis/accounts.py; the functions are loaded at start)'
-                        ' instead of a local one under var/ (default: '
-                        '$STICKERS_REDIS)')
-    p.add_argument('--tarantool-replica', dest='tarantool_replicas',
-                   type=tarantool, action='append', default=[],
-                   metavar='[USER:PASS@]HOST:PORT',
-                   help='a read-only replica of the --tarantool given, for '
-                        'the reads that may lag (repeat for more)')
-    p.add_argument('--postgres-replica', dest='postgres_replicas',
-                   type=postgres, action='append', default=[],
-                   metavar='postgresql://USER:PASS@HOST:PORT/DB',
-                   help='a hot standby of the --postgres given, for the '
-                        'reads that may lag (repeat for more)')
-    p.add_argument('--replicas', type=int, default=d.replicas, metavar='N',
-                   help='start N read-only replicas beside the local '
-                        'Tarantool or PostgreSQL (default %d)' % d.replicas)
+    types = options.add_databases(p, note='use ', environment=True,
+                                  replicas=True)
+    options.add_replicas(p)
     p.add_argument('--replica-lag', type=float, default=d.replica_lag,
                    metavar='SECONDS',
                    help='a replica lagging more serves no reads until it '
                         'has caught up (default %g)' % d.replica_lag)
-    p.add_argument('--tarantool-engine', choices=settings.TARANTOOL_ENGINES,
+    p.add_argument('--tarantool-engine', choices=settings.STORAGES,
                    default=d.tarantool_engine,
                    help="storage engine of the local Tarantool's spaces, "
                         'each with its own instance: memtx (in memory, port '
                         '%d) or vinyl (on disk, port %d); default %s'
                         % (d.tarantool_port, d.tarantool_vinyl_port,
                            d.tarantool_engine))
-    p.add_argument('--redis-fsync', choices=settings.REDIS_FSYNC,
-                   default=d.redis_fsync,
-                   help='when the local Redis fsyncs its append-only file: '
-                        'always, before it answers (default), or everysec '
-                        '(a crash of the machine may lose the last second or '
-                        'two, as with Tarantool\'s wal_mode write)')
-    p.add_argument('--packs', type=int, default=d.packs,
-                   help='packs in the generated data set (default %d)'
-                   % d.packs)
+    options.add_redis_fsync(p)
+    options.add_packs(p)
     p.add_argument('--data', metavar='DUMP.json',
                    help='load this sticker dump (see dataset/dump.py) instead '
                         'of the generated data set into an empty database')
@@ -125,7 +76,7 @@ def parse_args(argv):
         given = os.environ.get(db.environment)
         if getattr(args, db.name) is None and given:
             try:
-                setattr(args, db.name, argument_type(db.parse)(given))
+                setattr(args, db.name, types[db.name](given))
             except argparse.ArgumentTypeError as e:
                 p.error('%s: %s' % (db.environment, e))
     args.settings = build_settings(p, args)
@@ -133,10 +84,6 @@ def parse_args(argv):
         p.error('an engine is required: -e ENGINE (see --list)')
     if not 0 < args.port < 65536:
         p.error('port must be 1..65535')
-    if not 1 <= args.workers <= 256:
-        p.error('--workers must be 1..256')
-    if not 2 <= args.packs <= 5000:
-        p.error('--packs must be 2..5000')
     check_replicas(p, args)
     if args.data:
         import dataset
@@ -178,10 +125,7 @@ def add_edge_args(p, d):
                    'nginx on this host) whose X-Forwarded-For names the '
                    'visitor, for the per-IP limits and the visit records; '
                    'their visitors count as remote (limits on by default)')
-    p.add_argument('--delay', type=float, default=d.delay, metavar='MS',
-                   help='answer every page that asks the database MS ms '
-                   'late: a slower build on purpose, to see that bench.py '
-                   'compare notices (default 0)')
+    options.add_delay(p)
     for what, text in (('sessions', 'new sessions per client IP address'),
                        ('votes', 'votes per client IP address'),
                        ('ballots', 'ballot pairs (GET / and each vote) per '
@@ -193,8 +137,6 @@ def add_edge_args(p, d):
 
 def check_replicas(p, args):
     """Exit with a message for replica options that cannot be served."""
-    if not 0 <= args.replicas <= 8:
-        p.error('--replicas must be 0..8')
     if not 0 < args.replica_lag <= 60:
         p.error('--replica-lag must be above 0 and at most 60 seconds')
     for db in table.REPLICATED:
@@ -217,13 +159,12 @@ def check_replicas(p, args):
                 % (kind, kind))
 
 
-OPTIONS = ('host', 'port', 'tarantool', 'postgres', 'redis', 'redis_fsync',
-           'tarantool_replicas', 'postgres_replicas', 'replicas',
-           'replica_lag', 'packs',
-           'header_timeout',
-           'body_timeout', 'keepalive_timeout', 'max_connections',
-           'limit_sessions', 'limit_votes', 'limit_ballots', 'workers', 'delay',
-           'proxies', 'tarantool_engine')
+OPTIONS = (('host', 'port', 'redis_fsync', 'replicas', 'replica_lag', 'packs',
+            'header_timeout', 'body_timeout', 'keepalive_timeout',
+            'max_connections', 'limit_sessions', 'limit_votes',
+            'limit_ballots', 'workers', 'delay', 'proxies', 'tarantool_engine')
+           + tuple(db.name for db in table.TABLE)
+           + tuple(db.name + '_replicas' for db in table.REPLICATED))
 
 
 def build_settings(p, args):
@@ -236,16 +177,13 @@ def build_settings(p, args):
                     % name.replace('_', '-'))
     if args.max_connections < 1:
         p.error('--max-connections must be at least 1')
-    if not 0 <= args.delay <= 10000:
-        p.error('--delay must be 0 to 10000 ms')
     try:
         s = settings.from_environment()
     except ValueError as e:
         p.error(str(e))
     s = settings.replace(s, dump=args.data, reuse_port=args.workers > 1, **{
-        name: getattr(args, name) for name in OPTIONS})
-    s = settings.replace(s, tarantool_replicas=tuple(s.tarantool_replicas),
-                         postgres_replicas=tuple(s.postgres_replicas))
+        name: tuple(value) if isinstance(value, list) else value
+        for name, value in ((n, getattr(args, n)) for n in OPTIONS)})
     for what in ('sessions', 'votes', 'ballots'):
         try:
             parse_rate(s.limit(what))

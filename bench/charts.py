@@ -3,29 +3,19 @@ side by side, whiskers min–max over runs) and nginx as a dashed line; with
 --profile, per page a stacked bar of CPU per request by layer per engine."""
 import os
 
-import matplotlib
-
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from .profile import ALL_LAYERS  # noqa: E402
-from .pythons import short as minor  # noqa: E402
-from .report import FLAG, NGINX, cells, python_rows, targets  # noqa: E402
-from .wrk import PATHS  # noqa: E402
+from .ceilings import chart as ceiling_chart, report as ceiling_report
+from .latency import chart as latency_chart
+from .plotting import FuncFormatter, plt, short
+from .profile import ALL_LAYERS
+from .pythons import short as minor
+from .report import python_rows
+from .tables import FLAG, NGINX, cells, targets
+from .wrk import PATHS
 
 COLORS = {'plain': '#3b75af', 'pipelined': '#ef8636'}
 # Above this spread between the biggest and smallest value, bars would be
 # flat lines on a linear axis.
 LOG_SPREAD = 50
-
-
-def short(value):
-    if value >= 10000:
-        return '%.0fk' % (value / 1000)
-    if value >= 1000:
-        return '%.1fk' % (value / 1000)
-    return '%.0f' % value
 
 
 def label(name):
@@ -228,8 +218,6 @@ def write(results, out):
                             os.path.join(out, 'chart-pythons-%s.png' % page))
         if path:
             paths.append(path)
-    if results.get('limits'):
-        from .ceilings import chart
-        paths += [p for p in [chart.write(results, out)] if p]
-    from .latency import chart as latency
-    return paths + latency.write(results, out)
+    if ceiling_report.record(results):
+        paths += [p for p in [ceiling_chart.write(results, out)] if p]
+    return paths + latency_chart.write(results, out)

@@ -13,25 +13,11 @@ from .latency import budget, oha
 from .profile import py_spy
 from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
-from runtime.settings import DEFAULTS as SITE, ROOT
-from runtime.settings import TARANTOOL_ENGINES as SITE_ENGINES
+from runtime import options
+from runtime.settings import DEFAULTS as SITE, ROOT, STORAGES
 
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
 DEFAULTS = {'duration': 10, 'warmup': 2, 'runs': 3}
-
-
-def positive(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('%r is not a whole number' % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be 1 or more, not %d' % value)
-    return value
-
-
-def not_negative(text):
-    return 0 if text.strip() == '0' else positive(text)
 
 
 def rates(text):
@@ -62,7 +48,7 @@ def parser():
         'charts.')
     p.add_argument('--engines', type=comma_list, metavar='A,B,…',
                    help='engine names or globs (default: all, none with '
-                        '--limits; see python server.py --list)')
+                        '--ceilings; see python server.py --list)')
     p.add_argument('--target', action='append', type=comma_list,
                    metavar='URL', help='a site already running, here or '
                    'elsewhere (http://HOST:PORT; repeat it or give a comma '
@@ -80,19 +66,18 @@ def parser():
                        const=['pipelined'], help='WRK_PIPELINE requests at a time')
     modes.add_argument('--both', dest='modes', action='store_const',
                        const=['plain', 'pipelined'], help='both (default)')
-    p.add_argument('--connections', type=positive, default=100, metavar='N')
-    p.add_argument('--duration', type=positive, metavar='S',
-                   help='seconds per timed run (default 10)')
-    p.add_argument('--warmup', type=not_negative, metavar='S',
-                   help='seconds of untimed load before the runs (default 2)')
-    p.add_argument('--runs', type=positive, metavar='N',
+    p.add_argument('--connections', type=options.COUNT, default=100, metavar='N')
+    options.add_duration(p, None, 'per timed run', shown=DEFAULTS['duration'])
+    options.add_warmup(p, None, 'of untimed load before the runs',
+                       shown=DEFAULTS['warmup'])
+    p.add_argument('--runs', type=options.COUNT, metavar='N',
                    help='timed runs per page and mode (default 3)')
-    p.add_argument('--threads', type=positive, default=1, metavar='N',
+    p.add_argument('--threads', type=options.COUNT, default=1, metavar='N',
                    help='wrk threads (default 1)')
-    p.add_argument('--pipeline', type=positive, default=16, metavar='N',
+    p.add_argument('--pipeline', type=options.COUNT, default=16, metavar='N',
                    help='pipeline depth of pipelined runs (default 16)')
-    p.add_argument('--timeout', type=positive, default=2, metavar='S',
-                   help="wrk's request timeout (default 2)")
+    p.add_argument('--timeout', type=options.SECONDS, default=2,
+                   metavar='SECONDS', help="wrk's request timeout (default 2)")
     p.add_argument('--quick', action='store_true',
                    help='CI smoke run: %(duration)d s runs, %(warmup)d s warmup, '
                         '%(runs)d run' % QUICK)
@@ -100,10 +85,11 @@ def parser():
                    help='one extra run per engine and page under py-spy: '
                         'CPU per request by layer (framework, pages, '
                         'templates, driver, kernel, database)')
-    p.add_argument('--limits', action='store_true',
-                   help='time each database call of the pages inside the '
-                        'database, through each driver alone and through '
-                        'HTTP, and each page rendered without I/O')
+    p.add_argument('--ceilings', '--limits', action='store_true',
+                   help='the ceilings under the pages: time each database '
+                        'call of the pages inside the database, through each '
+                        'driver alone and through HTTP, and each page '
+                        'rendered without I/O')
     p.add_argument('--latency', action='store_true',
                    help='after each page\'s closed-loop runs, offer it fixed '
                         'rates with oha (open model, latency counted from '
@@ -119,31 +105,22 @@ def parser():
                             budget.DEFAULT, ', '.join(oha.FIGURES)))
     p.add_argument('--out', metavar='DIR',
                    help='output directory (default results/<timestamp>)')
-    p.add_argument('--port', type=positive, default=SITE.port,
+    p.add_argument('--port', type=options.COUNT, default=SITE.port,
                    help="the engines' port (default %d)" % SITE.port)
     p.add_argument('--no-pin', action='store_true',
                    help='do not pin server and wrk to separate cores')
-    p.add_argument('--tarantool', metavar='[USER:PASS@]HOST:PORT',
-                   help='passed to server.py')
-    p.add_argument('--postgres', metavar='DSN', help='passed to server.py')
-    p.add_argument('--redis', metavar='URL', help='passed to server.py')
-    p.add_argument('--tarantool-engine', type=comma_list, metavar='E,…',
+    options.add_databases(p, text=True, note='passed to server.py: ')
+    p.add_argument('--tarantool-engine', dest='storages', type=comma_list,
+                   metavar='E,…',
                    help='serve every Tarantool engine on each of these '
                         'storage engines, in turns: memtx, vinyl (default '
                         'memtx); each has its own local Tarantool')
-    p.add_argument('--replicas', type=int, default=0, metavar='N',
-                   help='serve every Tarantool and PostgreSQL engine with no '
-                        'read replica and with N beside its local database, '
-                        'in turns (server.py --replicas)')
-    p.add_argument('--packs', type=positive, metavar='N',
-                   help='passed to server.py: packs in the generated data set')
-    p.add_argument('--redis-fsync', choices=('always', 'everysec'),
-                   help="passed to server.py: when the local Redis fsyncs "
-                        "(default always)")
-    p.add_argument('--delay', type=positive, metavar='MS',
-                   help='passed to server.py: answer every page that asks '
-                        'the database MS ms late (a slower build on purpose, '
-                        'to see that compare notices)')
+    options.add_replicas(p, note='each Tarantool and PostgreSQL engine '
+                         'served in turns with none and with N (server.py '
+                         '--replicas): ')
+    options.add_packs(p, None, note='passed to server.py: ')
+    options.add_redis_fsync(p, None, note='passed to server.py: ')
+    options.add_delay(p, None, note='passed to server.py: ')
     p.add_argument('--pythons', '--python', type=comma_list, metavar='V,…',
                    help='run every engine and its bare hello once per '
                         'interpreter: versions (3.12) or paths (default: '
@@ -151,9 +128,8 @@ def parser():
                         '(.venv-3.12) from requirements.txt, made on first use')
     p.add_argument('--list', action='store_true',
                    help='say which engines run on each interpreter, then exit')
-    p.add_argument('--workers', type=positive, default=1, metavar='N',
-                   help='passed to server.py: processes per engine (default '
-                        '1); nginx gets as many, the hello references one')
+    options.add_workers(p, note='passed to server.py (nginx gets as many, '
+                        'the hello references one): ')
     return p
 
 
@@ -235,12 +211,6 @@ def remote_sites(args, fail):
     return list(zip(labels, urls))
 
 
-def server_accepts(option):
-    done = subprocess.run([sys.executable, os.path.join(ROOT, 'server.py'),
-                           '--help'], capture_output=True, text=True, cwd=ROOT)
-    return option in done.stdout
-
-
 def pinning(no_pin, workers=1):
     """Server on the last `workers` usable cores, wrk on the first (on all
     the others with several workers), when there are more cores than
@@ -253,7 +223,7 @@ def pinning(no_pin, workers=1):
             'wrk': ['taskset', '-c', ','.join(map(str, client))]}
 
 
-def settings(argv):
+def plan(argv):
     p = parser()
     args = p.parse_args(argv)
     pages_given = args.pages is not None
@@ -286,14 +256,14 @@ def settings(argv):
         # Options of the servers the bench starts; a site runs what it runs.
         for option, given in (('--profile', args.profile),
                               ('--workers', args.workers > 1),
-                              ('--tarantool-engine', args.tarantool_engine),
+                              ('--tarantool-engine', args.storages),
                               ('--pythons', args.pythons)):
             if given:
                 fail('%s applies to the engines the bench starts, and '
                      '--target starts none (add --engines)' % option)
     if args.engines is None:
-        args.engines = [] if args.limits or remotes else ['*']
-        if args.limits and not remotes:     # the limits alone: no page to time
+        args.engines = [] if args.ceilings or remotes else ['*']
+        if args.ceilings and not remotes:   # the ceilings alone: no page to time
             args.pages = []
     try:
         interpreters = pythons.prepare(args.pythons) if args.pythons else None
@@ -304,7 +274,7 @@ def settings(argv):
         sys.exit(0)
     runnable, where, skipped = select_engines(args.engines, fail, interpreters)
     unknown = [page for page in args.pages if page not in PAGES]
-    if unknown or not (args.pages or args.limits):
+    if unknown or not (args.pages or args.ceilings):
         fail('unknown pages %s; choose from %s' % (','.join(unknown), ','.join(PAGES)))
     if args.threads > args.connections:
         fail('--threads (%d) cannot exceed --connections (%d)'
@@ -315,55 +285,30 @@ def settings(argv):
     # The addresses may hold passwords: server.py gets them in its
     # environment, never on a command line that `ps` or results.json shows.
     server_args, server_env = [], {}
-    if args.tarantool:
-        from data_interface.address import parse_tarantool
-        try:
-            parse_tarantool(args.tarantool)
-        except ValueError as e:
-            fail('--tarantool: %s' % e)
-        server_env['STICKERS_TARANTOOL'] = args.tarantool
-    if args.postgres:
-        if not server_accepts('--postgres'):
-            fail('--postgres: this server.py has no PostgreSQL option')
-        server_env['STICKERS_POSTGRES'] = args.postgres
-    if args.redis:
-        from data_interface.address import parse_redis
-        try:
-            parse_redis(args.redis)
-        except ValueError as e:
-            fail('--redis: %s' % e)
-        if not server_accepts('--redis'):
-            fail('--redis: this server.py has no Redis option')
-        server_env['STICKERS_REDIS'] = args.redis
-    storages = args.tarantool_engine or storage.DEFAULT
-    if [x for x in storages if x not in SITE_ENGINES] or len(
+    for name in ('tarantool', 'postgres', 'redis'):
+        if getattr(args, name):
+            server_env['STICKERS_' + name.upper()] = getattr(args, name)
+    storages = args.storages or storage.DEFAULT
+    if [x for x in storages if x not in STORAGES] or len(
             set(storages)) != len(storages):
         fail('--tarantool-engine: a list of %s, each once'
-             % ', '.join(SITE_ENGINES))
-    if args.tarantool and args.tarantool_engine:
+             % ', '.join(STORAGES))
+    if args.tarantool and args.storages:
         fail('--tarantool-engine: the Tarantool of --tarantool has the engine '
              'it was started with; leave out one of them')
-    if not 0 <= args.replicas <= 8:
-        fail('--replicas must be 0..8')
     if args.replicas and (args.tarantool or args.postgres):
         fail('--replicas starts replicas of the local databases: leave out '
              '--tarantool and --postgres (or pass their replicas to '
              'server.py yourself)')
-    if args.replicas and not server_accepts('--replicas'):
-        fail('--replicas: this server.py has no such option')
     if args.packs:
         server_args += ['--packs', str(args.packs)]
     if args.delay:
-        server_args += ['--delay', str(args.delay)]
+        server_args += ['--delay', '%g' % args.delay]
     if args.redis_fsync:
-        if not server_accepts('--redis-fsync'):
-            fail('--redis-fsync: this server.py has no such option')
         server_args += ['--redis-fsync', args.redis_fsync]
     if args.workers > 1:
         if args.profile:
             fail('--profile samples one process: leave out --workers')
-        if not server_accepts('--workers'):
-            fail('--workers: this server.py has no such option')
         server_args += ['--workers', str(args.workers)]
     modes = args.modes or ['plain', 'pipelined']
     if (args.pages and modes == ['pipelined']
@@ -384,7 +329,7 @@ def settings(argv):
         server_args=server_args, server_env=server_env, storages=storages,
         replicas=args.replicas,
         pin=pinning(args.no_pin, args.workers),
-        profile=args.profile, workers=args.workers, limits=args.limits,
+        profile=args.profile, workers=args.workers, ceilings=args.ceilings,
         latency=args.latency, rates=args.rates, slo=args.slo,
         oha=getattr(args, 'oha', None),
         oha_version=args.latency and oha.version(args.oha), remotes=remotes)
@@ -397,7 +342,7 @@ def interrupt(signum, frame):
 def main(argv=None):
     from . import charts, html, report
     from .runner import Matrix
-    s = settings(sys.argv[1:] if argv is None else argv)
+    s = plan(sys.argv[1:] if argv is None else argv)
     matrix = Matrix(s)
     if s.profile:
         print('profiling: one extra run per engine and page under py-spy, '

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from . import report
+from . import tables
 from .pythons import short
 from .latency.cells import capacities, steps
 from .latency.noise import spread
@@ -38,12 +38,12 @@ def figures(results):
     main = results.get('versions', {}).get('python') or '?'
 
     def named(name):
-        if name == report.NGINX:
+        if name == tables.NGINX:
             return name
         base, _, version = name.partition('@')
         return '%s@%s' % (base, short(version or pythons.get(name) or main))
 
-    for key, c in report.cells(results).items():
+    for key, c in tables.cells(results).items():
         if len(key) == 3 and c['rps'] is not None:
             found[('req/s', named(key[0])) + key[1:]] = (c['rps'], c['rps_min'], c['rps_max'],
                                        c['runs'], True)
@@ -97,7 +97,7 @@ def verdict(key, a, b, floor):
 
 
 def value(key, v):
-    return report.ms(v) if key[0].endswith(' ms') else report.number(v)
+    return tables.ms(v) if key[0].endswith(' ms') else tables.number(v)
 
 
 def compare(a, b, floor=FLOOR):
@@ -130,7 +130,7 @@ def compare(a, b, floor=FLOOR):
               '–' if c is None else '%+.1f%%' % c,
               '–' if w is None else '±%.0f%%' % w, said or 'within noise']
              for k, c, w, said in rows]
-    lines += report.table_md(['figure', 'engine', 'page', 'mode / rate', 'A',
+    lines += tables.table_md(['figure', 'engine', 'page', 'mode / rate', 'A',
                               'B', 'change', 'noise band', ''], table,
                              numeric=False)
     return lines, worse

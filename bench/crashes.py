@@ -1,6 +1,6 @@
 """How long a database crash keeps the site down, measured on one engine.
 
-    python -m bench.crashes --engine ENGINE [--crashes 3] [--every 5]
+    python -m bench.crashes --engine ENGINE [--crashes 3] [--every 5] [--packs N]
 
 Runs the engine the way a user does, with the database it starts itself (in
 this checkout's var/, on free ports through STICKERS_TARANTOOL_PORT,
@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 
-from runtime import engines
+from runtime import engines, options
 from runtime.databases import table
 from runtime.processes import free_port
 from bench.engine import EngineServer, own_ports
@@ -49,9 +49,12 @@ def database_pid(kind):
 def main(argv=None):
     p = argparse.ArgumentParser(prog='bench.crashes', description=__doc__.split('\n')[0])
     p.add_argument('--engine', required=True)
-    p.add_argument('--crashes', type=int, default=3)
-    p.add_argument('--every', type=float, default=5.0, metavar='S',
+    p.add_argument('--crashes', type=options.COUNT, default=3, metavar='N',
+                   help='database kills (default 3)')
+    p.add_argument('--every', type=options.INTERVAL, default=5.0,
+                   metavar='SECONDS',
                    help='seconds of service between crashes (default 5)')
+    options.add_packs(p)
     args = p.parse_args(argv)
     if args.engine not in engines.BY_NAME:
         p.error('unknown engine %r' % args.engine)
@@ -61,7 +64,8 @@ def main(argv=None):
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     if os.path.exists(log_path):
         os.remove(log_path)
-    server = EngineServer(args.engine, free_port(), [], log_path, env=env)
+    server = EngineServer(args.engine, free_port(),
+                          ['--packs', str(args.packs)], log_path, env=env)
     url = server.url + '/good'
     try:
         server.start(300, ready=lambda: status(url) == 200)

@@ -1,6 +1,7 @@
 """What floods do to a normal visitor, measured on one engine.
 
     python -m bench.floods --engine ENGINE [--slow 3000] [--seconds 10]
+                           [--linger 15] [--packs N]
 
 Starts its own database and the engine on it (as bench.soak does), then, one
 scenario after the other, measures a normal visitor (wrk, 4 connections,
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from runtime import engines
+from runtime import engines, options
 from bench.soak import Database, start_site
 from runtime.settings import ROOT
 
@@ -93,12 +94,14 @@ def scenario_flood(url, seconds):
 def main(argv=None):
     p = argparse.ArgumentParser(prog='bench.floods', description=__doc__.split('\n')[0])
     p.add_argument('--engine', required=True)
-    p.add_argument('--slow', type=int, default=3000)
-    p.add_argument('--seconds', type=int, default=10)
-    p.add_argument('--linger', type=int, default=15, metavar='S',
+    p.add_argument('--slow', type=options.COUNT, default=3000, metavar='N',
+                   help='slow connections (default 3000)')
+    options.add_duration(p, 10, 'of each measure', flag='--seconds')
+    p.add_argument('--linger', type=options.SECONDS, default=15,
+                   metavar='SECONDS',
                    help='seconds after opening the slow connections to count '
                         'those the server closed (default 15)')
-    p.add_argument('--packs', type=int, default=300)
+    options.add_packs(p)
     args = p.parse_args(argv)
     if args.engine not in engines.BY_NAME:
         p.error('unknown engine %r' % args.engine)

@@ -207,11 +207,6 @@ def label(name, interpreter, several):
     return name + '@' + short(interpreter.version) if several else name
 
 
-def unlabel(name):
-    """'aiohttp-tarantool-one@3.12' -> 'aiohttp-tarantool-one'."""
-    return name.split('@')[0]
-
-
 def say(message):
     print(message, file=sys.stderr, flush=True)
 

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from . import verify
+from .guesses import START_GUESS, VERIFY_GUESS, combos, series_guess, target_guess
 from runtime.processes import answers
 
 
@@ -104,8 +105,6 @@ def describe(url):
 def run(matrix, label, url):
     """Verify the site at url, then time its pages like an engine's; its
     target record says why when it fails."""
-    from .runner import START_GUESS, VERIFY_GUESS, combos, series_guess, \
-        target_guess
     s = matrix.s
     t = matrix.target(label, 'remote')
     t.update(url=url, started_by_bench=False)

@@ -2,47 +2,25 @@
 timed runs, flagged runs marked, and the ratios that make runs comparable."""
 import os
 
+from runtime import engines
+from .ceilings import report as ceiling_report
+from .latency import report as latency
 from .nginx import NGINX_PAGES
 from .references import of_engine
 from .profile import PYTHON_LAYERS
 from .pythons import short
-from .stats import ratio, summarize
+from .stats import ratio
 from .storage import on_memtx, replicas_of, storage_of, without_replicas
+from .tables import (FLAG, NGINX, cells, ms, number, table_md, targets, times,
+                     us)
 
-NGINX = 'nginx'
-FLAG = '⚠'
 ELSEWHERE = '†'     # marks the row of a site the bench did not start
-
-
-def cells(results):
-    """{(target, page, mode): summary} over the timed runs; a hello
-    reference's runs paired with an engine also under (target, page, mode,
-    engine)."""
-    groups = {}
-    for run in results['runs']:
-        if not run.get('warmup'):
-            key = (run['target'], run['page'], run['mode'])
-            groups.setdefault(key, []).append(run)
-            if run.get('pair'):
-                groups.setdefault(key + (run['pair'],), []).append(run)
-    return {key: summarize(runs) for key, runs in groups.items()}
-
-
-def targets(results):
-    """Names that have timed runs: engines in run order, then the hello
-    references, nginx last."""
-    names = []
-    for run in results['runs']:
-        if run['target'] not in names and not run.get('warmup'):
-            names.append(run['target'])
-    return sorted(names, key=lambda n: (n == NGINX, n.startswith('hello-')))
 
 
 def counterpart(name):
     """The Tarantool engine a PostgreSQL or Redis engine is compared with:
     same framework, loop and connection mode (or the first of
     framework+loop)."""
-    from runtime import engines
     name, at, version = name.partition('@')     # on the same interpreter
     engine = engines.BY_NAME.get(name)
     if engine is None or engines.database(engine) == 'tarantool':
@@ -88,30 +66,6 @@ def ratios(table, name, page, mode):
         'replicas': ratio(mine, rps(without_replicas(name), page, mode))
         if replicas_of(name) else None,
     }
-
-
-def number(value):
-    return '–' if value is None else '{:,.0f}'.format(value)
-
-
-def ms(value):
-    if value is None:
-        return '–'
-    return '%.2f' % value if value < 10 else '%.1f' % value
-
-
-def times(value):
-    return '–' if value is None else '%.2f' % value
-
-
-def row(values):
-    return '| ' + ' | '.join(values) + ' |'
-
-
-def table_md(headers, rows, numeric=True):
-    align = '---:' if numeric else '---'
-    lines = [row(headers), row(['---'] + [align] * (len(headers) - 1))]
-    return lines + [row(r) for r in rows]
 
 
 RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
@@ -242,7 +196,6 @@ def memory(text):
 
 
 def header(results):
-    from .latency.report import header_line
     s, m, v = results['settings'], results['machine'], results['versions']
     pin = results['pinning']
     packages = ', '.join('%s %s' % kv for kv in v['packages'].items() if kv[1])
@@ -267,7 +220,7 @@ def header(results):
         'requests in flight per connection; wrk timeout %d s' % (
             s['wrk_threads'], s['connections'], s['runs'], s['duration'],
             s['warmup'], s['pipeline'], s['wrk_timeout']),
-    ] + ([header_line(results)] if s.get('latency') else []) + [
+    ] + ([latency.header_line(results)] if s.get('latency') else []) + [
         '- Processes: %d per engine (server.py --workers) and for nginx; '
         'the hello references run one, started for each engine: its ugly '
         'runs take turns with the engine\'s, and "÷ bare hello" compares '
@@ -324,10 +277,6 @@ def remote_line(results):
                     if t.get('server_header') else '') for t in sites))]
 
 
-def us(value):
-    return '–' if value is None else '%.1f' % value
-
-
 def profile_tables(results):
     """"Where the time goes": per page, µs of CPU per request by layer."""
     records = results.get('profiles') or []
@@ -377,8 +326,6 @@ def profile_note(p):
 
 
 def render(results):
-    from .ceilings import report as limits
-    from .latency import report as latency
     table = cells(results)
     names = targets(results)
     pages = [p for p in results['settings']['pages']
@@ -401,11 +348,11 @@ def render(results):
             if any(k[1:] == (page, mode) for k in table):
                 lines += ['', '### %s · %s' % (page, mode), '']
                 lines += page_table(table, names, page, mode,
-                                    limits.ceilings(results, page), marks)
+                                    ceiling_report.ceilings(results, page), marks)
         lines += fixed.get(page, [])
     lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)
-    lines += limits.section(results)
+    lines += ceiling_report.section(results)
     return '\n'.join(lines) + '\n'
 
 

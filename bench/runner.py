@@ -7,19 +7,19 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import (machine, profile, pythons, references, remote, stats, storage,
-               verify, wrk)
+from . import (machine, profile, pythons, references, remote, stats, verify,
+               wrk)
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
-from .nginx import NGINX_PAGES, Nginx
+from .guesses import (RUN_GUESS, START_GUESS, VERIFY_GUESS, VOTE_GUESS, combos,
+                      series_guess, target_guess)
+from .nginx import Nginx
 from .progress import Progress
+from .storage import DEFAULT as DEFAULT_STORAGES, label as variant_name, tagged
 from .ceilings import run as ceilings
 from .latency import budget, fixed_rate, oha
 from .latency.noise import NOISE
-
-# Rough seconds, only for the time left on the progress bar.
-START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RunPlan:
     server_args: list = field(default_factory=list)
     server_env: dict = field(default_factory=dict)     # database addresses
     # Tarantool's storage engines, each Tarantool engine served on each
-    storages: list = field(default_factory=lambda: list(storage.DEFAULT))
+    storages: list = field(default_factory=lambda: list(DEFAULT_STORAGES))
     replicas: int = 0       # each Tarantool/PostgreSQL engine also with N
     pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
     profile: bool = False
@@ -49,7 +49,7 @@ class RunPlan:
     where: dict = field(default_factory=dict)   # name -> [pythons.Interpreter]
     pythons: list = field(default_factory=list)  # as given; [] = this one
     several: bool = False               # names carry '@3.12'
-    limits: bool = False                # bench.ceilings, after the engines
+    ceilings: bool = False              # bench.ceilings, after the engines
     # --latency: fixed rates after each page's closed-loop runs
     latency: bool = False
     rates: list = None                  # requests/s; None: fractions of saturation
@@ -58,27 +58,6 @@ class RunPlan:
     oha: str = None                     # its path
     oha_version: str = None
     remotes: list = field(default_factory=list)    # (label, url) of --target
-
-
-def combos(settings, kind):
-    for page in settings.pages:
-        if kind == 'nginx' and page not in NGINX_PAGES:
-            continue
-        if kind == 'hello' and page != 'ugly':
-            continue
-        for mode in settings.modes:
-            if not (mode == 'pipelined' and page in wrk.PLAIN_ONLY):
-                yield page, mode
-
-
-def series_guess(settings, page):
-    runs = settings.runs * (settings.duration + RUN_GUESS)
-    if page == 'vote':
-        runs += settings.runs * VOTE_GUESS
-    if settings.latency:    # the rate steps and the search's probes
-        steps = len(settings.rates or settings.fractions) + budget.PROBES
-        runs += settings.runs * steps * (settings.duration + 0.5)
-    return settings.warmup + runs
 
 
 def profile_mode(settings, page):
@@ -94,17 +73,6 @@ def used_pythons(settings):
     return [v for v in given if v in used] + sorted(used - set(given))
 
 
-def target_guess(settings, kind):
-    guess = START_GUESS + VERIFY_GUESS + sum(
-        series_guess(settings, page) for page, _ in combos(settings, kind))
-    if kind == 'engine' and settings.profile:
-        guess += len(settings.pages) * (settings.duration + 1.5)
-    if kind == 'engine' and 'ugly' in settings.pages:
-        # its hello reference, started for the ugly runs
-        guess += target_guess(settings, 'hello')
-    return guess
-
-
 class Matrix:
     def __init__(self, settings, stream=None):
         self.s = settings
@@ -113,7 +81,7 @@ class Matrix:
             'settings': {
                 'engines': [e.name for e in settings.engines],
                 # Sites already running, not started by the bench (--target).
-                'targets': [{'label': label, 'url': url}
+                'sites': [{'label': label, 'url': url}
                             for label, url in settings.remotes],
                 'pages': settings.pages, 'modes': settings.modes,
                 'connections': settings.connections,
@@ -121,7 +89,7 @@ class Matrix:
                 'runs': settings.runs, 'wrk_threads': settings.threads,
                 'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
                 'server_args': settings.server_args,
-                'tarantool_engines': settings.storages,
+                'storages': settings.storages,
                 'replicas': settings.replicas,
                 'profile': settings.profile,
                 # Processes per engine and for nginx; hello references: 1.
@@ -156,7 +124,7 @@ class Matrix:
         planned += len(settings.remotes) * target_guess(settings, 'remote')
         if any(True for _ in combos(settings, 'nginx')):
             planned += target_guess(settings, 'nginx')
-        if settings.limits:
+        if settings.ceilings:
             planned += ceilings.guess(settings)
         self.progress = Progress(planned, stream)
         self.about = None
@@ -181,7 +149,7 @@ class Matrix:
             self.save()
         if any(True for _ in combos(self.s, 'nginx')):
             self.nginx()
-        if self.s.limits:
+        if self.s.ceilings:
             ceilings.run(self)
         self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
         self.save()
@@ -207,7 +175,7 @@ class Matrix:
         storages = self.s.storages if kind == 'tarantool' else [None]
         counts = [0, self.s.replicas] if self.s.replicas and kind in (
             'tarantool', 'postgres') else [0]
-        return [(kept, n) for kept in storages for n in counts]
+        return [(storage, n) for storage in storages for n in counts]
 
     def engine(self, engine):
         """Start the engine once per interpreter (and per Tarantool storage
@@ -221,8 +189,8 @@ class Matrix:
         try:
             first = True
             for python in self.s.where.get(engine.name) or [pythons.MAIN]:
-                for kept, replicas in self.variants(engine):
-                    member = self.start_engine(engine, python, first, kept,
+                for storage, replicas in self.variants(engine):
+                    member = self.start_engine(engine, python, first, storage,
                                                replicas)
                     first = False
                     if member:
@@ -269,21 +237,21 @@ class Matrix:
             for _, server, _ in reversed(crew):
                 server.stop()
 
-    def start_engine(self, engine, python, first, kept=None, replicas=0):
+    def start_engine(self, engine, python, first, storage=None, replicas=0):
         """(target, server, interpreter) of one interpreter's server.py
-        (with its Tarantool on the storage engine `kept`, with `replicas`
+        (with its Tarantool on the storage engine `storage`, with `replicas`
         read replicas), started and verified, or None (its target says
         why)."""
-        name = pythons.label(storage.label(engine.name, kept, self.s.storages,
-                                           replicas),
+        name = pythons.label(variant_name(engine.name, storage,
+                                          self.s.storages, replicas),
                              python, self.s.several)
         t = self.target(name, 'engine')
         t['python'] = self.python_of[name] = python.version
         args = list(self.s.server_args)
-        if kept:
-            t['tarantool_engine'] = self.storage_of[name] = kept
-            if storage.tagged(self.s.storages):
-                args += ['--tarantool-engine', kept]
+        if storage:
+            t['storage'] = self.storage_of[name] = storage
+            if tagged(self.s.storages):
+                args += ['--tarantool-engine', storage]
         if replicas:
             t['replicas'] = self.replicas_of[name] = replicas
             args += ['--replicas', str(replicas)]
@@ -505,7 +473,7 @@ class Matrix:
         record.update(target=name, page=page, mode=mode, run=run,
                       warmup=run == 0, python=self.python_of.get(name))
         if name in self.storage_of:
-            record['tarantool_engine'] = self.storage_of[name]
+            record['storage'] = self.storage_of[name]
         if name in self.replicas_of:
             record['replicas'] = self.replicas_of[name]
         if pair:

@@ -1,6 +1,7 @@
 """Soak one engine: pages and votes without end, memory sampled as it runs.
 
     python -m bench.soak --engine ENGINE [--minutes 10] [--every 5]
+                         [--warmup SECONDS] [--packs N]
 
 Starts its own database (Tarantool or PostgreSQL, in a temporary directory;
 Tarantool with at most --cap sessions and ballots, reached within the
@@ -27,7 +28,7 @@ import time
 import urllib.request
 
 import dataset
-from runtime import engines
+from runtime import engines, options
 from runtime.databases import managed, table
 from runtime.processes import children, free_port, terminate
 from .engine import EngineServer
@@ -140,28 +141,28 @@ def verdict(first, second, tolerance):
 def parse_args(argv):
     p = argparse.ArgumentParser(prog='bench.soak', description=__doc__.split('\n')[0])
     p.add_argument('--engine', required=True)
-    p.add_argument('--minutes', type=float, default=10.0)
-    p.add_argument('--every', type=float, default=5.0, metavar='S',
-                   help='seconds between samples (default 5)')
-    p.add_argument('--warmup', type=float, metavar='MIN',
-                   help='minutes before growth counts (default: a third)')
-    p.add_argument('--session-ttl', type=int, default=900, metavar='S',
+    p.add_argument('--minutes', type=options.MINUTES, default=10.0,
+                   metavar='MINUTES', help='minutes of load (default 10)')
+    p.add_argument('--every', type=options.INTERVAL, default=5.0,
+                   metavar='SECONDS', help='seconds between samples (default 5)')
+    options.add_warmup(p, None, 'before growth counts', shown='a third of '
+                       'the run')
+    p.add_argument('--session-ttl', type=int, default=900, metavar='SECONDS',
                    help="Tarantool's session TTL during the soak (default 900)")
     p.add_argument('--cap', type=int, default=20000, metavar='N',
                    help="Tarantool's session and ballot caps during the soak "
                         '(default 20000): full within the warm-up at any rate, '
                         'so what the database holds stops changing')
-    p.add_argument('--connections', type=int, default=50)
+    p.add_argument('--connections', type=options.COUNT, default=50,
+                   metavar='N')
     p.add_argument('--tolerance', type=float, default=0.05,
                    help='allowed growth, second half over first (default 0.05,'
                         ' plus 2 MiB)')
-    p.add_argument('--packs', type=int, default=300)
+    options.add_packs(p)
     p.add_argument('--out', metavar='FILE.json', help='write the samples here')
     args = p.parse_args(argv)
     if args.engine not in engines.BY_NAME:
         p.error('unknown engine %r (see server.py --list)' % args.engine)
-    if args.minutes <= 0 or args.every <= 0:
-        p.error('--minutes and --every must be positive')
     return args
 
 
@@ -176,7 +177,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     engine = engines.BY_NAME[args.engine]
     seconds = int(args.minutes * 60)
-    warmup = (args.warmup if args.warmup is not None else args.minutes / 3) * 60
+    warmup = args.warmup if args.warmup is not None else seconds / 3
     directory = tempfile.mkdtemp(prefix='stickers-soak-')
     os.chmod(directory, 0o755)      # the postgres user works in it
     log = open(os.path.join(directory, 'soak.log'), 'wb')

@@ -5,8 +5,9 @@ engine with no replica and with N, in turns, its name tagged with what
 differs ('aiohttp-tarantool-one (vinyl, 1 replica)'; before the
 interpreter's '@3.12'). A run on memtx alone with no replicas, the
 default, tags nothing."""
+from runtime.settings import STORAGES
+
 DEFAULT = ['memtx']
-STORAGES = ('memtx', 'vinyl')
 
 
 def tagged(storages):

@@ -23,7 +23,7 @@ PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
                     'tarantool_vinyl_port': 'STICKERS_TARANTOOL_VINYL_PORT'}
 REDIS_FSYNC = ('always', 'everysec')
 # Tarantool's storage engines for the site's spaces (--tarantool-engine).
-TARANTOOL_ENGINES = ('memtx', 'vinyl')
+STORAGES = ('memtx', 'vinyl')
 
 
 @dataclass(frozen=True)
@@ -145,5 +145,5 @@ def from_environment(settings=DEFAULTS, environ=None):
         for key, name in PORT_ENVIRONMENT.items()})
 
 
-__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'TARANTOOL_ENGINES',
+__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'STORAGES',
            'from_environment', 'replace']

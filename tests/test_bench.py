@@ -13,7 +13,8 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import cli, profile, pythons, references, report, stats, verify
+from bench import (cli, profile, pythons, references, report, stats, tables,
+                   verify)
 from bench.charts import label
 from runtime import frameworks
 from runtime.processes import answers
@@ -172,7 +173,7 @@ def test_bare_hello_uses_the_reference_runs_paired_with_the_engine():
         return r
     one, multi = 'sanic-tarantool-one-uvloop', 'sanic-tarantool-multi-uvloop'
     ref = 'hello-sanic-uvloop'
-    table = report.cells({'runs': [
+    table = tables.cells({'runs': [
         run(one, 3000), run(ref, 4000, one), run(one, 3000), run(ref, 4000, one),
         run(multi, 1000), run(ref, 1000, multi), run(ref, 2000, multi)]})
     assert table[(ref, 'ugly', 'plain')]['rps'] == 3000   # all its runs
@@ -231,7 +232,7 @@ def test_flagged_cells_are_marked_not_hidden():
              page='good', mode='plain', warmup=False),
         dict(timed(wrk_report(rps=9)), target='e', page='good', mode='plain',
              warmup=True, run=0)]}
-    table = report.cells(results)
+    table = tables.cells(results)
     lines = report.page_table(table, ['e'], 'good', 'plain')
     assert '| e | 100 (100–100) |' in lines[2] and '50 ⚠' in lines[2]
     assert any('50.0% non-2xx' in line for line in lines)
@@ -259,7 +260,7 @@ def test_engine_labels_fit_on_three_lines():
 
 def test_help_lists_every_option(capsys):
     with pytest.raises(SystemExit) as e:
-        cli.settings(['--help'])
+        cli.plan(['--help'])
     assert e.value.code == 0
     out = capsys.readouterr().out
     for option in ('--latency', '--rates', '--slo', '--delay', '--pythons'):
@@ -273,24 +274,24 @@ def test_help_lists_every_option(capsys):
     (['--duration', '0'], 'must be 1 or more'),
     (['--tarantool', 'nohost'], '--tarantool'),
     (['--pipelined', '--pages', 'vote'], 'nothing to time'),
-    (['--workers', '0'], 'must be 1 or more'),
+    (['--workers', '0'], 'must be 1..256'),
     (['--workers', '2', '--profile'], 'leave out --workers'),
 ])
 def test_bad_arguments_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.settings(argv)
+        cli.plan(argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_unknown_engine_lists_the_engines(capsys):
     with pytest.raises(SystemExit):
-        cli.settings(['--engines', 'sanic-*,flask-*'])
+        cli.plan(['--engines', 'sanic-*,flask-*'])
     assert 'aiohttp-tarantool-one-uvloop' in capsys.readouterr().err
 
 
 def test_quick_fills_only_what_was_not_given():
-    s = cli.settings(['--quick', '--runs', '2', '--engines', 'sanic-tarantool-one*',
+    s = cli.plan(['--quick', '--runs', '2', '--engines', 'sanic-tarantool-one*',
                       '--plain', '--out', '/nonexistent'])
     assert (s.duration, s.warmup, s.runs) == (1, 1, 2)
     assert s.modes == ['plain']
@@ -511,15 +512,15 @@ def test_profile_table_and_charts(profile_run):
 # --- --workers ----------------------------------------------------------------
 
 def test_workers_go_to_server_py():
-    s = cli.settings(['--workers', '3', '--engines', 'aiohttp-tarantool-one',
+    s = cli.plan(['--workers', '3', '--engines', 'aiohttp-tarantool-one',
                       '--out', '/nonexistent'])
     assert s.server_args[-2:] == ['--workers', '3'] and s.workers == 3
     assert [e.name for e in s.engines] == ['aiohttp-tarantool-one']
-    assert '--workers' not in cli.settings(['--out', '/x']).server_args
+    assert '--workers' not in cli.plan(['--out', '/x']).server_args
 
 
 def test_database_passwords_stay_off_command_lines_and_results():
-    s = cli.settings(['--tarantool', 'sticker_app:hush1@127.0.0.1:3301',
+    s = cli.plan(['--tarantool', 'sticker_app:hush1@127.0.0.1:3301',
                       '--postgres', 'postgresql://a:hush2@127.0.0.1:5/db',
                       '--out', '/x'])
     assert s.server_env == {
@@ -594,7 +595,7 @@ def test_bad_tarantool_engines_exit_2(capsys):
             (['--tarantool-engine', 'vinyl', '--tarantool', '127.0.0.1:3301'],
              'leave out one of them')):
         with pytest.raises(SystemExit) as e:
-            cli.settings(argv + ['--engines', 'aiohttp-tarantool-one'])
+            cli.plan(argv + ['--engines', 'aiohttp-tarantool-one'])
         assert e.value.code == 2
         assert message in capsys.readouterr().err
 
@@ -627,15 +628,15 @@ def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
         timeout=240, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((out / 'results.json').read_text())
-    assert results['settings']['tarantool_engines'] == ['memtx', 'vinyl']
+    assert results['settings']['storages'] == ['memtx', 'vinyl']
     names = ['aiohttp-tarantool-one (memtx)', 'aiohttp-tarantool-one (vinyl)']
     status = {t['name']: t for t in results['targets']}
-    for name, kept in zip(names, ('memtx', 'vinyl')):
+    for name, storage in zip(names, ('memtx', 'vinyl')):
         assert status[name]['status'] == 'ok', status[name]
-        assert status[name]['tarantool_engine'] == kept
-        assert ('--tarantool-engine', kept) == tuple(
+        assert status[name]['storage'] == storage
+        assert ('--tarantool-engine', storage) == tuple(
             status[name]['command'][-2:])
-    good = [(r['target'], r['tarantool_engine']) for r in results['runs']
+    good = [(r['target'], r['storage']) for r in results['runs']
             if r['page'] == 'good']
     assert good == list(zip(names, ('memtx', 'vinyl')))
     md = (out / 'results.md').read_text()

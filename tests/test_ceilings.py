@@ -1,4 +1,4 @@
-"""bench.py --limits: what its checks hold a run to, and two quick real runs
+"""bench.py --ceilings: what its checks hold a run to, and two quick real runs
 against the test databases: one reports every call on both databases
 (next to an engine, whose page table gets its share of the ceiling), one
 whose calls return without calling fails."""
@@ -78,11 +78,13 @@ def test_the_http_server_is_the_fastest_hello_of_the_run():
     assert framework in ('japronto', 'socketify') and 'no hello' in why
 
 
-def limits_bench(tarantool, postgres, out, *options, env=None):
+def ceilings_bench(tarantool, postgres, out, *options, env=None,
+                 flag='--ceilings'):
+    """bench.py --ceilings (or its older name, --limits)."""
     a = tarantool_address(tarantool)
     # 16 connections: site_stats on PostgreSQL answers some 50 calls a
     # second here, so 100 waiting connections get no answer in a 1 s run.
-    argv = [sys.executable, 'bench.py', '--limits', '--quick', '--warmup',
+    argv = [sys.executable, 'bench.py', flag, '--quick', '--warmup',
             '0', '--connections', '16',
             '--tarantool', '%s:%d' % (a.host, a.port), '--postgres',
             postgres.owner_dsn, '--packs', str(TEST_PACKS), '--port',
@@ -92,11 +94,11 @@ def limits_bench(tarantool, postgres, out, *options, env=None):
 
 
 @pytest.fixture(scope='module')
-def limits_run(tarantool, postgres, tmp_path_factory):
+def ceilings_run(tarantool, postgres, tmp_path_factory):
     if shutil.which('wrk') is None:
         pytest.skip('needs wrk (./run.sh setup)')
-    out = tmp_path_factory.mktemp('limits') / 'out'
-    done = limits_bench(tarantool, postgres, out, '--engines', ENGINE,
+    out = tmp_path_factory.mktemp('ceilings') / 'out'
+    done = ceilings_bench(tarantool, postgres, out, '--engines', ENGINE,
                         '--pages', 'good', '--plain')
     assert done.returncode == 0, done.stdout + done.stderr[-5000:]
     return done, out
@@ -109,13 +111,13 @@ def expected_layers(database):
     return ['database'] + drivers + ['http-async']
 
 
-def test_limits_report_every_call_on_both_databases(limits_run):
-    done, out = limits_run
-    assert '[bench]' in done.stderr and 'limits · postgres' in done.stderr
+def test_ceilings_report_every_call_on_both_databases(ceilings_run):
+    done, out = ceilings_run
+    assert '[bench]' in done.stderr and 'ceilings · postgres' in done.stderr
     results = json.loads((out / 'results.json').read_text())
-    limits = results['limits']
+    ceilings = results['ceilings']
     found = {(r['database'], r['layer'], r['call']): r
-             for r in limits['runs']}
+             for r in ceilings['runs']}
     for database in ('tarantool', 'postgres'):
         for layer in expected_layers(database):
             for call in CALLS:
@@ -128,7 +130,7 @@ def test_limits_report_every_call_on_both_databases(limits_run):
                         'failed' in r['flag'], r
                     continue
                 assert r['rate'] > 0 and r['done'] > 0, r
-    if limits['http']['framework'] == 'japronto':
+    if ceilings['http']['framework'] == 'japronto':
         assert all(found[('tarantool', 'http-sync', c)]['failure'] is None
                    for c in CALLS)
     # The vote moved the rating: the vote total, by one a call, and the
@@ -136,16 +138,16 @@ def test_limits_report_every_call_on_both_databases(limits_run):
     vote = found[('tarantool', 'asynctnt', 'vote')]
     assert vote['after'][4] - vote['before'][4] == vote['done']
     assert vote['evidence'] == {'winner_votes_moved': True}
-    assert set(limits['renders']) == {'good', 'bad', 'index', 'vote'}
-    assert all(r['rate'] > 0 for r in limits['renders'].values())
+    assert set(ceilings['renders']) == {'good', 'bad', 'index', 'vote'}
+    assert all(r['rate'] > 0 for r in ceilings['renders'].values())
     assert {t['name']: t['status'] for t in results['targets']} == {
-        ENGINE: 'ok', 'limits': 'ok'}
+        ENGINE: 'ok', 'ceilings': 'ok'}
 
 
-def test_limits_section_chart_and_share_of_the_ceiling(limits_run):
-    _, out = limits_run
+def test_ceilings_section_chart_and_share_of_the_ceiling(ceilings_run):
+    _, out = ceilings_run
     md = (out / 'results.md').read_text()
-    section = md.split('\n## Limits\n')[1]
+    section = md.split('\n## Ceilings\n')[1]
     for database in ('tarantool', 'postgres'):
         for call in CALLS:
             assert re.search(r'^\| %s \| %s \| [^|]+ \| [\d,]+ \|'
@@ -157,24 +159,25 @@ def test_limits_section_chart_and_share_of_the_ceiling(limits_run):
     row = re.search(r'^\| %s \|.*$' % ENGINE, table, re.M).group(0)
     share = float(row.split('|')[header.index('share of the ceiling')])
     assert 0 < share < 5
-    data = (out / 'chart-limits.png').read_bytes()
+    data = (out / 'chart-ceilings.png').read_bytes()
     assert data[:8] == b'\x89PNG\r\n\x1a\n'
 
 
-def test_a_limit_whose_calls_do_no_work_fails(tarantool, postgres,
+def test_a_ceiling_whose_calls_do_no_work_fails(tarantool, postgres,
                                               tmp_path_factory):
     if shutil.which('wrk') is None:
         pytest.skip('needs wrk (./run.sh setup)')
-    out = tmp_path_factory.mktemp('limits-skip') / 'out'
-    done = limits_bench(tarantool, postgres, out, env={SKIP_CALL: '1'})
+    out = tmp_path_factory.mktemp('ceilings-skip') / 'out'
+    done = ceilings_bench(tarantool, postgres, out, env={SKIP_CALL: '1'},
+                        flag='--limits')
     assert done.returncode == 1, done.stdout + done.stderr[-5000:]
-    assert 'failed: limits' in done.stderr
+    assert 'failed: ceilings' in done.stderr
     results = json.loads((out / 'results.json').read_text())
-    runs = results['limits']['runs']
+    runs = results['ceilings']['runs']
     assert {(r['database'], r['call']) for r in runs} == {
         (d, c) for d in ('tarantool', 'postgres') for c in CALLS}
     for r in runs:
         assert r['failure'], r
     md = (out / 'results.md').read_text()
-    assert '| limits | failed |' in md
+    assert '| ceilings | failed |' in md
     assert '⚠ postgres database vote: the vote total moved by 0' in md

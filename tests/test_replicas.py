@@ -257,17 +257,17 @@ def test_bench_replica_options_that_cannot_be_served_exit_2(argv, message,
                                                             capsys):
     from bench import cli
     with pytest.raises(SystemExit) as e:
-        cli.settings(argv)
+        cli.plan(argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_bench_serves_each_engine_with_and_without_replicas():
     from bench import storage
-    from bench.cli import settings
+    from bench import cli
     from bench.runner import Matrix
     from runtime.engines import BY_NAME
-    plan = settings(['--replicas', '2', '--engines',
+    plan = cli.plan(['--replicas', '2', '--engines',
                      'aiohttp-tarantool-one,aiohttp-postgres-pool,'
                      'aiohttp-redis-one', '--tarantool-engine', 'memtx,vinyl'])
     matrix = Matrix(plan)

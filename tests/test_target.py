@@ -78,7 +78,7 @@ def target_run(site, tmp_path_factory):
 def test_a_target_is_verified_and_timed_like_an_engine(target_run, site):
     out, _ = target_run
     results = json.loads((out / 'results.json').read_text())
-    assert results['settings']['targets'] == [{'label': 'mine', 'url': site.url}]
+    assert results['settings']['sites'] == [{'label': 'mine', 'url': site.url}]
     assert results['settings']['engines'] == []
     assert results['machine']['cores'] >= 1
     t = {t['name']: t for t in results['targets']}['mine']
@@ -265,15 +265,15 @@ def test_target_urls(url, expected):
 ])
 def test_bad_targets_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
-        cli.settings(argv)
+        cli.plan(argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_a_target_alone_runs_no_engine():
-    s = cli.settings(['--target', 'http://a:1', '--out', os.devnull])
+    s = cli.plan(['--target', 'http://a:1', '--out', os.devnull])
     assert s.engines == [] and s.remotes == [('a:1', 'http://a:1')]
-    s = cli.settings(['--target', 'http://a:1', '--label', 'box', '--engines',
+    s = cli.plan(['--target', 'http://a:1', '--label', 'box', '--engines',
                       ENGINE, '--tarantool-engine', 'vinyl', '--out', os.devnull])
     assert [e.name for e in s.engines] == [ENGINE] and s.storages == ['vinyl']
     assert s.remotes == [('box', 'http://a:1')]

@@ -1,4 +1,4 @@
-"""The limits under the pages (bench.py --limits): each database call a
+"""The ceilings under the pages (bench.py --ceilings): each database call a
 page makes, timed inside the database, from Python through each driver
 alone, and through HTTP; and each page rendered in-process without I/O.
 
@@ -17,4 +17,4 @@ VISIT_BATCH = 100         # visits per record_visits call
 BALLOT_TTL = 600
 # Set (to anything) in a test's environment: every call returns without
 # calling, so the run must fail its checks.
-SKIP_CALL = 'STICKERS_LIMITS_SKIP_CALL'
+SKIP_CALL = 'STICKERS_CEILINGS_SKIP_CALL'

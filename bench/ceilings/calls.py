@@ -21,7 +21,7 @@ class Caller:
         self.pairs = []         # issued, not voted yet: (tokens, winner)
         self.last = None        # the last pair issued
         self.winner = None      # the sticker of the last vote counted
-        self.visit = Visit(None, '127.0.0.1', 'bench.py --limits')
+        self.visit = Visit(None, '127.0.0.1', 'bench.py --ceilings')
 
     async def call(self):
         """True when the call did its work."""

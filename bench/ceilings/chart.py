@@ -1,10 +1,10 @@
-"""chart-limits.png: per database, each call's rate at each layer (log
+"""chart-ceilings.png: per database, each call's rate at each layer (log
 scale: inside the database is orders of magnitude above HTTP)."""
 import os
 
-from ..charts import plt, short
+from ..plotting import plt, short
 from . import CALLS
-from .report import HEADERS, runs
+from .report import HEADERS, record, runs
 from .run import DATABASES, LAYERS
 
 COLORS = {'database': '#c53a32', 'asynctnt': '#519e3e',
@@ -48,13 +48,13 @@ def write(results, out):
         ax.grid(axis='y', alpha=0.3)
         ax.set_axisbelow(True)
         ax.legend(loc='upper center', fontsize=7.5, frameon=False, ncol=3)
-    limits = results['limits']
+    measured = record(results)
     fig.text(0.01, 0.01, 'one %d s run per call and layer; vote: a vote and '
              'the next pair; visits: %d per call' % (
-                 limits['seconds'], limits.get('visit_batch', 100)),
+                 measured['seconds'], measured.get('visit_batch', 100)),
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    path = os.path.join(out, 'chart-limits.png')
+    path = os.path.join(out, 'chart-ceilings.png')
     fig.savefig(path)
     plt.close(fig)
     return path

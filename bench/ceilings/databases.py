@@ -1,4 +1,4 @@
-"""The databases of a limits run: their addresses as server.py uses them,
+"""The databases of a ceilings run: their addresses as server.py uses them,
 whether they run here, and what they show before and after a run."""
 from urllib.parse import urlsplit
 

@@ -2,22 +2,22 @@
 -- Tarantool, no network: the database's own ceiling for each call. Run by
 -- bench/ceilings/inside.py as `tarantool fibers.lua`, with instance.lua's
 -- environment (a scratch directory) and LIMITS_*; loads the data set from
--- LIMITS_DATA, then prints one JSON line per call and exits.
+-- CEILINGS_DATA, then prints one JSON line per call and exits.
 local fiber = require('fiber')
 local clock = require('clock')
 local json = require('json')
 local fio = require('fio')
 
-dofile(os.getenv('LIMITS_INSTANCE'))
+dofile(os.getenv('CEILINGS_INSTANCE'))
 
-local SECONDS = tonumber(os.getenv('LIMITS_SECONDS'))
-local FIBERS = tonumber(os.getenv('LIMITS_FIBERS'))
-local RANKED = tonumber(os.getenv('LIMITS_RANKED'))
-local BATCH = tonumber(os.getenv('LIMITS_BATCH'))
-local TTL = tonumber(os.getenv('LIMITS_TTL'))
-local SKIP = (os.getenv('LIMITS_SKIP') or '') ~= ''
+local SECONDS = tonumber(os.getenv('CEILINGS_SECONDS'))
+local FIBERS = tonumber(os.getenv('CEILINGS_FIBERS'))
+local RANKED = tonumber(os.getenv('CEILINGS_RANKED'))
+local BATCH = tonumber(os.getenv('CEILINGS_BATCH'))
+local TTL = tonumber(os.getenv('CEILINGS_TTL'))
+local SKIP = (os.getenv('CEILINGS_SKIP') or '') ~= ''
 
-local file = fio.open(os.getenv('LIMITS_DATA'))
+local file = fio.open(os.getenv('CEILINGS_DATA'))
 local data = json.decode(file:read())
 file:close()
 load_stickers(data.packs, data.stickers)
@@ -100,7 +100,7 @@ local function run(name)
     io.stdout:flush()
 end
 
-for name in string.gmatch(os.getenv('LIMITS_CALLS'), '[^,]+') do
+for name in string.gmatch(os.getenv('CEILINGS_CALLS'), '[^,]+') do
     run(name)
 end
 os.exit(0)

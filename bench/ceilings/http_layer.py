@@ -1,4 +1,4 @@
-"""The HTTP layer of a limits run: a page per call (serve.py) on the
+"""The HTTP layer of a ceilings run: a page per call (serve.py) on the
 framework of the run's fastest bare hello, loaded by wrk as the engines
 are."""
 import json
@@ -54,8 +54,8 @@ class CallServer(EngineServer):
     """python -m bench.ceilings.serve, started like an engine."""
 
     def __init__(self, framework, loop, driver, sync, port, log, pin, address):
-        super().__init__('limits-' + framework, port, [], log, pin,
-                         {'STICKERS_LIMITS_ADDRESS': address})
+        super().__init__('ceilings-' + framework, port, [], log, pin,
+                         {'STICKERS_CEILINGS_ADDRESS': address})
         self.argv = list(pin) + [
             framework_python(framework), '-m', 'bench.ceilings.serve',
             framework, '--loop', loop, '--driver', driver, '-p', str(port)
@@ -81,48 +81,48 @@ def settled(url, call, timeout=30.0):
     return counts
 
 
-def run(limits, database):
+def run(ceilings, database):
     """The HTTP layers of a database: async, and sync where it can be."""
-    if not limits.record['http']:
+    if not ceilings.record['http']:
         return
-    framework, loop = (limits.record['http']['framework'],
-                       limits.record['http']['loop'])
+    framework, loop = (ceilings.record['http']['framework'],
+                       ceilings.record['http']['loop'])
     if framework_python(framework) is None:
-        return limits.skip(database, 'http', '%s does not run here'
+        return ceilings.skip(database, 'http', '%s does not run here'
                            % framework, failed=True)
     variants = [('http-async', 'asyncpg' if database == 'postgres'
                  else 'asynctnt', False)]
     if database == 'tarantool' and framework == 'japronto':
         variants.append(('http-sync', 'blocking', True))
     else:
-        limits.skip(database, 'http-sync', 'no synchronous driver for %s'
+        ceilings.skip(database, 'http-sync', 'no synchronous driver for %s'
                     % framework if database == 'tarantool' else
                     'no synchronous PostgreSQL driver is installed')
     for layer, driver, sync in variants:
-        log = os.path.join(limits.logs,
-                           'limits-%s-%s.log' % (database, layer))
+        log = os.path.join(ceilings.logs,
+                           'ceilings-%s-%s.log' % (database, layer))
         server = CallServer(framework, loop, driver, sync, free_port(),
-                            log, limits.s.pin['server'], limits.address)
-        limits.m.progress.show('limits · %s · %s · starting' % (
+                            log, ceilings.s.pin['server'], ceilings.address)
+        ceilings.m.progress.show('ceilings · %s · %s · starting' % (
             database, layer))
         try:
             server.start(timeout=60)
         except RuntimeError as e:
-            limits.skip(database, layer, 'did not start: %s' % e,
+            ceilings.skip(database, layer, 'did not start: %s' % e,
                         failed=True)
             continue
         try:
             for call in CALLS:
-                timed(limits, database, layer, server, call)
+                timed(ceilings, database, layer, server, call)
         finally:
             server.stop()
 
 
-def timed(limits, database, layer, server, call):
+def timed(ceilings, database, layer, server, call):
     """One call's page loaded by wrk like an engine's, its counts taken
     from the server once nothing is left in flight."""
-    s = limits.s
-    label = 'limits · %s · %s · %s' % (database, layer, call)
+    s = ceilings.s
+    label = 'ceilings · %s · %s · %s' % (database, layer, call)
 
     def load(seconds):
         # wrk's plain GET script, at this call's path
@@ -133,23 +133,23 @@ def timed(limits, database, layer, server, call):
         return argv, wrk.run(argv, env, seconds)
     try:
         if s.warmup:
-            limits.m.progress.show(label + ' · warmup')
+            ceilings.m.progress.show(label + ' · warmup')
             load(s.warmup)
         first = settled(server.url, call)
-        before = limits.snapshot(database)
-        limits.m.progress.show(label)
-        stat, cpu = profile.stat(server.process.pid), limits.db_cpu()
+        before = ceilings.snapshot(database)
+        ceilings.m.progress.show(label)
+        stat, cpu = profile.stat(server.process.pid), ceilings.db_cpu()
         argv, run = load(s.duration)
         stat_after = profile.stat(server.process.pid)
-        cpu = profile.cpu_delta(cpu, limits.db_cpu())
+        cpu = profile.cpu_delta(cpu, ceilings.db_cpu())
         last = settled(server.url, call)
-        after = limits.snapshot(database)
+        after = ceilings.snapshot(database)
         evidence = fetch(server.url + '/evidence/' + call)
     except (OSError, ValueError) as e:
-        return limits.skip(database, layer, '%s: no counts: %s\n%s' % (
+        return ceilings.skip(database, layer, '%s: no counts: %s\n%s' % (
             call, e, tail(server.log_path)), failed=True)
     finally:
-        limits.m.progress.advance(s.warmup + s.duration + 1)
+        ceilings.m.progress.advance(s.warmup + s.duration + 1)
     report = run.get('wrk') or {}
     requests = report.get('requests') or 0
     record = dict({k: last[k] - first[k] for k in last},
@@ -167,4 +167,4 @@ def timed(limits, database, layer, server, call):
         record['database_us'] = cpu * 1e6 / requests
     if run.get('error'):
         record['bad'] = record['bad'] or requests or 1
-    limits.add(record)
+    ceilings.add(record)

@@ -54,7 +54,7 @@ def tarantool_fibers(calls, seconds, fibers, packs, pin, log):
     binary = shutil.which('tarantool')
     if binary is None:
         raise RuntimeError('tarantool is not installed')
-    directory = tempfile.mkdtemp(prefix='stickers-limits-')
+    directory = tempfile.mkdtemp(prefix='stickers-ceilings-')
     try:
         chosen = dataset.generate(packs=packs)
         path = os.path.join(directory, 'data.json')
@@ -66,11 +66,11 @@ def tarantool_fibers(calls, seconds, fibers, packs, pin, log):
             TNT_LISTEN='127.0.0.1:%d' % free_port(),
             TNT_APP_PASSWORD=secrets.token_hex(16),
             TNT_ADMIN_PASSWORD=secrets.token_hex(16),
-            LIMITS_INSTANCE=INSTANCE_LUA, LIMITS_DATA=path,
-            LIMITS_CALLS=','.join(calls), LIMITS_SECONDS=str(seconds),
-            LIMITS_FIBERS=str(fibers), LIMITS_RANKED=str(RANKED_COUNT),
-            LIMITS_BATCH=str(VISIT_BATCH), LIMITS_TTL=str(BALLOT_TTL),
-            LIMITS_SKIP=os.environ.get(SKIP_CALL, ''))
+            CEILINGS_INSTANCE=INSTANCE_LUA, CEILINGS_DATA=path,
+            CEILINGS_CALLS=','.join(calls), CEILINGS_SECONDS=str(seconds),
+            CEILINGS_FIBERS=str(fibers), CEILINGS_RANKED=str(RANKED_COUNT),
+            CEILINGS_BATCH=str(VISIT_BATCH), CEILINGS_TTL=str(BALLOT_TTL),
+            CEILINGS_SKIP=os.environ.get(SKIP_CALL, ''))
         done = subprocess.run(list(pin) + [binary, FIBERS_LUA], env=env,
                               cwd=directory, capture_output=True, text=True,
                               timeout=len(calls) * (seconds + 30) + 60)

@@ -1,7 +1,7 @@
-"""The "Limits" section of results.md, and each engine's page ceiling for
+"""The "Ceilings" section of results.md, and each engine's page ceiling for
 the "share of the ceiling" column of the page tables."""
 from runtime import engines
-from ..report import FLAG, number, table_md
+from ..tables import FLAG, number, table_md, us
 from . import CALLS, PAGE_CALLS
 from .run import ENGINE_DRIVERS, LAYERS
 
@@ -14,10 +14,16 @@ HEADERS = {'database': 'inside the database', 'asynctnt': 'asynctnt',
            'http-async': 'HTTP async', 'http-sync': 'HTTP sync'}
 
 
+def record(results):
+    """What bench.py --ceilings measured, or None; results.json files
+    before the rename have it under 'limits'."""
+    return results.get('ceilings') or results.get('limits')
+
+
 def runs(results):
     """{(database, layer, call): record}."""
     return {(r['database'], r['layer'], r['call']): r
-            for r in (results.get('limits') or {}).get('runs', [])}
+            for r in (record(results) or {}).get('runs', [])}
 
 
 def ceilings(results, page):
@@ -29,16 +35,12 @@ def ceilings(results, page):
     for t in results['targets']:
         engine = engines.BY_NAME.get(t['name'].partition('@')[0])
         driver = engine and ENGINE_DRIVERS.get(engine.driver)
-        if driver is None or call is None:     # --limits measures no Redis
+        if driver is None or call is None:     # --ceilings measures no Redis
             continue
         r = found.get((engines.database(engine), driver, call))
         if r and not r['failure'] and r['rate']:
             rates[t['name']] = r['rate']
     return rates
-
-
-def us(value):
-    return '–' if value is None else '%.1f' % value
 
 
 def cpu(r):
@@ -51,14 +53,14 @@ def cpu(r):
 
 
 def section(results):
-    limits = results.get('limits')
-    if not limits:
+    measured = record(results)
+    if not measured:
         return []
     found = runs(results)
     layers = [x for x in LAYERS if any(k[1] == x for k in found)]
-    http = limits.get('http') or {}
+    http = measured.get('http') or {}
     lines = [
-        '', '## Limits', '',
+        '', '## Ceilings', '',
         'Each database call of a page, timed alone for %d s: inside the '
         'database (Tarantool: the stored function called by %d fibers in a '
         'scratch instance holding the same data set; PostgreSQL: pgbench, '
@@ -70,11 +72,11 @@ def section(results):
         'second; the vote is the vote page\'s work (a vote, then the next '
         'pair); visits: %s visits per call. How to read it: '
         'docs/benchmark.md.' % (
-            limits['seconds'], limits['fibers'], limits['pgbench_clients'],
-            limits['in_flight'], http.get('framework', 'no server'),
+            measured['seconds'], measured['fibers'], measured['pgbench_clients'],
+            measured['in_flight'], http.get('framework', 'no server'),
             http.get('loop', 'no loop'), http.get('why', 'none runs here'),
-            limits.get('visit_batch', 100)),
-        '', '![limits](chart-limits.png)', '']
+            measured.get('visit_batch', 100)),
+        '', '![ceilings](chart-ceilings.png)', '']
     rows, cpu_rows, notes = [], [], []
     for database in ('tarantool', 'postgres'):
         for call in CALLS:
@@ -97,7 +99,7 @@ def section(results):
               'client process\'s, then the database\'s; HTTP: the server '
               'process\'s, then the database\'s.', '']
     lines += table_md(['database', 'call'] + headers, cpu_rows)
-    renders = limits.get('renders') or {}
+    renders = measured.get('renders') or {}
     if renders:
         lines += ['', '### Pages rendered in-process, no I/O', '',
                   'pages.Site\'s handler called in a loop over a data '
@@ -108,5 +110,5 @@ def section(results):
     notes += ['%s%s %s: %s' % (FLAG + ' ' if x.get('failed') else '',
                                x['database'], x['layer'],
                                x['why'].replace('\n', ' '))
-              for x in limits.get('skipped', [])]
+              for x in measured.get('skipped', [])]
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])

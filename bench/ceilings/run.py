@@ -1,8 +1,8 @@
-"""bench.py --limits: for each database, its local instance started (or the
+"""bench.py --ceilings: for each database, its local instance started (or the
 address given) as server.py would, pinned like the engines' databases;
 then each call timed inside the database, through each driver alone and
 through HTTP, and checked; then each page rendered in-process. Everything
-lands in results.json under 'limits'."""
+lands in results.json under 'ceilings'."""
 import asyncio
 import json
 import os
@@ -36,7 +36,7 @@ START_GUESS = 6.0
 
 
 def guess(s):
-    """Rough seconds of a --limits run, for the progress bar."""
+    """Rough seconds of a --ceilings run, for the progress bar."""
     per = s.duration + 1.0
     http = s.warmup + per
     tarantool = START_GUESS * 3 + len(CALLS) * (per + 2 * per + 2 * http)
@@ -52,7 +52,7 @@ def python(driver):
     return legacy if os.access(legacy, os.X_OK) else None
 
 
-class Limits:
+class Ceilings:
     def __init__(self, matrix):
         self.m, self.s = matrix, matrix.s
         self.record = {
@@ -60,11 +60,11 @@ class Limits:
             'fibers': FIBERS, 'pgbench_clients': PGBENCH_CLIENTS,
             'visit_batch': VISIT_BATCH,
             'http': None, 'runs': [], 'renders': {}, 'skipped': []}
-        self.target = matrix.target('limits', 'limits')
+        self.target = matrix.target('ceilings', 'ceilings')
         self.logs = os.path.join(self.s.out, 'logs')
 
     def run(self):
-        self.m.results['limits'] = self.record
+        self.m.results['ceilings'] = self.record
         server = http_layer.http_server(self.m.results)
         if server:
             self.record['http'] = dict(zip(('framework', 'loop', 'why'),
@@ -82,7 +82,7 @@ class Limits:
                    for x in self.record['skipped'] if x.get('failed')]
         if failed:
             self.target.update(status='failed', reason='; '.join(failed))
-            self.m.progress.note('limits: FAILED: %s' % failed[0])
+            self.m.progress.note('ceilings: FAILED: %s' % failed[0])
         else:
             self.target['note'] = '%d runs, each checked; %d pages ' \
                 'rendered' % (len(self.record['runs']),
@@ -93,17 +93,17 @@ class Limits:
     def skip(self, database, layer, why, failed=False):
         self.record['skipped'].append({'database': database, 'layer': layer,
                                        'why': why, 'failed': failed})
-        self.m.progress.note('limits: %s %s skipped: %s' % (
+        self.m.progress.note('ceilings: %s %s skipped: %s' % (
             database, layer, why.splitlines()[0]))
 
     def database(self, database):
-        log = os.path.join(self.logs, 'limits-%s.log' % database)
+        log = os.path.join(self.logs, 'ceilings-%s.log' % database)
         args = [a for a in self.s.server_args]
         if '--workers' in args:
             del args[args.index('--workers'):args.index('--workers') + 2]
         holder = EngineServer(HOLDERS[database], free_port(), args, log,
                               self.s.pin['server'], self.s.server_env)
-        self.m.progress.show('limits · %s · starting' % database)
+        self.m.progress.show('ceilings · %s · starting' % database)
         try:
             try:
                 holder.start()
@@ -151,13 +151,13 @@ class Limits:
         self.record['runs'].append(record)
         said = record['failure'] or record['flag']
         if said:
-            self.m.progress.note('limits: %s %s %s: %s' % (
+            self.m.progress.note('ceilings: %s %s %s: %s' % (
                 record['database'], record['layer'], record['call'], said))
 
     def fibers(self):
         s = self.s
-        self.m.progress.show('limits · tarantool · fibers inside it')
-        log = os.path.join(self.logs, 'limits-fibers.log')
+        self.m.progress.show('ceilings · tarantool · fibers inside it')
+        log = os.path.join(self.logs, 'ceilings-fibers.log')
         try:
             found = inside.tarantool_fibers(
                 CALLS, s.duration, FIBERS, self.packs(), s.pin['server'], log)
@@ -191,7 +191,7 @@ class Limits:
                              'installed (Debian: postgresql-client)')
         from pages.http import new_session
         for call in CALLS:
-            self.m.progress.show('limits · postgres · pgbench · %s' % call)
+            self.m.progress.show('ceilings · postgres · pgbench · %s' % call)
             session = new_session()
             before, cpu = self.snapshot('postgres', session), self.db_cpu()
             argv, done = inside.pgbench(call, self.address, s.duration,
@@ -236,7 +236,7 @@ class Limits:
             return self.skip(database, driver, 'no %s: %s' % (
                 engines.LEGACY, engines.LEGACY_HOWTO))
         for call in CALLS:
-            self.m.progress.show('limits · %s · %s · %s' % (
+            self.m.progress.show('ceilings · %s · %s · %s' % (
                 database, driver, call))
             before, cpu = self.snapshot(database), self.db_cpu()
             spec = {'driver': driver, 'address': self.address, 'call': call,
@@ -265,7 +265,7 @@ class Limits:
 
     def renders(self):
         s = self.s
-        self.m.progress.show('limits · pages rendered in-process')
+        self.m.progress.show('ceilings · pages rendered in-process')
         seconds = max(1, s.duration // 2)
         done = subprocess.run(
             s.pin['server'] + [sys.executable, '-m', 'bench.ceilings.renders',
@@ -284,4 +284,4 @@ class Limits:
 
 
 def run(matrix):
-    Limits(matrix).run()
+    Ceilings(matrix).run()

@@ -3,7 +3,7 @@ short text (the 2017 article's select-async and select-sync): GET /ranked,
 /pair, /vote, /visits, /stats; GET /counts/CALL tells how many calls did
 their work, GET /evidence/CALL what the database shows (Caller.evidence).
 Served by a framework's own adapter, as the site is; the database address
-comes in the environment (STICKERS_LIMITS_ADDRESS), not on the command
+comes in the environment (STICKERS_CEILINGS_ADDRESS), not on the command
 line.
 
     python -m bench.ceilings.serve FRAMEWORK [--loop uvloop] [--sync]
@@ -24,7 +24,7 @@ from runtime.serve import stop_event
 from . import CALLS
 from .calls import Caller, data_of
 
-ADDRESS = 'STICKERS_LIMITS_ADDRESS'
+ADDRESS = 'STICKERS_CEILINGS_ADDRESS'
 DONE = text_response(200, 'done')
 BAD = text_response(500, 'bad result')
 FAILED = text_response(503, 'database unavailable')

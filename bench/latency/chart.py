@@ -3,8 +3,8 @@ target through its rate steps (medians of the runs), the search's probes as
 dots, the budget as a dashed line."""
 import os
 
-from ..charts import plt, short
-from ..report import targets
+from ..plotting import plt, short
+from ..tables import targets
 from . import budget
 from .cells import steps
 

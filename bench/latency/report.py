@@ -1,18 +1,19 @@
 """The latency sections of results.md: capacity within the budget first,
 then per page the figures at each fixed rate."""
-from .. import report as base
+from .. import tables
+from ..stats import ratio
 from . import budget
 from .cells import capacities, steps
 from .noise import NOISE
 
-FLAG = base.FLAG
+FLAG = tables.FLAG
 
 
 def rate(value):
-    return base.number(value)
+    return tables.number(value)
 
 
-def spread(t, show=base.number):
+def spread(t, show=tables.number):
     """'median (min–max)' of a triple; the median alone for one run."""
     if t['median'] is None:
         return '–'
@@ -44,15 +45,15 @@ def capacity_table(results, names, pages):
             if c is None:
                 cells.append('–')
                 continue
-            share = base.ratio(c['rate']['median'], c['saturation']['median'])
+            share = ratio(c['rate']['median'], c['saturation']['median'])
             cells.append('%s%s (%s)%s' % ('≥ ' if c['open'] else '',
-                                          spread(c['rate']), base.times(share),
+                                          spread(c['rate']), tables.times(share),
                                           ' ' + FLAG if c['noisy'] else ''))
             if c['noisy']:
                 notes.append('%s %s %s: its runs\' capacities differ by more '
                              'than %d%%' % (FLAG, name, page, NOISE * 100))
         rows.append([name] + cells)
-    lines += base.table_md(['engine'] + pages, rows)
+    lines += tables.table_md(['engine'] + pages, rows)
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
 
 
@@ -73,17 +74,18 @@ def page_tables(results, names, page):
             lat = c['latency_ms']
             rows.append([name, key[2], rate(c['offered']['median']),
                          rate(c['achieved']['median']),
-                         base.ms(lat['p50']['median']),
-                         base.ms(lat['p90']['median']),
-                         spread(lat['p99'], base.ms),
-                         base.ms(lat['p99.9']['median']),
-                         base.ms(lat['max']['median']),
-                         base.number(c['errors']) + (' ' + FLAG if c['flags'] else ''),
-                         base.us(c['us_per_request']['server']['median']),
-                         base.us(c['us_per_request']['database']['median'])])
+                         tables.ms(lat['p50']['median']),
+                         tables.ms(lat['p90']['median']),
+                         spread(lat['p99'], tables.ms),
+                         tables.ms(lat['p99.9']['median']),
+                         tables.ms(lat['max']['median']),
+                         tables.number(c['errors'])
+                         + (' ' + FLAG if c['flags'] else ''),
+                         tables.us(c['us_per_request']['server']['median']),
+                         tables.us(c['us_per_request']['database']['median'])])
             notes += ['%s %s %s %s: %s' % (FLAG, name, page, key[2], f)
                       for f in c['flags']]
-    lines += base.table_md(headers, rows)
+    lines += tables.table_md(headers, rows)
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
 
 

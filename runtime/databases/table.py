@@ -19,6 +19,7 @@ class Database:
     name = None
     drivers = ()
     replicas = False        # read replicas: --replicas, --NAME-replica
+    metavar = given = replica = None    # the address option's help
     managed_class = None    # 'module:Class' of the local server, under var/
 
     @property
@@ -92,6 +93,10 @@ class Tarantool(Database):
     )
     replicas = True
     managed_class = 'runtime.databases.tarantool:ManagedTarantool'
+    metavar = '[USER:PASS@]HOST:PORT'
+    given = ('a Tarantool running data_interface/tarantool/instance.lua, '
+             'instead of a local one under var/')
+    replica = 'a read-only replica'
     pid_file = 'tarantool.pid'
 
     def parse(self, text):
@@ -116,6 +121,10 @@ class Postgres(Database):
     )
     replicas = True
     managed_class = 'runtime.databases.postgres:ManagedPostgres'
+    metavar = 'postgresql://USER:PASS@HOST:PORT/DB'
+    given = ('a PostgreSQL database (the schema is applied at start), '
+             'instead of a local cluster under var/')
+    replica = 'a hot standby'
 
     def parse(self, text):
         return addresses.parse_postgres(text)
@@ -158,6 +167,10 @@ class Redis(Database):
                'data_interface.redis.redis_data:RedisData'),
     )
     managed_class = 'runtime.databases.redis:ManagedRedis'
+    metavar = 'redis://USER:PASS@HOST:PORT/DB'
+    given = ('a Redis with the accounts of data_interface/redis/accounts.py '
+             '(the functions are loaded at start), instead of a local one '
+             'under var/')
     pid_file = 'redis.pid'
 
     async def configure(self, loader, session_ttl, max_sessions, max_ballots):

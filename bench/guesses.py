@@ -1,0 +1,40 @@
+"""Rough seconds each part of a run takes, only for the time left on the
+progress bar; and which page and mode each kind of target is timed in."""
+from . import wrk
+from .latency import budget
+from .nginx import NGINX_PAGES
+
+START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
+
+
+def combos(plan, kind):
+    """(page, mode) a target of this kind is timed in, in order."""
+    for page in plan.pages:
+        if kind == 'nginx' and page not in NGINX_PAGES:
+            continue
+        if kind == 'hello' and page != 'ugly':
+            continue
+        for mode in plan.modes:
+            if not (mode == 'pipelined' and page in wrk.PLAIN_ONLY):
+                yield page, mode
+
+
+def series_guess(plan, page):
+    runs = plan.runs * (plan.duration + RUN_GUESS)
+    if page == 'vote':
+        runs += plan.runs * VOTE_GUESS
+    if plan.latency:    # the rate steps and the search's probes
+        steps = len(plan.rates or plan.fractions) + budget.PROBES
+        runs += plan.runs * steps * (plan.duration + 0.5)
+    return plan.warmup + runs
+
+
+def target_guess(plan, kind):
+    guess = START_GUESS + VERIFY_GUESS + sum(
+        series_guess(plan, page) for page, _ in combos(plan, kind))
+    if kind == 'engine' and plan.profile:
+        guess += len(plan.pages) * (plan.duration + 1.5)
+    if kind == 'engine' and 'ugly' in plan.pages:
+        # its hello reference, started for the ugly runs
+        guess += target_guess(plan, 'hello')
+    return guess
