@@ -28,6 +28,7 @@ FOLDERS = (
     'granian_server',
     'fastapi_server',
     'socketify_server',
+    'blacksheep_server',
 )
 
 # name: as in engine names; modules: what must be importable; legacy /

@@ -19,7 +19,7 @@ from runtime.settings import DEFAULTS
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
-           'socketify-tarantool-one']
+           'socketify-tarantool-one', 'blacksheep-tarantool-one-uvloop']
 Request = namedtuple('Request', 'cookies')
 
 
