@@ -29,6 +29,7 @@ FOLDERS = (
     'fastapi_server',
     'socketify_server',
     'blacksheep_server',
+    'granian_rsgi_server',
 )
 
 # name: as in engine names; modules: what must be importable; legacy /
