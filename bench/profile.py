@@ -33,6 +33,8 @@ LAYERS = (
     ('httptools/', 'framework'), ('multidict/', 'framework'),
     ('yarl/', 'framework'), ('server.py', 'framework'),
     ('socketify/', 'framework'), ('socketify_server/', 'framework'),
+    ('blacksheep/', 'framework'), ('blacksheep_server/', 'framework'),
+    ('granian_rsgi_server/', 'framework'),
 )
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.

@@ -19,10 +19,13 @@ from runtime.processes import ESTABLISHED, LISTEN, tcp_socket_fds
 BUFFER = MAX_BODY + 64 * 1024
 
 
-def server_of(app, host, port, limits=edge.LIMITS):
-    """A granian embedded Server for the ASGI 3 `app`."""
+def server_of(app, host, port, limits=edge.LIMITS,
+              interface=Interfaces.ASGINL):
+    """A granian embedded Server for `app`, an ASGI 3 application or one of
+    granian's other `interface`s (granian_rsgi_server: RSGI), with the
+    limits standing in for edge's."""
     return Server(
-        app, address=host, port=port, interface=Interfaces.ASGINL,
+        app, address=host, port=port, interface=interface,
         http=HTTPModes.http1, websockets=False, backlog=1024,
         runtime_threads=1, log_enabled=False,
         # Connections at once: above it, new ones wait to be accepted.
@@ -62,10 +65,11 @@ async def limit_unread(port, seconds, serving):
         await asyncio.sleep(0.5)    # then those still in the accept queue
 
 
-async def serve_app(app, host, port, stopped, limits=edge.LIMITS):
-    """Serve the ASGI 3 `app` until `stopped` is set, then finish pending
-    requests."""
-    server = server_of(app, host, port, limits)
+async def serve_app(app, host, port, stopped, limits=edge.LIMITS,
+                    interface=Interfaces.ASGINL):
+    """Serve `app` (see server_of) until `stopped` is set, then finish
+    pending requests."""
+    server = server_of(app, host, port, limits, interface)
     serving = asyncio.ensure_future(server.serve())
     waiting = asyncio.ensure_future(stopped.wait())
     limiting = asyncio.ensure_future(

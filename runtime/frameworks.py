@@ -28,6 +28,8 @@ FOLDERS = (
     'granian_server',
     'fastapi_server',
     'socketify_server',
+    'blacksheep_server',
+    'granian_rsgi_server',
 )
 
 # name: as in engine names; modules: what must be importable; legacy /

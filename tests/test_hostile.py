@@ -53,7 +53,8 @@ ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
-           'japronto-tarantool-one']
+           'japronto-tarantool-one', 'blacksheep-tarantool-one-uvloop',
+           'rsgi-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body, patience=None):
@@ -197,6 +198,11 @@ async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
         read = lambda: stored_user_agent_tarantool(request, session,
                                                    tmp_path)
     stored = await until_written(read)
+    if engine.startswith('rsgi-'):
+        # RSGI gives header values as text: granian leaves out one that is
+        # not visible ASCII, so the page saw no user agent (see README).
+        assert stored == ''
+        return
     # Both frameworks decode header bytes with surrogateescape.
     assert stored == clean_text(USER_AGENT.decode('utf-8', 'surrogateescape'),
                                 256)

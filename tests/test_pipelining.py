@@ -17,6 +17,8 @@ SOCKETIFY = ['socketify-tarantool-multi-uvloop']
 ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
                       'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
                       'fastapi-tarantool-one-uvloop',
+                      'blacksheep-tarantool-one-uvloop',
+                      'rsgi-tarantool-one-uvloop',
                       'aiohttp-redis-one-uvloop'] + SOCKETIFY
 
 # What only the right answer to each path contains.
@@ -232,7 +234,8 @@ def fuzz_pipeline(rng):
 FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
           'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
-          'fastapi-tarantool-one-uvloop')
+          'fastapi-tarantool-one-uvloop', 'blacksheep-tarantool-one-uvloop',
+          'rsgi-tarantool-one-uvloop')
 
 
 async def test_waiting_page_ends_a_uws_pipeline(server):
