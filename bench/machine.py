@@ -6,10 +6,15 @@ import shutil
 import subprocess
 import sys
 
+from runtime import frameworks
+from runtime.databases import table
 from runtime.settings import ROOT
 
-PACKAGES = ('aiohttp', 'sanic', 'uvicorn', 'granian', 'fastapi', 'socketify',
-            'uvloop', 'asynctnt', 'asyncpg', 'psycopg', 'redis', 'hiredis', 'jinja2')
+# The versions recorded: every framework's and driver's, and what they use.
+PACKAGES = tuple(dict.fromkeys(
+    [m for f in frameworks.TABLE if f.current for m in f.modules]
+    + [m for d in table.DRIVERS if d.current for m in d.modules]
+    + ['uvloop', 'hiredis', 'jinja2']))
 
 
 def _first(path, prefix):

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from runtime import frameworks
+from runtime.databases import table
 from runtime.processes import (ESTABLISHED, children, command_name, listener,
                                socket_fds, tcp_table)
 from runtime.settings import ROOT
@@ -21,21 +23,16 @@ LAYERS = (
     ('pages/render.py', 'templates'), ('pages/', 'pages'),
     ('templates/', 'templates'), ('jinja2/', 'templates'),
     ('markupsafe/', 'templates'),
-    ('data_interface/', 'driver'), ('asynctnt/', 'driver'),
-    ('aiotarantool', 'driver'), ('tarantool/', 'driver'),
-    ('msgpack/', 'driver'), ('asyncpg/', 'driver'), ('psycopg/', 'driver'),
-    ('psycopg_pool/', 'driver'), ('psycopg_binary/', 'driver'), ('redis/', 'driver'),
+    ('data_interface/', 'driver'), ('tarantool/', 'driver'),
+    ('msgpack/', 'driver'), ('psycopg_binary/', 'driver'),
     ('hiredis/', 'driver'),
-    ('aiohttp/', 'framework'), ('aiohttp_server/', 'framework'),
-    ('sanic/', 'framework'), ('sanic_routing/', 'framework'),
-    ('sanic_server/', 'framework'), ('japronto/', 'framework'),
-    ('japronto_server/', 'framework'), ('uvloop/', 'framework'),
+) + tuple((module + '/', 'driver') for driver in table.DRIVERS
+          for module in driver.modules) + (
+    ('sanic_routing/', 'framework'), ('uvloop/', 'framework'),
     ('httptools/', 'framework'), ('multidict/', 'framework'),
     ('yarl/', 'framework'), ('server.py', 'framework'),
-    ('socketify/', 'framework'), ('socketify_server/', 'framework'),
-    ('blacksheep/', 'framework'), ('blacksheep_server/', 'framework'),
-    ('granian_rsgi_server/', 'framework'),
-)
+) + tuple((path + '/', 'framework') for f in frameworks.TABLE
+          for path in (f.folder,) + f.modules)
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.
 ALL_LAYERS = PYTHON_LAYERS + ('kernel', 'database')
