@@ -32,6 +32,7 @@ LAYERS = (
     ('httptools/', 'framework'), ('multidict/', 'framework'),
     ('yarl/', 'framework'), ('server.py', 'framework'),
     ('socketify/', 'framework'), ('socketify_server/', 'framework'),
+    ('starlette/', 'framework'), ('starlette_server/', 'framework'),
 )
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.

@@ -27,6 +27,7 @@ FOLDERS = (
     'uvicorn_server',
     'granian_server',
     'fastapi_server',
+    'starlette_server',
     'socketify_server',
 )
 

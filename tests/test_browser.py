@@ -29,7 +29,8 @@ async def browser():
 # test-artifacts/ENGINE/.
 BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
            'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
-           'sanic-redis-pool-uvloop']
+           'sanic-redis-pool-uvloop',
+           'starlette-tarantool-one-uvloop']
 
 
 @pytest.mark.parametrize('engine', BROWSED)

@@ -19,7 +19,8 @@ from runtime.settings import DEFAULTS
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
-           'socketify-tarantool-one']
+           'socketify-tarantool-one',
+           'starlette-tarantool-one-uvloop']
 Request = namedtuple('Request', 'cookies')
 
 

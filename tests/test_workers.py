@@ -25,7 +25,8 @@ NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
          'japronto-tarantool-one', 'uvicorn-tarantool-one',
          'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
-         'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop']
+         'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
+         'starlette-tarantool-one-uvloop']
 
 
 def params(*others):
