@@ -15,6 +15,7 @@ progress and returns. The loop is server.py's, already running.
 import importlib.util
 import inspect
 import os
+import sys
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,11 +41,13 @@ CONTRACT = ('site', 'host', 'port', 'stopped', 'limits')
 
 def load_file(folder, name):
     """The module `folder/name.py`, loaded by its path: the package's
-    __init__ (the framework itself) is not imported."""
+    __init__ (the framework itself) is not imported. It is in sys.modules
+    as `folder_name` (Litestar reads a handler's module there)."""
     path = os.path.join(ROOT, folder, name + '.py')
     spec = importlib.util.spec_from_file_location(
         '%s_%s' % (folder, name), path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
