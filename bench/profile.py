@@ -33,6 +33,8 @@ LAYERS = (
     ('yarl/', 'framework'), ('server.py', 'framework'),
     ('socketify/', 'framework'), ('socketify_server/', 'framework'),
     ('starlette/', 'framework'), ('starlette_server/', 'framework'),
+    ('litestar/', 'framework'), ('litestar_server/', 'framework'),
+    ('msgspec/', 'framework'),
 )
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.

@@ -29,6 +29,7 @@ FOLDERS = (
     'granian_server',
     'fastapi_server',
     'starlette_server',
+    'litestar_server',
     'socketify_server',
 )
 

@@ -30,7 +30,8 @@ async def browser():
 BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
            'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
            'sanic-redis-pool-uvloop',
-           'starlette-tarantool-one-uvloop']
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop']
 
 
 @pytest.mark.parametrize('engine', BROWSED)

@@ -54,7 +54,8 @@ ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
            'japronto-tarantool-one',
-           'starlette-tarantool-one-uvloop']
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body, patience=None):

@@ -27,7 +27,8 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
            'granian-redis-one-uvloop', 'socketify-redis-pool',
-           'starlette-tarantool-one-uvloop']
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

@@ -18,7 +18,8 @@ ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
                       'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
                       'fastapi-tarantool-one-uvloop',
                       'aiohttp-redis-one-uvloop',
-                      'starlette-tarantool-one-uvloop'] + SOCKETIFY
+                      'starlette-tarantool-one-uvloop',
+                      'litestar-tarantool-one-uvloop'] + SOCKETIFY
 
 # What only the right answer to each path contains.
 MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',
@@ -234,7 +235,8 @@ FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
           'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
           'fastapi-tarantool-one-uvloop',
-          'starlette-tarantool-one-uvloop')
+          'starlette-tarantool-one-uvloop',
+          'litestar-tarantool-one-uvloop')
 
 
 async def test_waiting_page_ends_a_uws_pipeline(server):

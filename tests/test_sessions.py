@@ -20,7 +20,8 @@ ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
            'socketify-tarantool-one',
-           'starlette-tarantool-one-uvloop']
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop']
 Request = namedtuple('Request', 'cookies')
 
 

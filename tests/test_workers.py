@@ -26,7 +26,8 @@ NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'japronto-tarantool-one', 'uvicorn-tarantool-one',
          'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
          'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
-         'starlette-tarantool-one-uvloop']
+         'starlette-tarantool-one-uvloop',
+         'litestar-tarantool-one-uvloop']
 
 
 def params(*others):
