@@ -35,6 +35,7 @@ LAYERS = (
     ('starlette/', 'framework'), ('starlette_server/', 'framework'),
     ('litestar/', 'framework'), ('litestar_server/', 'framework'),
     ('msgspec/', 'framework'),
+    ('falcon/', 'framework'), ('falcon_server/', 'framework'),
 )
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.

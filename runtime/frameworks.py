@@ -30,6 +30,7 @@ FOLDERS = (
     'fastapi_server',
     'starlette_server',
     'litestar_server',
+    'falcon_server',
     'socketify_server',
 )
 

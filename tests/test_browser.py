@@ -31,7 +31,8 @@ BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
            'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
            'sanic-redis-pool-uvloop',
            'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop']
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop']
 
 
 @pytest.mark.parametrize('engine', BROWSED)

@@ -55,7 +55,8 @@ ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
            'japronto-tarantool-one',
            'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop']
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body, patience=None):

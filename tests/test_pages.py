@@ -28,7 +28,8 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
            'granian-redis-one-uvloop', 'socketify-redis-pool',
            'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop']
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

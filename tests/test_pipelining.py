@@ -19,7 +19,8 @@ ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
                       'fastapi-tarantool-one-uvloop',
                       'aiohttp-redis-one-uvloop',
                       'starlette-tarantool-one-uvloop',
-                      'litestar-tarantool-one-uvloop'] + SOCKETIFY
+                      'litestar-tarantool-one-uvloop',
+                      'falcon-tarantool-one-uvloop'] + SOCKETIFY
 
 # What only the right answer to each path contains.
 MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',
@@ -236,7 +237,8 @@ FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
           'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
           'fastapi-tarantool-one-uvloop',
           'starlette-tarantool-one-uvloop',
-          'litestar-tarantool-one-uvloop')
+          'litestar-tarantool-one-uvloop',
+          'falcon-tarantool-one-uvloop')
 
 
 async def test_waiting_page_ends_a_uws_pipeline(server):

@@ -21,7 +21,8 @@ ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
            'socketify-tarantool-one',
            'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop']
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop']
 Request = namedtuple('Request', 'cookies')
 
 

@@ -27,7 +27,8 @@ NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
          'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
          'starlette-tarantool-one-uvloop',
-         'litestar-tarantool-one-uvloop']
+         'litestar-tarantool-one-uvloop',
+         'falcon-tarantool-one-uvloop']
 
 
 def params(*others):
