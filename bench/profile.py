@@ -36,6 +36,8 @@ LAYERS = (
     ('litestar/', 'framework'), ('litestar_server/', 'framework'),
     ('msgspec/', 'framework'),
     ('falcon/', 'framework'), ('falcon_server/', 'framework'),
+    ('quart/', 'framework'), ('quart_server/', 'framework'),
+    ('werkzeug/', 'framework'), ('blinker/', 'framework'),
 )
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.

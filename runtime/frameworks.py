@@ -31,6 +31,7 @@ FOLDERS = (
     'starlette_server',
     'litestar_server',
     'falcon_server',
+    'quart_server',
     'socketify_server',
 )
 

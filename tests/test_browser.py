@@ -32,7 +32,8 @@ BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
            'sanic-redis-pool-uvloop',
            'starlette-tarantool-one-uvloop',
            'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop']
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 
 
 @pytest.mark.parametrize('engine', BROWSED)

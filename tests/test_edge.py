@@ -20,7 +20,8 @@ ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'socketify-tarantool-one',
            'starlette-tarantool-one-uvloop',
            'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop']
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 # uWebSockets has a fixed timeout (10 s) for heads and bodies, no connection
 # cap, and pipelines only answers that need no waiting (see README).
 UWS = ('socketify-tarantool-one',)

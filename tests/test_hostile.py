@@ -56,7 +56,8 @@ ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'japronto-tarantool-one',
            'starlette-tarantool-one-uvloop',
            'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop']
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body, patience=None):

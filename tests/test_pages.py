@@ -29,7 +29,8 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'granian-redis-one-uvloop', 'socketify-redis-pool',
            'starlette-tarantool-one-uvloop',
            'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop']
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

@@ -20,7 +20,8 @@ ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
                       'aiohttp-redis-one-uvloop',
                       'starlette-tarantool-one-uvloop',
                       'litestar-tarantool-one-uvloop',
-                      'falcon-tarantool-one-uvloop'] + SOCKETIFY
+                      'falcon-tarantool-one-uvloop',
+                      'quart-tarantool-one-uvloop'] + SOCKETIFY
 
 # What only the right answer to each path contains.
 MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',
@@ -238,7 +239,8 @@ FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
           'fastapi-tarantool-one-uvloop',
           'starlette-tarantool-one-uvloop',
           'litestar-tarantool-one-uvloop',
-          'falcon-tarantool-one-uvloop')
+          'falcon-tarantool-one-uvloop',
+          'quart-tarantool-one-uvloop')
 
 
 async def test_waiting_page_ends_a_uws_pipeline(server):

@@ -22,7 +22,8 @@ ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'socketify-tarantool-one',
            'starlette-tarantool-one-uvloop',
            'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop']
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 Request = namedtuple('Request', 'cookies')
 
 

@@ -28,7 +28,8 @@ NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
          'starlette-tarantool-one-uvloop',
          'litestar-tarantool-one-uvloop',
-         'falcon-tarantool-one-uvloop']
+         'falcon-tarantool-one-uvloop',
+         'quart-tarantool-one-uvloop']
 
 
 def params(*others):
