@@ -28,11 +28,9 @@ LAYERS = (
     ('hiredis/', 'driver'),
 ) + tuple((module + '/', 'driver') for driver in table.DRIVERS
           for module in driver.modules) + (
-    ('sanic_routing/', 'framework'), ('uvloop/', 'framework'),
-    ('httptools/', 'framework'), ('multidict/', 'framework'),
-    ('yarl/', 'framework'), ('server.py', 'framework'),
+    ('uvloop/', 'framework'), ('server.py', 'framework'),
 ) + tuple((path + '/', 'framework') for f in frameworks.TABLE
-          for path in (f.folder,) + f.modules)
+          for path in (f.folder,) + f.modules + f.parts)
 PYTHON_LAYERS = ('framework', 'pages', 'templates', 'driver')
 # Every layer of the report, in the order of its columns and bars.
 ALL_LAYERS = PYTHON_LAYERS + ('kernel', 'database')

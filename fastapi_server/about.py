@@ -7,3 +7,5 @@ LEGACY = False
 CURRENT = True
 # Served through runtime/edge.py.
 EDGE = True
+# Packages whose frames a profile counts as this framework's.
+PARTS = ('starlette',)

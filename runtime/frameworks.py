@@ -15,6 +15,7 @@ progress and returns. The loop is server.py's, already running.
 import importlib.util
 import inspect
 import os
+import sys
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,6 +28,10 @@ FOLDERS = (
     'uvicorn_server',
     'granian_server',
     'fastapi_server',
+    'starlette_server',
+    'litestar_server',
+    'falcon_server',
+    'quart_server',
     'socketify_server',
     'blacksheep_server',
     'granian_rsgi_server',
@@ -34,18 +39,22 @@ FOLDERS = (
 
 # name: as in engine names; modules: what must be importable; legacy /
 # current: runs in the CPython 3.7 environment / the main one; edge: served
-# through runtime/edge.py (else the framework's own limits stand in).
-Framework = namedtuple('Framework', 'name folder modules legacy current edge')
+# through runtime/edge.py (else the framework's own limits stand in); parts:
+# other packages whose frames a profile counts as the framework's.
+Framework = namedtuple('Framework',
+                       'name folder modules legacy current edge parts')
 CONTRACT = ('site', 'host', 'port', 'stopped', 'limits')
 
 
 def load_file(folder, name):
     """The module `folder/name.py`, loaded by its path: the package's
-    __init__ (the framework itself) is not imported."""
+    __init__ (the framework itself) is not imported. It is in sys.modules
+    as `folder_name` (Litestar reads a handler's module there)."""
     path = os.path.join(ROOT, folder, name + '.py')
     spec = importlib.util.spec_from_file_location(
         '%s_%s' % (folder, name), path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -54,7 +63,8 @@ def _declared(folder):
     about = load_file(folder, 'about')
     return Framework(folder=folder, modules=tuple(about.MODULES),
                      legacy=about.LEGACY, current=about.CURRENT,
-                     edge=about.EDGE, name=about.NAME)
+                     edge=about.EDGE, name=about.NAME,
+                     parts=tuple(getattr(about, 'PARTS', ())))
 
 
 TABLE = tuple(_declared(folder) for folder in FOLDERS)

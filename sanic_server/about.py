@@ -6,3 +6,5 @@ LEGACY = True
 CURRENT = True
 # Served through runtime/edge.py.
 EDGE = True
+# Packages whose frames a profile counts as this framework's.
+PARTS = ('sanic_routing',)

@@ -29,8 +29,13 @@ async def browser():
 # test-artifacts/ENGINE/.
 BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
            'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
-           'sanic-redis-pool-uvloop', 'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop']
+           'sanic-redis-pool-uvloop',
+           'blacksheep-tarantool-one-uvloop',
+           'rsgi-tarantool-one-uvloop',
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 
 
 @pytest.mark.parametrize('engine', BROWSED)

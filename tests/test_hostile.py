@@ -53,8 +53,13 @@ ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
-           'japronto-tarantool-one', 'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop']
+           'japronto-tarantool-one',
+           'blacksheep-tarantool-one-uvloop',
+           'rsgi-tarantool-one-uvloop',
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 
 
 async def raw_request(port, method, target, headers, body, patience=None):

@@ -27,7 +27,12 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
            'granian-redis-one-uvloop', 'socketify-redis-pool',
-           'blacksheep-tarantool-one-uvloop', 'rsgi-tarantool-one-uvloop']
+           'blacksheep-tarantool-one-uvloop',
+           'rsgi-tarantool-one-uvloop',
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 
 
 @pytest.fixture(scope='module', params=ENGINES)

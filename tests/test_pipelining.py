@@ -19,7 +19,11 @@ ENGINES = JAPRONTO + ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
                       'fastapi-tarantool-one-uvloop',
                       'blacksheep-tarantool-one-uvloop',
                       'rsgi-tarantool-one-uvloop',
-                      'aiohttp-redis-one-uvloop'] + SOCKETIFY
+                      'aiohttp-redis-one-uvloop',
+                      'starlette-tarantool-one-uvloop',
+                      'litestar-tarantool-one-uvloop',
+                      'falcon-tarantool-one-uvloop',
+                      'quart-tarantool-one-uvloop'] + SOCKETIFY
 
 # What only the right answer to each path contains.
 MARKS = {b'/good': b'The best 9', b'/bad': b'The worst 9', b'/ugly': b'UGLY',
@@ -234,8 +238,13 @@ def fuzz_pipeline(rng):
 FUZZED = ('japronto-tarantool-one', 'japronto-tarantool-multi-uvloop',
           'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
           'uvicorn-tarantool-one-uvloop', 'granian-tarantool-one',
-          'fastapi-tarantool-one-uvloop', 'blacksheep-tarantool-one-uvloop',
-          'rsgi-tarantool-one-uvloop')
+          'fastapi-tarantool-one-uvloop',
+          'blacksheep-tarantool-one-uvloop',
+          'rsgi-tarantool-one-uvloop',
+          'starlette-tarantool-one-uvloop',
+          'litestar-tarantool-one-uvloop',
+          'falcon-tarantool-one-uvloop',
+          'quart-tarantool-one-uvloop')
 
 
 async def test_waiting_page_ends_a_uws_pipeline(server):

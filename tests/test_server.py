@@ -163,6 +163,10 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
     ('aiohttp-redis-one-uvloop', signal.SIGTERM),
     ('granian-redis-pool', signal.SIGINT),
     ('japronto-redis-pool', signal.SIGTERM),
+    ('starlette-tarantool-one-uvloop', signal.SIGTERM),
+    ('litestar-tarantool-one-uvloop', signal.SIGINT),
+    ('falcon-tarantool-one-uvloop', signal.SIGTERM),
+    ('quart-tarantool-one-uvloop', signal.SIGINT),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),

@@ -19,8 +19,13 @@ from runtime.settings import DEFAULTS
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
-           'socketify-tarantool-one', 'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop']
+           'socketify-tarantool-one',
+           'blacksheep-tarantool-one-uvloop',
+           'rsgi-tarantool-one-uvloop',
+           'starlette-tarantool-one-uvloop',
+           'litestar-tarantool-one-uvloop',
+           'falcon-tarantool-one-uvloop',
+           'quart-tarantool-one-uvloop']
 Request = namedtuple('Request', 'cookies')
 
 

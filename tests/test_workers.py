@@ -26,7 +26,12 @@ NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'japronto-tarantool-one', 'uvicorn-tarantool-one',
          'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
          'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
-         'blacksheep-redis-pool-uvloop', 'rsgi-postgres-pool-uvloop']
+         'blacksheep-redis-pool-uvloop',
+         'rsgi-postgres-pool-uvloop',
+         'starlette-tarantool-one-uvloop',
+         'litestar-tarantool-one-uvloop',
+         'falcon-tarantool-one-uvloop',
+         'quart-tarantool-one-uvloop']
 
 
 def params(*others):

@@ -1,0 +1,78 @@
+"""Starlette adapter: the pages as Starlette Routes with its Request and
+Response, served by uvicorn as uvicorn_server serves any ASGI application
+(behind edge.py). FastAPI's base without FastAPI."""
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from runtime import edge
+from asgi_server import TOO_LARGE, read_body
+from pages import MAX_BODY
+from pages import Request as PageRequest
+from pages.http import text_response
+from pages.static import unrouted
+
+from uvicorn_server import serve_app
+
+GONE = text_response(400, 'The request body did not arrive')
+
+
+def user_agent(request):
+    # Starlette decodes headers as latin-1; the pages take UTF-8 text with
+    # undecodable bytes escaped, as the other frameworks give it.
+    return request.headers.get('user-agent', '').encode('latin-1').decode(
+        'utf-8', 'surrogateescape')
+
+
+async def _body(request, timeout):
+    """The body bounded in size and time, as the bare ASGI application
+    reads it; else the Response refusing it, None if the client left."""
+    length = request.headers.get('content-length', '')
+    if length.isdigit() and (len(length) > edge.MAX_DIGITS
+                             or int(length) > MAX_BODY):
+        return TOO_LARGE
+    return await read_body(request.receive, timeout)
+
+
+def _answer(r):
+    return Response(r.body, r.status, dict(r.headers) if r.headers else None,
+                    r.content_type)
+
+
+def _endpoint(page, body_timeout=None):
+    """A Starlette endpoint for the page; body_timeout: the seconds its body
+    may take after the head, None for a route without a body."""
+    async def endpoint(request):
+        body = b''
+        if body_timeout is not None:
+            body = await _body(request, body_timeout)
+            if body is None:
+                return _answer(GONE)
+            if not isinstance(body, bytes):
+                return _answer(body)
+        client = request.client
+        r = await page(PageRequest(
+            request.method, request.scope['path'], request.cookies,
+            client.host if client else '', user_agent(request), body,
+            request.headers.get('x-forwarded-for', '')),
+            **request.path_params)
+        return _answer(r)
+    return endpoint
+
+
+def make_app(site, limits=edge.LIMITS):
+    # GET routes answer HEAD too (Starlette adds it; uvicorn drops the body).
+    routes = [Route(route.path, _endpoint(
+                  route.handler, None if route.method == 'GET' else limits.body),
+                  methods=[route.method])
+              for route in site.routes()]
+    # Static files and the 404 page: the unrouted page reads the path itself.
+    routes.append(Route('/{tail:path}', _endpoint(unrouted(site)),
+                        methods=['GET']))
+    return Starlette(routes=routes)
+
+
+async def serve(site, host, port, stopped, limits=edge.LIMITS):
+    """Serve until the `stopped` event is set, then finish pending requests."""
+    await serve_app(make_app(site, limits), host, port, stopped, limits)
