@@ -275,6 +275,7 @@ def test_help_lists_every_option(capsys):
     (['--workers', '0'], 'must be 1 or more'),
     (['--workers', '2', '--profile'], 'leave out --workers'),
 ])
+@pytest.mark.bench
 def test_bad_arguments_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
         cli.settings(argv)
@@ -297,6 +298,7 @@ def test_quick_fills_only_what_was_not_given():
                                            'sanic-tarantool-one-uvloop']
 
 
+@pytest.mark.bench
 def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     from runtime import engines
     monkeypatch.setattr(engines, 'runs_here', lambda e: (
@@ -312,6 +314,7 @@ def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     assert where['japronto-tarantool-one'] == [pythons.legacy()]
 
 
+@pytest.mark.bench
 def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
     (tmp_path / 'ugly').write_text('UGLY!')
     port = free_port()
@@ -509,6 +512,7 @@ def test_profile_table_and_charts(profile_run):
 
 # --- --workers ----------------------------------------------------------------
 
+@pytest.mark.bench
 def test_workers_go_to_server_py():
     s = cli.settings(['--workers', '3', '--engines', 'aiohttp-tarantool-one',
                       '--out', '/nonexistent'])
@@ -517,6 +521,7 @@ def test_workers_go_to_server_py():
     assert '--workers' not in cli.settings(['--out', '/x']).server_args
 
 
+@pytest.mark.bench
 def test_database_passwords_stay_off_command_lines_and_results():
     s = cli.settings(['--tarantool', 'sticker_app:hush1@127.0.0.1:3301',
                       '--postgres', 'postgresql://a:hush2@127.0.0.1:5/db',
@@ -541,6 +546,7 @@ def test_workers_get_the_last_cores_and_wrk_the_others(monkeypatch):
     assert cli.pinning(False, 8) == {'server': [], 'wrk': []}
 
 
+@pytest.mark.bench
 def test_nginx_gets_as_many_worker_processes(tmp_path):
     from bench.nginx import Nginx
     config = open(Nginx(str(tmp_path), 1, None, workers=3).write_config()).read()
@@ -549,6 +555,7 @@ def test_nginx_gets_as_many_worker_processes(tmp_path):
     assert 'master_process off;' in config and 'worker_processes 1;' in config
 
 
+@pytest.mark.bench
 def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     if shutil.which('wrk') is None or shutil.which('nginx') is None:
         pytest.skip('needs wrk and nginx (./run.sh setup)')
@@ -566,6 +573,8 @@ def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     assert '- Processes: 2 per engine' in (out / 'results.md').read_text()
 
 
+@pytest.mark.bench
+@pytest.mark.server
 @pytest.mark.parametrize('framework', [
     f for f in __import__('runtime.engines').engines.FRAMEWORKS])
 def test_every_bare_hello_starts_and_answers(framework, tmp_path):
@@ -609,6 +618,7 @@ def test_storage_labels():
     assert storage.storage_of('a-tarantool-one@3.12') is None
 
 
+@pytest.mark.bench
 def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
     """Each engine on the local Tarantool of each storage engine (a copy
     of the checkout's, on ports of their own), in turns, rows side by side,

@@ -161,6 +161,7 @@ def test_limits_section_chart_and_share_of_the_ceiling(limits_run):
     assert data[:8] == b'\x89PNG\r\n\x1a\n'
 
 
+@pytest.mark.bench
 def test_a_limit_whose_calls_do_no_work_fails(tarantool, postgres,
                                               tmp_path_factory):
     if shutil.which('wrk') is None:

@@ -261,6 +261,7 @@ async def test_requests_per_address_are_bounded(front):
             assert r.status == 200
 
 
+@pytest.mark.server
 def test_the_unit_file_verifies(tmp_path):
     if shutil.which('systemd-analyze') is None:
         pytest.skip('no systemd-analyze here (systemd is not installed)')
@@ -296,6 +297,7 @@ def tree(pid):
     return found
 
 
+@pytest.mark.server
 def test_the_unit_stops_the_site_in_order(checkout, tmp_path):  # noqa: F811
     """The unit's command in a fresh copy of the checkout (no var/), stopped
     as systemd stops it with the unit's KillMode: the parent stops its

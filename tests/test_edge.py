@@ -555,6 +555,8 @@ class PostgresOutage:
         remove_postgres(self.db)
 
 
+@pytest.mark.db
+@pytest.mark.server
 @pytest.mark.parametrize('engine, database', [
     (e, TarantoolOutage) for e in ENGINES] + [
     ('sanic-tarantool-multi-uvloop', TarantoolOutage),

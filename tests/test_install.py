@@ -16,6 +16,9 @@ from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
 from test_server import burst
 from test_supervision import copy_checkout, lines
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 
 def run_app_lua(tmp_path, listen, **env):
     result = subprocess.run(

@@ -147,6 +147,8 @@ def stalled_run(path, server, correction, rate=300, seconds=4, stall=1.0):
     return result['record']['oha']
 
 
+@pytest.mark.bench
+@pytest.mark.server
 def test_the_correction_counts_every_request_a_stall_held_up(tmp_path):
     path = need_oha()
     server = references.HelloServer('aiohttp', 'asyncio', free_port(),
@@ -240,6 +242,7 @@ def test_compare_works_on_the_committed_runs():
     assert worse == 0 and '| req/s |' in '\n'.join(lines)
 
 
+@pytest.mark.bench
 def test_compare_refuses_what_is_not_results(tmp_path):
     (tmp_path / 'results.json').write_text('{"x": 1}')
     for args in ([str(tmp_path), str(tmp_path)], ['/nonexistent', str(tmp_path)]):

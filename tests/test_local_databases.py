@@ -36,6 +36,9 @@ from test_postgres import wait_for
 from test_server import burst, run_server
 from test_supervision import KEEP_OUT, lines, pid_in, wait_lines
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason='needs root')
 
 

@@ -149,6 +149,8 @@ async def test_visitors_who_leave_mid_page_cost_no_connection(
         assert site.stop() == 0, site.output()
 
 
+@pytest.mark.db
+@pytest.mark.server
 async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     """databases.Databases with no DSN: a cluster under var/postgres (here a
     temporary var/, with a free port remembered as if chosen before),

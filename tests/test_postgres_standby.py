@@ -26,6 +26,9 @@ from runtime.processes import launcher, spawn, state
 from runtime.settings import DEFAULTS, replace
 from test_local_databases import mode, processes_of, wait_ended
 
+# Each test starts its own databases.
+pytestmark = pytest.mark.db
+
 CAUGHT_UP = 1.0     # seconds for a write on the primary to reach the standby
 
 

@@ -14,6 +14,7 @@ from test_bench import quick_bench
 MAIN_MINOR = pythons.short(pythons.MAIN.version)
 
 
+@pytest.mark.bench
 def test_a_version_is_found_in_pyenv_or_on_path():
     python = pythons.find(MAIN_MINOR)
     assert os.access(python, os.X_OK)
@@ -95,6 +96,7 @@ def test_an_engine_whose_package_has_no_build_is_skipped_with_the_reason(
         'granian is not installed for Python %s' % MAIN_MINOR]
 
 
+@pytest.mark.bench
 def test_list_says_which_engines_run_on_each_interpreter():
     done = subprocess.run(
         [sys.executable, 'bench.py', '--list', '--pythons', sys.executable,
@@ -108,6 +110,7 @@ def test_list_says_which_engines_run_on_each_interpreter():
     assert 'yes' not in lines[2]
 
 
+@pytest.mark.bench
 def test_an_unknown_interpreter_fails_the_run_with_a_message():
     done = subprocess.run(
         [sys.executable, 'bench.py', '--pythons', '3.99', '--out', '/nonexistent'],

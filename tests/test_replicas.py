@@ -17,6 +17,9 @@ from test_supervision import (checkout, children, hold_port, lines,  # noqa: F40
                               pid_in, poll, wait_gone, wait_lines)
 from test_supervision import start_site as supervised_site
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-postgres-pool']
 # A contender of the index page: its sticker id, then its pack's link.
 CONTENDER = re.compile(r'data-sticker-id="(\d+)".*?href="/packs/([^"/]+)"',
@@ -258,6 +261,7 @@ def test_bench_replica_options_that_cannot_be_served_exit_2(argv, message,
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.bench
 def test_bench_serves_each_engine_with_and_without_replicas():
     from bench import storage
     from bench.cli import settings

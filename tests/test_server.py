@@ -15,6 +15,9 @@ from runtime import engines
 from conftest import (ROOT, ServerProcess, engine_args, start_tarantool,
                       tarantool_address)
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 
 def run_server(*args):
     return subprocess.run([sys.executable, os.path.join(ROOT, 'server.py')]

@@ -15,6 +15,7 @@ from conftest import TEST_PACKS
 from pages import Request, Site
 from pages.http import FRAMING, HTML, JSON, TEXT
 from pages.static import unrouted
+from runtime.databases.load import write_images
 from runtime.settings import DEFAULTS
 
 EXPECTED = dataset.generate(packs=TEST_PACKS)
@@ -912,7 +913,9 @@ async def test_a_silent_link_is_dropped_and_pages_come_back(backend):
 
 @pytest.fixture
 def static_site():
-    # Static files and the 404 page need no database.
+    # Static files and the 404 page need no database; the stickers'
+    # pictures are written as server.py writes them before it serves.
+    write_images(DEFAULTS.images, TEST_PACKS)
     return new_site(None)
 
 

@@ -23,6 +23,9 @@ from runtime.processes import state
 from test_postgres import wait_for
 from test_server import burst
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 KEEP_OUT = ('.git', 'var', 'test-artifacts', 'results', '__pycache__',
             '.pytest_cache')
 

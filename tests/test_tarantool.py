@@ -16,6 +16,9 @@ from data_interface.address import TarantoolAddress
 from runtime.processes import answers
 from bench.pagecheck import ballots, stat
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 
 @pytest.fixture(params=['tarantool', 'tarantool_vinyl'])
 async def app_connection(request):

@@ -128,6 +128,7 @@ def test_the_bench_started_no_server_for_the_target(target_run, site):
     assert site.process.poll() is None and answers('127.0.0.1', site.port)
 
 
+@pytest.mark.bench
 def test_a_dead_or_wrong_site_fails_with_the_reason(site, tmp_path):
     (tmp_path / 'ugly').write_text('UGLY!')
     port = free_port()
@@ -196,6 +197,7 @@ def serve(handler):
     return server, 'http://127.0.0.1:%d' % server.server_address[1]
 
 
+@pytest.mark.bench
 def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
     """A target that redirects every page to another site: that site is
     never asked for anything, the check says why it failed, and nothing of
@@ -224,6 +226,7 @@ def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
         assert 'ELSEWHERE' not in text and other_url not in text, name
 
 
+@pytest.mark.bench
 @pytest.mark.skipif(oha.find() is None, reason='needs oha (see install.md)')
 def test_a_target_at_fixed_rates_has_no_cpu_figures(site, tmp_path):
     code, err, _ = bench(tmp_path, '--target', site.url, '--latency',

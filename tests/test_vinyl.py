@@ -20,6 +20,9 @@ from runtime.settings import DEFAULTS, replace
 from test_local_databases import checkout, ports  # noqa: F401 (a fixture)
 from test_tarantool import first_vote
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 
 def local_ports():
     return dict(ports(), STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))

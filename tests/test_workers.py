@@ -21,6 +21,9 @@ from test_durability import counted
 from test_server import run_server
 from test_supervision import checkout, lines, wait_gone  # noqa: F401
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
          'japronto-tarantool-one', 'uvicorn-tarantool-one',
