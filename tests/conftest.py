@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytest_plugins = ['plugins.databases', 'plugins.backends', 'plugins.servers',
-                  'plugins.lanes']
+                  'plugins.checkouts', 'plugins.lanes']
 # Their asserts read as the tests' do, though imported below first.
 pytest.register_assert_rewrite('plugins')
 

@@ -17,7 +17,6 @@ from bench import cli, profile, pythons, references, report, stats, verify
 from bench.charts import label
 from runtime.processes import answers
 from bench.progress import Progress, clock
-from test_local_databases import checkout  # noqa: F401 (a fixture)
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
 QUICK_PAGES = ['ugly', 'good', 'vote']
@@ -358,6 +357,7 @@ def quick_bench(tarantool, tmp_path_factory, *options):
     return done, out
 
 
+@pytest.mark.timeout(600)
 def test_quick_run_writes_every_file(quick_run):
     done, out = quick_run
     for name in ['results.json', 'results.md'] + [
@@ -366,6 +366,7 @@ def test_quick_run_writes_every_file(quick_run):
     assert '[bench]' in done.stderr and 'ETA' in done.stderr
 
 
+@pytest.mark.timeout(600)
 def test_quick_run_records_machine_runs_and_verification(quick_run):
     _, out = quick_run
     results = json.loads((out / 'results.json').read_text())
@@ -393,6 +394,7 @@ def test_quick_run_records_machine_runs_and_verification(quick_run):
             assert r['wrk']['votes'] > 0
 
 
+@pytest.mark.timeout(600)
 def test_results_md_agrees_with_the_raw_runs(quick_run):
     _, out = quick_run
     results = json.loads((out / 'results.json').read_text())
@@ -411,6 +413,7 @@ def test_results_md_agrees_with_the_raw_runs(quick_run):
         assert abs(int(m.group(1).replace(',', '')) - stats.median(rps)) <= 0.5
 
 
+@pytest.mark.timeout(600)
 def test_charts_are_pngs(quick_run):
     _, out = quick_run
     for page in QUICK_PAGES:
@@ -421,6 +424,7 @@ def test_charts_are_pngs(quick_run):
         assert os.path.getsize(out / ('chart-%s.png' % page)) > 10000
 
 
+@pytest.mark.timeout(600)
 def test_quick_run_has_the_hello_references_and_their_ratio(quick_run):
     _, out = quick_run
     results = json.loads((out / 'results.json').read_text())
@@ -464,6 +468,7 @@ def profile_run(tarantool, tmp_path_factory):
                        '--pages', 'ugly,good')
 
 
+@pytest.mark.timeout(600)
 def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
     done, out = profile_run
     assert 'separate from the timed runs (sampling slows the server a ' \
@@ -489,6 +494,7 @@ def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
     assert all(good[k] > 0 for k in profile.PYTHON_LAYERS + ('database',)), good
 
 
+@pytest.mark.timeout(600)
 def test_profile_table_and_charts(profile_run):
     _, out = profile_run
     md = (out / 'results.md').read_text()
@@ -555,6 +561,7 @@ def test_nginx_gets_as_many_worker_processes(tmp_path):
     assert 'master_process off;' in config and 'worker_processes 1;' in config
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.bench
 def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     if shutil.which('wrk') is None or shutil.which('nginx') is None:
@@ -573,6 +580,7 @@ def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     assert '- Processes: 2 per engine' in (out / 'results.md').read_text()
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.bench
 @pytest.mark.server
 @pytest.mark.parametrize('framework', [
@@ -618,8 +626,9 @@ def test_storage_labels():
     assert storage.storage_of('a-tarantool-one@3.12') is None
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.bench
-def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
+def test_a_run_on_memtx_and_vinyl_has_both_rows(bare_checkout, tmp_path):
     """Each engine on the local Tarantool of each storage engine (a copy
     of the checkout's, on ports of their own), in turns, rows side by side,
     recorded per run."""
@@ -633,7 +642,7 @@ def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
          '--tarantool-engine', 'memtx,vinyl', '--engines',
          'aiohttp-tarantool-one', '--pages', 'ugly,good',
          '--packs', str(TEST_PACKS), '--port', str(free_port()),
-         '--out', str(out)], cwd=checkout, capture_output=True, text=True,
+         '--out', str(out)], cwd=bare_checkout, capture_output=True, text=True,
         timeout=240, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((out / 'results.json').read_text())

@@ -109,6 +109,7 @@ def expected_layers(database):
     return ['database'] + drivers + ['http-async']
 
 
+@pytest.mark.timeout(900)
 def test_limits_report_every_call_on_both_databases(limits_run):
     done, out = limits_run
     assert '[bench]' in done.stderr and 'limits · postgres' in done.stderr
@@ -142,6 +143,7 @@ def test_limits_report_every_call_on_both_databases(limits_run):
         ENGINE: 'ok', 'limits': 'ok'}
 
 
+@pytest.mark.timeout(900)
 def test_limits_section_chart_and_share_of_the_ceiling(limits_run):
     _, out = limits_run
     md = (out / 'results.md').read_text()
@@ -161,6 +163,7 @@ def test_limits_section_chart_and_share_of_the_ceiling(limits_run):
     assert data[:8] == b'\x89PNG\r\n\x1a\n'
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.bench
 def test_a_limit_whose_calls_do_no_work_fails(tarantool, postgres,
                                               tmp_path_factory):

@@ -11,7 +11,7 @@ import pytest
 
 import dataset
 from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
-                      remove_postgres)
+                      remove_postgres, until)
 from data_interface import DataUnavailable, Visit
 from data_interface.postgres.asyncpg_data import (RANKED, PostgresData,
                                                   apply_schema)
@@ -77,10 +77,9 @@ async def test_start_without_database_is_unavailable():
 
 
 async def wait_for(url, status, timeout=10):
-    deadline = time.monotonic() + timeout
-    while await burst(url, 1) != [status]:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.2)
+    async def answered():
+        return await burst(url, 1) == [status]
+    await until(answered, timeout, 0.2, '%s did not answer %d' % (url, status))
 
 
 @pytest.mark.parametrize('engine, mode', [

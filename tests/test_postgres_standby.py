@@ -2,7 +2,6 @@
 second and refuses writes, comes back rebuilt and caught up after a crash,
 leaves no process and only private files when stopped, ends a postmaster
 left running in its directory, and says why when the primary is down."""
-import asyncio
 import os
 import shutil
 import socket
@@ -14,7 +13,7 @@ import uuid
 import pytest
 
 from conftest import (free_port, load_small_dataset, remove_postgres,
-                      start_postgres)
+                      start_postgres, until, wait_until)
 from data_interface import DataUnavailable, Visit
 from data_interface.postgres.asyncpg_data import PostgresData
 from runtime.databases import postgres_layout as layout
@@ -24,7 +23,8 @@ from runtime.databases.postgres_standby import (ManagedPostgresStandby,
                                                 children)
 from runtime.processes import launcher, spawn, state
 from runtime.settings import DEFAULTS, replace
-from test_local_databases import mode, processes_of, wait_ended
+from plugins.checkouts import processes_of
+from test_local_databases import mode, wait_ended
 
 # Each test starts its own databases.
 pytestmark = pytest.mark.db
@@ -83,9 +83,10 @@ async def sessions(data):
 async def wait_sessions(data, count, timeout):
     """Seconds until data holds `count` sessions; fails after timeout."""
     started = time.monotonic()
-    while await sessions(data) != count:
-        assert time.monotonic() - started < timeout, 'not caught up'
-        await asyncio.sleep(0.01)
+
+    async def caught_up():
+        return await sessions(data) == count
+    await until(caught_up, timeout, 0.01, 'not caught up')
     return time.monotonic() - started
 
 
@@ -196,10 +197,7 @@ def test_processes_left_running_are_ended(primary, standby):
                         '127.0.0.1', '-p', str(hung.getsockname()[1]),
                         '-w', '-U', 'postgres'],
                      stdin=subprocess.DEVNULL, cwd='/', start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not standby.running():
-            assert postmaster.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(standby.running, 30, 0.05, process=postmaster)
         assert copy.poll() is None
         standby.start()
         assert postmaster.poll() is not None

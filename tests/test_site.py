@@ -11,7 +11,7 @@ import pytest
 import dataset
 from data_interface import DataUnavailable, Visit, VoteOutcome
 from bench.pagecheck import ballots, cards, ranked, stat
-from conftest import TEST_PACKS
+from conftest import TEST_PACKS, until
 from pages import Request, Site
 from pages.http import FRAMING, HTML, JSON, TEXT
 from pages.static import unrouted
@@ -840,14 +840,14 @@ def database_port(backend):
     return int(re.search(r':(\d+)/', data.dsn).group(1))
 
 
-async def until(site, path, status):
-    r = None
-    for _ in range(100):
-        r = await get(site, path)
-        if r.status == status:
-            return r
-        await asyncio.sleep(0.1)
-    assert r.status == status, text(r)
+async def until_status(site, path, status):
+    """The first answer of `status` to path within 10 s."""
+    last = []
+
+    async def answered():
+        last[:] = [await get(site, path)]
+        return last[0] if last[0].status == status else None
+    return await until(answered, 10, 0.1, lambda: text(last[0]))
 
 
 async def test_outage_answers_503_then_serves_again(backend):
@@ -859,7 +859,7 @@ async def test_outage_answers_503_then_serves_again(backend):
         cookie, ((_, win, lose), _) = await new_ballots(site)
         await relay.cut()
         for path in ('/', '/good', '/bad'):
-            r = await until(site, path, 503)
+            r = await until_status(site, path, 503)
             assert r.content_type == HTML
             assert 'The database is unavailable' in text(r)
         r = await vote(site, cookie, win, lose)
@@ -876,7 +876,7 @@ async def test_outage_answers_503_then_serves_again(backend):
         assert (await get(site, '/static/style.css')).status == 200
         # The failed vote counted nothing: its ballots still vote.
         await relay.open()
-        await until(site, '/good', 200)
+        await until_status(site, '/good', 200)
         assert site.outage.since is None
         assert (await vote(site, cookie, win, lose)).status == 200
     finally:

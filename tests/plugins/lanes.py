@@ -10,10 +10,12 @@ import subprocess
 import pytest
 
 # Lane -> the fixtures (by name) that put a test in it; a test that starts
-# things itself carries its module's mark instead (pytestmark).
+# things itself carries its module's mark instead (pytestmark). A server
+# always runs on a database (the session's, through engine_args).
 FIXTURES = {
     'db': {'tarantool', 'tarantool_vinyl', 'postgres', 'redis', 'backend',
-           'app_connection', 'cluster', 'primary', 'standby'},
+           'app_connection', 'cluster', 'primary', 'standby',
+           'start_server', 'shared_server'},
     'server': {'start_server', 'shared_server', 'front'},
     'bench': {'quick_run', 'profile_run', 'limits_run', 'latency_runs',
               'target_run', 'two_pythons', 'bare_environment'},
