@@ -101,8 +101,8 @@ install_oha() {
 }
 
 # The main suite, then the tests that run inside the legacy interpreter.
-# --fast: the fast lane (unit tests, and the contract on Tarantool and
-# Redis), and of the legacy lane only its unit tests (its collection
+# --fast: the fast lane (unit tests, and the contract on memtx Tarantool
+# and Redis), and of the legacy lane only its unit tests (its collection
 # imports every module on 3.7); the rest of the options go to pytest.
 run_tests() {
     local status=0 fast=0 arg main=(--durations=15) legacy=(-m legacy)

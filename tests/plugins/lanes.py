@@ -1,8 +1,8 @@
 """Lanes: each test is marked by what it starts, from the fixtures it
 requests or its module's own mark, so that `-m unit` (nothing started) and
-`-m fast` (that, plus the contract suite on the session's databases) run
-alone.  A unit test that starts a process or reaches past the loopback
-fails."""
+`-m fast` (that, plus the contract suite on the session's memtx Tarantool
+and Redis) run alone.  A unit test that starts a process or reaches past
+the loopback fails."""
 import ipaddress
 import socket
 import subprocess
@@ -22,11 +22,13 @@ FIXTURES = {
     'browser': {'browser'},
 }
 STARTS = ('db', 'server', 'bench', 'browser')
-# The backends whose database the session starts in well under a second
-# (Tarantool, Redis; PostgreSQL's initdb takes seconds): their contract
-# tests join the fast lane, but for those that start an instance of their
-# own (own_database).
-QUICK_DATABASES = ('tarantool', 'aiotarantool', 'redis')
+# The contract tests in the fast lane: those on the session's memtx
+# Tarantool and Redis, which start in well under a second (PostgreSQL's
+# initdb takes seconds, and vinyl's run would add as many tests again: both
+# are in the full run), but for those that start an instance of their own
+# (own_database).
+FAST_BACKENDS = {'tarantool-one', 'tarantool-multi', 'redis-one', 'redis-pool',
+                 'aiotarantool-one', 'aiotarantool-multi'}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -42,7 +44,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker('fast')
         elif 'backend' in names and item.module.__name__ == 'test_contract':
             item.add_marker('contract')
-            if (item.callspec.params['backend'].startswith(QUICK_DATABASES)
+            if (item.callspec.params['backend'] in FAST_BACKENDS
                     and not item.get_closest_marker('own_database')):
                 item.add_marker('fast')
 
