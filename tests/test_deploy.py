@@ -80,7 +80,8 @@ def front(request, tmp_path_factory, start_server):
     nginx = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: answers('127.0.0.1', https), 10, 0.05,
-                   lambda: nginx.stderr.read(), nginx)
+                   lambda: (nginx.stderr.read() if nginx.poll() is not None
+                            else 'nginx does not answer'), nginx)
         yield 'https://127.0.0.1:%d' % https, 'http://127.0.0.1:%d' % http, server
     finally:
         nginx.terminate()
