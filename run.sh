@@ -3,6 +3,7 @@
 # missing (Debian packages, then the pinned Python environment).
 #   ./run.sh serve [server.py options]   install, then serve on :1717
 #   ./run.sh test [pytest options]       install, then run every test
+#   ./run.sh test --fast [options]       the fast lane only (under a minute)
 #   ./run.sh bench [bench.py options]    install, then run the benchmark
 #   ./run.sh soak --engine E [--minutes M]  install, then soak one engine
 #   ./run.sh setup [--pythons 3.12,3.13] only install (and more interpreters)
@@ -100,12 +101,23 @@ install_oha() {
 }
 
 # The main suite, then the tests that run inside the legacy interpreter.
+# --fast: the fast lane (unit tests, and the contract on memtx Tarantool
+# and Redis), and of the legacy lane only its unit tests (its collection
+# imports every module on 3.7); the rest of the options go to pytest.
 run_tests() {
-    local status=0
-    "$VENV/bin/python" -m pytest "$@" || status=$?
+    local status=0 fast=0 arg main=(--durations=15) legacy=(-m legacy)
+    local rest=()
+    for arg in "$@"; do
+        if [ "$arg" = --fast ]; then fast=1; else rest+=("$arg"); fi
+    done
+    if [ $fast = 1 ]; then
+        main=(-m fast)
+        legacy=(-m 'legacy and unit')
+    fi
+    "$VENV/bin/python" -m pytest "${main[@]}" ${rest[@]+"${rest[@]}"} || status=$?
     if [ -x "$LEGACY_VENV/bin/python" ]; then
         say "legacy tests in $LEGACY_VENV ($("$LEGACY_VENV/bin/python" -V 2>&1))"
-        "$LEGACY_VENV/bin/python" -m pytest -q -m legacy || status=$?
+        "$LEGACY_VENV/bin/python" -m pytest -q "${legacy[@]}" || status=$?
     else
         say "legacy tests skipped: no $LEGACY_VENV (needs CPython 3.7)"
     fi
@@ -140,6 +152,6 @@ case "$command" in
         setup "$TEST_PACKAGES"
         exec "$VENV/bin/python" -m bench.soak "$@" ;;
     *)
-        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
         [ "$command" = help ] || exit 2 ;;
 esac

@@ -19,7 +19,6 @@ from bench.charts import label
 from runtime import frameworks
 from runtime.processes import answers
 from bench.progress import Progress, clock
-from test_local_databases import checkout  # noqa: F401 (a fixture)
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
 QUICK_PAGES = ['ugly', 'good', 'vote']
@@ -277,6 +276,7 @@ def test_help_lists_every_option(capsys):
     (['--workers', '0'], 'must be 1..256'),
     (['--workers', '2', '--profile'], 'leave out --workers'),
 ])
+@pytest.mark.bench
 def test_bad_arguments_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
         cli.plan(argv)
@@ -299,6 +299,7 @@ def test_quick_fills_only_what_was_not_given():
                                            'sanic-tarantool-one-uvloop']
 
 
+@pytest.mark.bench
 def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     from runtime import engines
     monkeypatch.setattr(engines, 'runs_here', lambda e: (
@@ -314,6 +315,7 @@ def test_unavailable_engines_are_skipped_with_the_reason(monkeypatch):
     assert where['japronto-tarantool-one'] == [pythons.legacy()]
 
 
+@pytest.mark.bench
 def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
     (tmp_path / 'ugly').write_text('UGLY!')
     port = free_port()
@@ -357,6 +359,7 @@ def quick_bench(tarantool, tmp_path_factory, *options):
     return done, out
 
 
+@pytest.mark.timeout(600)
 def test_quick_run_writes_every_file(quick_run):
     done, out = quick_run
     for name in ['results.json', 'results.md'] + [
@@ -365,6 +368,7 @@ def test_quick_run_writes_every_file(quick_run):
     assert '[bench]' in done.stderr and 'ETA' in done.stderr
 
 
+@pytest.mark.timeout(600)
 def test_quick_run_records_machine_runs_and_verification(quick_run):
     _, out = quick_run
     results = json.loads((out / 'results.json').read_text())
@@ -392,6 +396,7 @@ def test_quick_run_records_machine_runs_and_verification(quick_run):
             assert r['wrk']['votes'] > 0
 
 
+@pytest.mark.timeout(600)
 def test_results_md_agrees_with_the_raw_runs(quick_run):
     _, out = quick_run
     results = json.loads((out / 'results.json').read_text())
@@ -410,6 +415,7 @@ def test_results_md_agrees_with_the_raw_runs(quick_run):
         assert abs(int(m.group(1).replace(',', '')) - stats.median(rps)) <= 0.5
 
 
+@pytest.mark.timeout(600)
 def test_charts_are_pngs(quick_run):
     _, out = quick_run
     for page in QUICK_PAGES:
@@ -420,6 +426,7 @@ def test_charts_are_pngs(quick_run):
         assert os.path.getsize(out / ('chart-%s.png' % page)) > 10000
 
 
+@pytest.mark.timeout(600)
 def test_quick_run_has_the_hello_references_and_their_ratio(quick_run):
     _, out = quick_run
     results = json.loads((out / 'results.json').read_text())
@@ -463,6 +470,7 @@ def profile_run(tarantool, tmp_path_factory):
                        '--pages', 'ugly,good')
 
 
+@pytest.mark.timeout(600)
 def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
     done, out = profile_run
     assert 'separate from the timed runs (sampling slows the server a ' \
@@ -488,6 +496,7 @@ def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
     assert all(good[k] > 0 for k in profile.PYTHON_LAYERS + ('database',)), good
 
 
+@pytest.mark.timeout(600)
 def test_profile_table_and_charts(profile_run):
     _, out = profile_run
     md = (out / 'results.md').read_text()
@@ -511,6 +520,7 @@ def test_profile_table_and_charts(profile_run):
 
 # --- --workers ----------------------------------------------------------------
 
+@pytest.mark.bench
 def test_workers_go_to_server_py():
     s = cli.plan(['--workers', '3', '--engines', 'aiohttp-tarantool-one',
                       '--out', '/nonexistent'])
@@ -519,6 +529,7 @@ def test_workers_go_to_server_py():
     assert '--workers' not in cli.plan(['--out', '/x']).server_args
 
 
+@pytest.mark.bench
 def test_database_passwords_stay_off_command_lines_and_results():
     s = cli.plan(['--tarantool', 'sticker_app:hush1@127.0.0.1:3301',
                       '--postgres', 'postgresql://a:hush2@127.0.0.1:5/db',
@@ -543,6 +554,7 @@ def test_workers_get_the_last_cores_and_wrk_the_others(monkeypatch):
     assert cli.pinning(False, 8) == {'server': [], 'wrk': []}
 
 
+@pytest.mark.bench
 def test_nginx_gets_as_many_worker_processes(tmp_path):
     from bench.nginx import Nginx
     config = open(Nginx(str(tmp_path), 1, None, workers=3).write_config()).read()
@@ -551,6 +563,8 @@ def test_nginx_gets_as_many_worker_processes(tmp_path):
     assert 'master_process off;' in config and 'worker_processes 1;' in config
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.bench
 def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     if shutil.which('wrk') is None or shutil.which('nginx') is None:
         pytest.skip('needs wrk and nginx (./run.sh setup)')
@@ -568,6 +582,9 @@ def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
     assert '- Processes: 2 per engine' in (out / 'results.md').read_text()
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+@pytest.mark.server
 @pytest.mark.parametrize('framework', frameworks.NAMES)
 def test_every_bare_hello_starts_and_answers(framework, tmp_path):
     from runtime import engines
@@ -610,7 +627,9 @@ def test_storage_labels():
     assert storage.storage_of('a-tarantool-one@3.12') is None
 
 
-def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+def test_a_run_on_memtx_and_vinyl_has_both_rows(bare_checkout, tmp_path):
     """Each engine on the local Tarantool of each storage engine (a copy
     of the checkout's, on ports of their own), in turns, rows side by side,
     recorded per run."""
@@ -624,7 +643,7 @@ def test_a_run_on_memtx_and_vinyl_has_both_rows(checkout, tmp_path):
          '--tarantool-engine', 'memtx,vinyl', '--engines',
          'aiohttp-tarantool-one', '--pages', 'ugly,good',
          '--packs', str(TEST_PACKS), '--port', str(free_port()),
-         '--out', str(out)], cwd=checkout, capture_output=True, text=True,
+         '--out', str(out)], cwd=bare_checkout, capture_output=True, text=True,
         timeout=240, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((out / 'results.json').read_text())

@@ -111,6 +111,7 @@ def expected_layers(database):
     return ['database'] + drivers + ['http-async']
 
 
+@pytest.mark.timeout(900)
 def test_ceilings_report_every_call_on_both_databases(ceilings_run):
     done, out = ceilings_run
     assert '[bench]' in done.stderr and 'ceilings · postgres' in done.stderr
@@ -144,6 +145,7 @@ def test_ceilings_report_every_call_on_both_databases(ceilings_run):
         ENGINE: 'ok', 'ceilings': 'ok'}
 
 
+@pytest.mark.timeout(900)
 def test_ceilings_section_chart_and_share_of_the_ceiling(ceilings_run):
     _, out = ceilings_run
     md = (out / 'results.md').read_text()
@@ -163,6 +165,8 @@ def test_ceilings_section_chart_and_share_of_the_ceiling(ceilings_run):
     assert data[:8] == b'\x89PNG\r\n\x1a\n'
 
 
+@pytest.mark.timeout(900)
+@pytest.mark.bench
 def test_a_ceiling_whose_calls_do_no_work_fails(tarantool, postgres,
                                               tmp_path_factory):
     if shutil.which('wrk') is None:

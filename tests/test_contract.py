@@ -514,6 +514,7 @@ async def own_database(data, backend, directory, memory=None,
             lambda: remove_postgres(server))
 
 
+@pytest.mark.own_database
 async def test_pairs_are_existing_stickers_when_ids_have_gaps(data, backend,
                                                              tmp_path):
     full = dataset.generate(packs=1)
@@ -554,6 +555,7 @@ async def test_pairs_are_existing_stickers_when_ids_have_gaps(data, backend,
 SMALL_MEMTX = 32 * 1024 * 1024
 
 
+@pytest.mark.own_database
 async def test_sessions_stop_at_a_cap_that_fits_memory(data, backend,
                                                        tmp_path):
     """Visits with the largest strings, well past the session and ballot

@@ -19,11 +19,11 @@ import pytest
 
 from bench.nginx import temp_paths
 from bench.pagecheck import ballots, session_cookie
-from conftest import ROOT, ServerProcess, engine_args, free_port
+from conftest import ROOT, ServerProcess, engine_args, free_port, wait_until
 from runtime import processes
 from runtime.processes import answers
 from runtime.settings import DEFAULTS
-from test_supervision import checkout, lines  # noqa: F401
+from test_supervision import lines, wait_lines
 
 DEPLOY = os.path.join(ROOT, 'deploy')
 MAIN = '''daemon off;
@@ -79,11 +79,9 @@ def front(request, tmp_path_factory, start_server):
     assert checked.returncode == 0, checked.stderr
     nginx = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 10
-        while not answers('127.0.0.1', https):
-            assert nginx.poll() is None and time.monotonic() < deadline, \
-                nginx.stderr.read()
-            time.sleep(0.05)
+        wait_until(lambda: answers('127.0.0.1', https), 10, 0.05,
+                   lambda: (nginx.stderr.read() if nginx.poll() is not None
+                            else 'nginx does not answer'), nginx)
         yield 'https://127.0.0.1:%d' % https, 'http://127.0.0.1:%d' % http, server
     finally:
         nginx.terminate()
@@ -261,6 +259,7 @@ async def test_requests_per_address_are_bounded(front):
             assert r.status == 200
 
 
+@pytest.mark.server
 def test_the_unit_file_verifies(tmp_path):
     if shutil.which('systemd-analyze') is None:
         pytest.skip('no systemd-analyze here (systemd is not installed)')
@@ -296,6 +295,7 @@ def tree(pid):
     return found
 
 
+@pytest.mark.server
 def test_the_unit_stops_the_site_in_order(checkout, tmp_path):  # noqa: F811
     """The unit's command in a fresh copy of the checkout (no var/), stopped
     as systemd stops it with the unit's KillMode: the parent stops its
@@ -310,10 +310,7 @@ def test_the_unit_stops_the_site_in_order(checkout, tmp_path):  # noqa: F811
     site = ServerProcess(argv[3], argv[4:6] + argv[8:], str(tmp_path / 'log'),
                          root=checkout, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while len(lines(site.output(), 'serving ')) < 1:
-            assert time.monotonic() < deadline, site.output()
-            time.sleep(0.1)
+        wait_lines(site, 'serving ', 1, 30)
         everything = tree(site.process.pid)
         assert len(everything) >= 3, everything      # two workers, Tarantool
         mode = settings.get('KillMode', 'control-group')

@@ -12,6 +12,9 @@ from bench.pagecheck import ballots
 from conftest import (ServerProcess, remove_postgres, start_postgres,
                       start_redis, start_tarantool, tarantool_address)
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 VOTERS = 8
 VOTING = 1.5    # seconds of voting before the crash, and again after it
 

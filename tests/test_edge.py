@@ -11,7 +11,7 @@ import pytest
 from bench.pagecheck import all_stickers, ballots, client, vote_total
 from conftest import (ServerProcess, engine_args, fetch, load_small,
                       remove_postgres, start_postgres, start_tarantool,
-                      tarantool_address)
+                      tarantool_address, until)
 from runtime.processes import ESTABLISHED, tcp_sockets
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
@@ -325,18 +325,19 @@ async def test_clients_that_never_read_are_closed(request, engine,
             stuffed.append(sock)
         # While their pages still work (filling the buffers), a visitor
         # may be refused; once they stall, they make room.
-        deadline = time.monotonic() + PATIENCE
-        while True:
+        began = time.monotonic()
+
+        async def served():
             try:
-                served = await answers(server.port, get(b'/ugly'))
-                break
+                return await answers(server.port, get(b'/ugly'))
             except (ConnectionError, asyncio.IncompleteReadError):
-                assert time.monotonic() < deadline, 'visitors locked out'
-                await asyncio.sleep(0.5)
-        assert [a[0] for a in served] == [200]
-        while tcp_sockets(server.process.pid, server.port, ESTABLISHED):
-            assert time.monotonic() < deadline, 'a non-reader stays open'
-            await asyncio.sleep(0.2)
+                return None
+        got = await until(served, PATIENCE, 0.5, 'visitors locked out')
+        assert [a[0] for a in got] == [200]
+        await until(lambda: not tcp_sockets(server.process.pid, server.port,
+                                            ESTABLISHED),
+                    PATIENCE - (time.monotonic() - began), 0.2,
+                    'a non-reader stays open')
     finally:
         for sock in stuffed:
             sock.close()
@@ -563,6 +564,8 @@ class PostgresOutage:
         remove_postgres(self.db)
 
 
+@pytest.mark.db
+@pytest.mark.server
 @pytest.mark.parametrize('engine, database', [
     (e, TarantoolOutage) for e in ENGINES] + [
     ('sanic-tarantool-multi-uvloop', TarantoolOutage),
@@ -595,10 +598,9 @@ async def test_outage_is_logged_in_a_few_lines(tmp_path, engine, database):
                 assert len(lines) <= 5, '\n'.join(lines)
                 assert sum('database unavailable' in l for l in lines) == 1
                 db.up()
-                deadline = time.monotonic() + 30
-                while await status('/good') != 200:
-                    assert time.monotonic() < deadline, server.output()
-                    await asyncio.sleep(0.2)
+                async def good():
+                    return await status('/good') == 200
+                await until(good, 30, 0.2, server.output)
             back = [l for l in server.output().splitlines()
                     if 'database back after' in l]
             assert len(back) == 1, server.output()

@@ -108,6 +108,7 @@ def free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.server
 async def test_reuse_port_lets_two_servers_share_a_port():
     port = free_port()
     stopped = asyncio.Event()
@@ -133,6 +134,7 @@ async def exchange(port, data):
     return answer
 
 
+@pytest.mark.server
 async def test_served_answers_name_no_version_and_limit_heads(caplog):
     site = Site()
     port = free_port()

@@ -14,7 +14,11 @@ from conftest import ServerProcess, free_port
 from runtime.databases.postgres import ELSEWHERE, ManagedPostgres
 from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
 from test_server import burst
-from test_supervision import copy_checkout, lines
+from plugins.checkouts import copy_checkout
+from test_supervision import lines
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 
 def run_app_lua(tmp_path, listen, **env):

@@ -147,6 +147,9 @@ def stalled_run(path, server, correction, rate=300, seconds=4, stall=1.0):
     return result['record']['oha']
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+@pytest.mark.server
 def test_the_correction_counts_every_request_a_stall_held_up(tmp_path):
     path = need_oha()
     server = references.HelloServer('aiohttp', 'asyncio', free_port(),
@@ -192,6 +195,7 @@ def latency_runs(tarantool, tmp_path_factory):
             latency_bench(tarantool, base / 'slow', '--delay', '20')]
 
 
+@pytest.mark.timeout(600)
 def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
     out = latency_runs[0]
     results = json.loads((out / 'results.json').read_text())
@@ -219,6 +223,7 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
     assert not re.search(r'(src|href)\s*=\s*["\']?(\w+:)?//', page)   # no network
 
 
+@pytest.mark.timeout(600)
 def test_compare_marks_a_slower_build_worse_and_exits_1(latency_runs):
     a, b, slow = latency_runs
     same = subprocess.run([sys.executable, 'bench.py', 'compare', str(a), str(b)],
@@ -240,6 +245,7 @@ def test_compare_works_on_the_committed_runs():
     assert worse == 0 and '| req/s |' in '\n'.join(lines)
 
 
+@pytest.mark.bench
 def test_compare_refuses_what_is_not_results(tmp_path):
     (tmp_path / 'results.json').write_text('{"x": 1}')
     for args in ([str(tmp_path), str(tmp_path)], ['/nonexistent', str(tmp_path)]):

@@ -7,7 +7,6 @@ import asyncio
 import os
 import pwd
 import secrets
-import shutil
 import signal
 import socket
 import stat
@@ -22,10 +21,12 @@ import asyncpg
 import pytest
 
 import dataset
-from conftest import (ROOT, TEST_PACKS, ServerProcess, free_port, load_small,
-                      remove_postgres, start_tarantool, tarantool_address)
+from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
+                      remove_postgres, start_tarantool, tarantool_address,
+                      until, wait_until)
 from data_interface import Visit
 from data_interface.address import as_admin, parse_tarantool
+from plugins.checkouts import processes_of
 from runtime.databases import files as private
 from runtime.databases.files import secret
 from runtime.databases.postgres import ManagedPostgres
@@ -34,27 +35,12 @@ from runtime.processes import answers, state
 from runtime.settings import DEFAULTS, replace
 from test_postgres import wait_for
 from test_server import burst, run_server
-from test_supervision import KEEP_OUT, lines, pid_in, wait_lines
+from test_supervision import lines, pid_in, wait_lines
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason='needs root')
-
-
-@pytest.fixture
-def checkout():
-    """A copy of the checkout's files without var/ (nor the virtualenvs:
-    servers run with this interpreter), in a directory any user may
-    enter."""
-    parent = tempfile.mkdtemp(prefix='stickers-test-checkout-')
-    os.chmod(parent, 0o755)
-    target = os.path.join(parent, 'checkout')
-    shutil.copytree(ROOT, target, symlinks=True, ignore=shutil.ignore_patterns(
-        *(KEEP_OUT + ('.venv', '.venv37', 'docs'))))
-    yield target
-    try:
-        for pid in processes_of(target):    # a failed test's
-            os.kill(pid, signal.SIGKILL)
-    finally:
-        shutil.rmtree(parent, ignore_errors=True)
 
 
 def ports():
@@ -64,31 +50,13 @@ def ports():
             'STICKERS_REDIS_PORT': str(free_port())}
 
 
-def processes_of(path):
-    """Running processes (not zombies) whose command line or working
-    directory is inside path."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open('/proc/%s/cmdline' % entry, 'rb') as f:
-                command = f.read()
-            cwd = os.readlink('/proc/%s/cwd' % entry)
-        except OSError:
-            continue
-        if (path.encode() in command or (cwd + '/').startswith(path + '/')) \
-                and state(int(entry)) not in (None, 'Z'):
-            found.append(int(entry))
-    return found
-
-
 def wait_ended(pids, timeout=30):
     """True once none of pids runs (a zombie nobody reaps has ended)."""
-    deadline = time.monotonic() + timeout
-    while any(state(p) not in (None, 'Z') for p in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    try:
+        return wait_until(lambda: all(state(p) in (None, 'Z') for p in pids),
+                          timeout)
+    except AssertionError:
+        return False
 
 
 def mode(path):
@@ -225,31 +193,32 @@ async def vote(data):
         await data.close()
 
 
-def postmaster_of(checkout):
-    return ManagedPostgres(os.path.join(checkout, 'var', 'postgres')
+def postmaster_of(bare_checkout):
+    return ManagedPostgres(os.path.join(bare_checkout, 'var', 'postgres')
                            ).postmaster()
 
 
-def tarantool_of(checkout):
-    return pid_in(os.path.join(checkout, 'var', 'tarantool', 'tarantool.pid'))
+def tarantool_of(bare_checkout):
+    return pid_in(os.path.join(bare_checkout, 'var', 'tarantool',
+                               'tarantool.pid'))
 
 
-def redis_of(checkout):
-    return pid_in(os.path.join(checkout, 'var', 'redis', 'redis.pid'))
+def redis_of(bare_checkout):
+    return pid_in(os.path.join(bare_checkout, 'var', 'redis', 'redis.pid'))
 
 
-def test_a_killed_server_takes_its_databases_along(checkout, tmp_path):
+def test_a_killed_server_takes_its_databases_along(bare_checkout, tmp_path):
     env = ports()
     sites = [ServerProcess(engine, [], str(tmp_path / (engine + '.log')),
-                           root=checkout, env=env)
+                           root=bare_checkout, env=env)
              for engine in ('aiohttp-tarantool-one', 'aiohttp-postgres-pool',
                             'aiohttp-redis-one')]
-    pids = [tarantool_of(checkout), postmaster_of(checkout),
-            redis_of(checkout)]
+    pids = [tarantool_of(bare_checkout), postmaster_of(bare_checkout),
+            redis_of(bare_checkout)]
     for site in sites:
         site.stop(signal.SIGKILL)
     assert wait_ended(pids), [(p, state(p)) for p in pids]
-    assert wait_ended(processes_of(checkout))
+    assert wait_ended(processes_of(bare_checkout))
 
 
 @pytest.mark.parametrize('engine, starting', [
@@ -258,7 +227,7 @@ def test_a_killed_server_takes_its_databases_along(checkout, tmp_path):
     ('aiohttp-redis-one', 'starting Redis'),
 ])
 def test_a_signal_while_the_database_starts_leaves_none(
-        checkout, tmp_path, engine, starting):
+        bare_checkout, tmp_path, engine, starting):
     log_path = str(tmp_path / 'server.log')
 
     def output():
@@ -266,31 +235,28 @@ def test_a_signal_while_the_database_starts_leaves_none(
             return f.read()
     with open(log_path, 'wb') as log:
         server = subprocess.Popen(
-            [sys.executable, os.path.join(checkout, 'server.py'), '-e', engine,
-             '-p', str(free_port()), '--packs', str(TEST_PACKS)],
-            cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
+            [sys.executable, os.path.join(bare_checkout, 'server.py'), '-e',
+             engine, '-p', str(free_port()), '--packs', str(TEST_PACKS)],
+            cwd=bare_checkout, stdout=log, stderr=subprocess.STDOUT,
             env=dict(os.environ, **ports()))
     try:
-        deadline = time.monotonic() + 60
-        while starting not in output():
-            assert server.poll() is None and time.monotonic() < deadline, \
-                output()
-            time.sleep(0.01)
+        wait_until(lambda: starting in output(), 60, 0.01, output, server)
         server.send_signal(signal.SIGTERM)
         assert server.wait(60) == 0, output()
     finally:
         if server.poll() is None:
             server.kill()
     assert 'stopped while starting' in output()
-    assert wait_ended(processes_of(checkout)), output()
+    assert wait_ended(processes_of(bare_checkout)), output()
 
 
-async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
+async def test_a_database_no_server_manages_is_adopted(bare_checkout,
+                                                       tmp_path):
     """Started by a server killed before it could stop it (here: by hand,
     with nobody holding its lock): the next server watches and restarts it
     and stops it at the end; a second server beside it leaves it be."""
     env = ports()
-    var = os.path.join(checkout, 'var')
+    var = os.path.join(bare_checkout, 'var')
     port = int(env['STICKERS_TARANTOOL_PORT'])
     tnt = ManagedTarantool(os.path.join(var, 'tarantool'), port=port)
     os.makedirs(tnt.directory)
@@ -308,10 +274,7 @@ async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
     pg.stop()
     pg._run('pg_ctl', 'start', '-D', pg.data, '-l', pg.log_file, '-w',
             '-o', '-p %d' % pg.port)
-    deadline = time.monotonic() + 30
-    while not answers('127.0.0.1', port):
-        assert orphan.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: answers('127.0.0.1', port), 30, 0.05, process=orphan)
     orphans = {'Tarantool': orphan.pid, 'PostgreSQL': pg.postmaster()}
     crashes = {'Tarantool': lambda: (orphan.kill(), orphan.wait()),
                'PostgreSQL': lambda: pg._run('pg_ctl', 'stop', '-D', pg.data,
@@ -319,13 +282,13 @@ async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
     for engine, name in (('aiohttp-tarantool-one', 'Tarantool'),
                          ('aiohttp-postgres-pool', 'PostgreSQL')):
         site = ServerProcess(engine, [], str(tmp_path / (name + '.log')),
-                             root=checkout, env=env)
+                             root=bare_checkout, env=env)
         try:
             adopted = lines(site.output(), 'managed from now on')
             assert len(adopted) == 1, site.output()
             assert '%s (pid %d)' % (name, orphans[name]) in adopted[0]
             second = ServerProcess(engine, [], str(tmp_path / 'second.log'),
-                                   root=checkout, env=env)
+                                   root=bare_checkout, env=env)
             assert await burst(second.url + '/good', 2) == [200] * 2
             assert second.stop() == 0
             assert 'managed from now on' not in second.output()
@@ -335,8 +298,8 @@ async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
             assert len(lines(output, '(pid %d) is gone; restarting'
                              % orphans[name])) == 1, output
             await wait_for(site.url + '/good', 200, timeout=10)
-            pid = tarantool_of(checkout) if name == 'Tarantool' else \
-                postmaster_of(checkout)
+            pid = tarantool_of(bare_checkout) if name == 'Tarantool' else \
+                postmaster_of(bare_checkout)
             assert pid != orphans[name]
         finally:
             assert site.stop() == 0, site.output()
@@ -344,19 +307,19 @@ async def test_a_database_no_server_manages_is_adopted(checkout, tmp_path):
     assert not pg.running()
 
 
-async def test_a_redis_no_server_manages_is_adopted(checkout, tmp_path):
+async def test_a_redis_no_server_manages_is_adopted(bare_checkout, tmp_path):
     """Left running by a server that could not stop it (here: its lock let
     go by hand): the next server watches it, restarts it when it dies, and
     stops it at the end."""
     from runtime.databases.redis import ManagedRedis
     env = ports()
-    orphan = ManagedRedis(os.path.join(checkout, 'var', 'redis'),
+    orphan = ManagedRedis(os.path.join(bare_checkout, 'var', 'redis'),
                           port=int(env['STICKERS_REDIS_PORT']))
     orphan.start()
     orphan._unmanage()
     first = orphan.pid
     site = ServerProcess('aiohttp-redis-one', [], str(tmp_path / 'site.log'),
-                         root=checkout, env=env)
+                         root=bare_checkout, env=env)
     try:
         adopted = lines(site.output(), 'managed from now on')
         assert len(adopted) == 1 and 'Redis (pid %d)' % first in adopted[0]
@@ -364,7 +327,7 @@ async def test_a_redis_no_server_manages_is_adopted(checkout, tmp_path):
         os.kill(first, signal.SIGKILL)
         wait_lines(site, 'Redis restarted', 1)
         await wait_for(site.url + '/good', 200, timeout=10)
-        second = redis_of(checkout)
+        second = redis_of(bare_checkout)
         assert second != first
     finally:
         assert site.stop() == 0, site.output()
@@ -416,8 +379,9 @@ def test_root_follows_no_symbolic_link_of_the_postgres_account(tmp_path):
         remove_postgres(pg)
 
 
+@pytest.mark.timeout(600)
 @ROOT_ONLY
-async def test_an_unprivileged_user_runs_the_server(checkout, tmp_path):
+async def test_an_unprivileged_user_runs_the_server(bare_checkout, tmp_path):
     """Its own databases as its own: Tarantool, and PostgreSQL's initdb and
     postmaster, all as that user; no root anywhere."""
     user = pwd.getpwnam('nobody')
@@ -426,7 +390,7 @@ async def test_an_unprivileged_user_runs_the_server(checkout, tmp_path):
                            str(user.pw_gid), '--clear-groups', python, '-c',
                            'import aiohttp, asyncpg'],
                           capture_output=True).returncode == 0
-    env = dict(os.environ, HOME=checkout, **ports())
+    env = dict(os.environ, HOME=bare_checkout, **ports())
     if not runs:
         # This interpreter lives where nobody may not go (a pyenv under
         # /root): the system's of the same version, with this one's
@@ -437,34 +401,34 @@ async def test_an_unprivileged_user_runs_the_server(checkout, tmp_path):
         if not os.path.exists(python):
             pytest.skip('no interpreter the user nobody may run')
     subprocess.run(['chown', '-R', '%d:%d' % (user.pw_uid, user.pw_gid),
-                    checkout], check=True)
+                    bare_checkout], check=True)
     for engine in ('aiohttp-tarantool-one', 'aiohttp-postgres-pool'):
         port = free_port()
         with open(str(tmp_path / (engine + '.log')), 'wb') as log:
             server = subprocess.Popen(
                 ['setpriv', '--reuid', str(user.pw_uid), '--regid',
                  str(user.pw_gid), '--clear-groups', python,
-                 os.path.join(checkout, 'server.py'), '-e', engine, '-p',
+                 os.path.join(bare_checkout, 'server.py'), '-e', engine, '-p',
                  str(port), '--packs', str(TEST_PACKS)],
-                cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
+                cwd=bare_checkout, env=env, stdout=log,
+                stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 120
-            while not answers('127.0.0.1', port):
-                assert server.poll() is None and time.monotonic() < deadline, \
-                    (tmp_path / (engine + '.log')).read_text()
-                await asyncio.sleep(0.1)
+            await until(lambda: answers('127.0.0.1', port), 120,
+                        message=(tmp_path / (engine + '.log')).read_text,
+                        process=server)
             assert await burst('http://127.0.0.1:%d/good' % port, 4) == \
                 [200] * 4
             users = {pwd.getpwuid(os.stat('/proc/%d' % p).st_uid).pw_name
-                     for p in processes_of(checkout)}
+                     for p in processes_of(bare_checkout)}
             assert users == {'nobody'}, users
         finally:
             server.send_signal(signal.SIGTERM)
             assert server.wait(60) == 0, (tmp_path / (engine + '.log')
                                           ).read_text()
-    assert wait_ended(processes_of(checkout))
+    assert wait_ended(processes_of(bare_checkout))
     owners = {os.lstat(os.path.join(d, n)).st_uid for d, dirs, files
-              in os.walk(os.path.join(checkout, 'var')) for n in dirs + files}
+              in os.walk(os.path.join(bare_checkout, 'var'))
+              for n in dirs + files}
     assert owners == {user.pw_uid}
 
 
@@ -494,19 +458,19 @@ def test_an_address_with_an_empty_password_is_refused(text):
     assert result.returncode == 2 and 'empty password' in result.stderr
 
 
-def test_a_tarantool_found_without_its_password_is_refused(checkout,
+def test_a_tarantool_found_without_its_password_is_refused(bare_checkout,
                                                             tmp_path):
     """One answers at the local address, but var/ holds no password for it:
     no guess (the account's name), an error that says what to do."""
     with pytest.raises(RuntimeError, match='holds no password'):
-        ManagedTarantool(replace(DEFAULTS, root=checkout).tarantool_dir
+        ManagedTarantool(replace(DEFAULTS, root=bare_checkout).tarantool_dir
                          ).found_address('sticker_app')
     db = start_tarantool(str(tmp_path / 'db'))
     try:
         result = subprocess.run(
-            [sys.executable, os.path.join(checkout, 'server.py'), '-e',
+            [sys.executable, os.path.join(bare_checkout, 'server.py'), '-e',
              'aiohttp-tarantool-one', '-p', str(free_port())],
-            cwd=checkout, capture_output=True, text=True, timeout=60,
+            cwd=bare_checkout, capture_output=True, text=True, timeout=60,
             env=dict(os.environ, STICKERS_TARANTOOL_PORT=str(db.port)))
     finally:
         db.stop()
@@ -525,7 +489,7 @@ def command_lines(pids):
 
 @pytest.mark.parametrize('how', ['argument', 'environment', 'file'])
 def test_workers_get_no_address_on_their_command_line(
-        request, checkout, tmp_path, how):
+        request, bare_checkout, tmp_path, how):
     """A DSN with a password, given on the command line, in the
     environment or in a file of arguments: the site serves from the
     database given (no cluster of its own), and no worker's command line
@@ -543,7 +507,8 @@ def test_workers_get_no_address_on_their_command_line(
             f.write('--postgres\n%s\n' % dsn)
         args.append('@' + str(tmp_path / 'db.args'))
     site = ServerProcess('aiohttp-postgres-pool', args,
-                         str(tmp_path / 'server.log'), root=checkout, env=env)
+                         str(tmp_path / 'server.log'), root=bare_checkout,
+                         env=env)
     try:
         workers = wait_workers(site)
         password = postgres.password('sticker_app').encode()
@@ -554,7 +519,7 @@ def test_workers_get_no_address_on_their_command_line(
     finally:
         assert site.stop() == 0, site.output()
     assert 'PostgreSQL' not in site.output()
-    assert not os.path.exists(os.path.join(checkout, 'var', 'postgres'))
+    assert not os.path.exists(os.path.join(bare_checkout, 'var', 'postgres'))
 
 
 class StandIn(threading.Thread):
@@ -605,24 +570,24 @@ class StandIn(threading.Thread):
     ('aiohttp-redis-one', 'redis', 'sticker_admin'),
     ('aiohttp-tarantool-one', 'tarantool', 'sticker_admin'),
 ])
-def test_a_stand_in_on_the_port_gets_no_password(checkout, tmp_path, engine,
-                                                  name, kept):
+def test_a_stand_in_on_the_port_gets_no_password(bare_checkout, tmp_path,
+                                                  engine, name, kept):
     """The database stopped, another process listens on its port: the
     server sends it no password and says which process holds the port;
     with the port free again, it starts its own as before."""
     env = ports()
     site = ServerProcess(engine, [], str(tmp_path / 'first.log'),
-                         root=checkout, env=env)
+                         root=bare_checkout, env=env)
     assert site.stop() == 0, site.output()
-    directory = os.path.join(checkout, 'var', name)
+    directory = os.path.join(bare_checkout, 'var', name)
     password = secret(os.path.join(directory, kept + '.password'))
     greeting = StandIn.TARANTOOL if name == 'tarantool' else b''
     stand_in = StandIn(int(env['STICKERS_%s_PORT' % name.upper()]), greeting)
     try:
         result = subprocess.run(
-            [sys.executable, os.path.join(checkout, 'server.py'), '-e',
+            [sys.executable, os.path.join(bare_checkout, 'server.py'), '-e',
              engine, '-p', str(free_port()), '--packs', str(TEST_PACKS)],
-            cwd=checkout, capture_output=True, text=True, timeout=60,
+            cwd=bare_checkout, capture_output=True, text=True, timeout=60,
             env=dict(os.environ, **env))
     finally:
         stand_in.close()
@@ -633,14 +598,14 @@ def test_a_stand_in_on_the_port_gets_no_password(checkout, tmp_path, engine,
     assert 'the passwords kept there are not sent to it' in result.stderr
     assert 'Traceback' not in result.stderr
     site = ServerProcess(engine, [], str(tmp_path / 'again.log'),
-                         root=checkout, env=env)
+                         root=bare_checkout, env=env)
     try:
         assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
     finally:
         assert site.stop() == 0, site.output()
 
 
-def test_a_stand_in_on_the_cluster_port_gets_no_password(checkout,
+def test_a_stand_in_on_the_cluster_port_gets_no_password(bare_checkout,
                                                          tmp_path):
     """The cluster stopped, a process that asks for passwords in cleartext
     listens on its port: it gets none; the cluster starts on a free port,
@@ -648,14 +613,14 @@ def test_a_stand_in_on_the_cluster_port_gets_no_password(checkout,
     env = ports()
     engine = 'aiohttp-postgres-pool'
     site = ServerProcess(engine, [], str(tmp_path / 'first.log'),
-                         root=checkout, env=env)
+                         root=bare_checkout, env=env)
     assert site.stop() == 0, site.output()
-    pg = ManagedPostgres(os.path.join(checkout, 'var', 'postgres'))
+    pg = ManagedPostgres(os.path.join(bare_checkout, 'var', 'postgres'))
     port = pg.port
     stand_in = StandIn(port)
     try:
         site = ServerProcess(engine, [], str(tmp_path / 'second.log'),
-                             root=checkout, env=env)
+                             root=bare_checkout, env=env)
         try:
             assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
         finally:
@@ -667,25 +632,27 @@ def test_a_stand_in_on_the_cluster_port_gets_no_password(checkout,
     assert b'sticker_' not in stand_in.received, stand_in.received
     assert 'port %d is taken: PostgreSQL will use' % port in site.output()
     site = ServerProcess(engine, [], str(tmp_path / 'third.log'),
-                         root=checkout, env=env)
+                         root=bare_checkout, env=env)
     try:
         assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
     finally:
         assert site.stop() == 0, site.output()
 
 
-async def test_after_a_crash_a_stand_in_gets_no_password(checkout, tmp_path):
+async def test_after_a_crash_a_stand_in_gets_no_password(bare_checkout,
+                                                         tmp_path):
     """Redis killed, another process takes its port before the restart:
     the site's connections send it no password (pages answer 503) until
     the port is free and Redis runs again."""
     env = ports()
     port = int(env['STICKERS_REDIS_PORT'])
     site = ServerProcess('aiohttp-redis-one', [],
-                         str(tmp_path / 'site.log'), root=checkout, env=env)
+                         str(tmp_path / 'site.log'), root=bare_checkout,
+                         env=env)
     stand_in = None
     try:
         assert await burst(site.url + '/good', 4) == [200] * 4
-        first = redis_of(checkout)
+        first = redis_of(bare_checkout)
         os.kill(first, signal.SIGKILL)
         while stand_in is None:
             try:
@@ -702,7 +669,7 @@ async def test_after_a_crash_a_stand_in_gets_no_password(checkout, tmp_path):
         if stand_in is not None:
             stand_in.close()
         assert site.stop() == 0, site.output()
-    passwords = [secret(os.path.join(checkout, 'var', 'redis', user
+    passwords = [secret(os.path.join(bare_checkout, 'var', 'redis', user
                                      + '.password')).encode()
                  for user in ('sticker_app', 'sticker_admin')]
     assert not [p for p in passwords if p in stand_in.received]

@@ -12,7 +12,7 @@ import pytest
 
 import dataset
 from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
-                      remove_postgres, start_postgres)
+                      remove_postgres, start_postgres, until)
 from data_interface import DataUnavailable, Visit
 from data_interface.postgres.asyncpg_data import (RANKED, PostgresData,
                                                   apply_schema)
@@ -90,10 +90,9 @@ async def test_start_without_database_is_unavailable(driver):
 
 
 async def wait_for(url, status, timeout=10):
-    deadline = time.monotonic() + timeout
-    while await burst(url, 1) != [status]:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.2)
+    async def answered():
+        return await burst(url, 1) == [status]
+    await until(answered, timeout, 0.2, '%s did not answer %d' % (url, status))
 
 
 @pytest.mark.parametrize('engine, mode', [
@@ -162,6 +161,8 @@ async def test_visitors_who_leave_mid_page_cost_no_connection(
         assert site.stop() == 0, site.output()
 
 
+@pytest.mark.db
+@pytest.mark.server
 async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     """databases.Databases with no DSN: a cluster under var/postgres (here a
     temporary var/, with a free port remembered as if chosen before),

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from conftest import (free_port, load_small_dataset, remove_postgres,
-                      start_postgres)
+                      start_postgres, until, wait_until)
 from data_interface import DataUnavailable, Visit
 from data_interface import replicated
 from data_interface.postgres.asyncpg_data import PostgresData
@@ -27,8 +27,12 @@ from runtime.databases.postgres_standby import (ManagedPostgresStandby,
                                                 children)
 from runtime.processes import launcher, spawn, state
 from runtime.settings import DEFAULTS, replace
-from test_local_databases import mode, processes_of, wait_ended
+from plugins.checkouts import processes_of
+from test_local_databases import mode, wait_ended
 from test_postgres import driver  # noqa: F401 (a fixture: each driver)
+
+# Each test starts its own databases.
+pytestmark = pytest.mark.db
 
 CAUGHT_UP = 1.0     # seconds for a write on the primary to reach the standby
 
@@ -84,9 +88,10 @@ async def sessions(data):
 async def wait_sessions(data, count, timeout):
     """Seconds until data holds `count` sessions; fails after timeout."""
     started = time.monotonic()
-    while await sessions(data) != count:
-        assert time.monotonic() - started < timeout, 'not caught up'
-        await asyncio.sleep(0.01)
+
+    async def caught_up():
+        return await sessions(data) == count
+    await until(caught_up, timeout, 0.01, 'not caught up')
     return time.monotonic() - started
 
 
@@ -231,10 +236,7 @@ def test_processes_left_running_are_ended(primary, standby):
                         '127.0.0.1', '-p', str(hung.getsockname()[1]),
                         '-w', '-U', 'postgres'],
                      stdin=subprocess.DEVNULL, cwd='/', start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not standby.running():
-            assert postmaster.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(standby.running, 30, 0.05, process=postmaster)
         assert copy.poll() is None
         standby.start()
         assert postmaster.poll() is not None

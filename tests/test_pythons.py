@@ -14,6 +14,7 @@ from test_bench import quick_bench
 MAIN_MINOR = pythons.short(pythons.MAIN.version)
 
 
+@pytest.mark.bench
 def test_a_version_is_found_in_pyenv_or_on_path():
     python = pythons.find(MAIN_MINOR)
     assert os.access(python, os.X_OK)
@@ -69,6 +70,7 @@ def bare_environment(tmp_path_factory):
     return target, said
 
 
+@pytest.mark.timeout(600)
 def test_pins_with_no_build_are_noted_with_pip_s_reason(bare_environment):
     target, said = bare_environment
     with open(os.path.join(target, pythons.NOT_BUILT)) as f:
@@ -79,6 +81,7 @@ def test_pins_with_no_build_are_noted_with_pip_s_reason(bare_environment):
     assert said[-1].startswith('  ready in')
 
 
+@pytest.mark.timeout(600)
 def test_an_engine_whose_package_has_no_build_is_skipped_with_the_reason(
         bare_environment):
     target, _ = bare_environment
@@ -95,6 +98,7 @@ def test_an_engine_whose_package_has_no_build_is_skipped_with_the_reason(
         'granian is not installed for Python %s' % MAIN_MINOR]
 
 
+@pytest.mark.bench
 def test_list_says_which_engines_run_on_each_interpreter():
     done = subprocess.run(
         [sys.executable, 'bench.py', '--list', '--pythons', sys.executable,
@@ -108,6 +112,7 @@ def test_list_says_which_engines_run_on_each_interpreter():
     assert 'yes' not in lines[2]
 
 
+@pytest.mark.bench
 def test_an_unknown_interpreter_fails_the_run_with_a_message():
     done = subprocess.run(
         [sys.executable, 'bench.py', '--pythons', '3.99', '--out', '/nonexistent'],
@@ -132,6 +137,7 @@ def two_pythons(tarantool, tmp_path_factory):
         return json.load(f), out
 
 
+@pytest.mark.timeout(600)
 def test_a_run_on_two_interpreters_records_both(two_pythons):
     results, out = two_pythons
     legacy = pythons.version_of(LEGACY_PYTHON)
@@ -148,6 +154,7 @@ def test_a_run_on_two_interpreters_records_both(two_pythons):
             assert run['python'] == engines[run['target']]['python']
 
 
+@pytest.mark.timeout(600)
 def test_the_interpreters_take_turns(two_pythons):
     results, _ = two_pythons
     order = [r['target'] for r in results['runs']
@@ -157,6 +164,7 @@ def test_the_interpreters_take_turns(two_pythons):
     assert order == turn * 2
 
 
+@pytest.mark.timeout(600)
 def test_results_md_has_the_engine_by_interpreter_table(two_pythons):
     results, out = two_pythons
     text = (out / 'results.md').read_text()

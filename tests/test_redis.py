@@ -14,6 +14,9 @@ from conftest import configure_redis, load_small, start_redis
 from data_interface import DataUnavailable, Visit
 from data_interface.redis.redis_data import RedisData
 
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
+
 
 def client(address, **credentials):
     options = dict(username=address.user, password=address.password)

@@ -11,15 +11,18 @@ import time
 import aiohttp
 import pytest
 
-from conftest import ServerProcess, loaded_tarantool
+from conftest import ServerProcess, loaded_tarantool, until
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.postgres_standby import ManagedPostgresStandby
 from runtime.databases.tarantool import ManagedReplica
 from runtime.processes import state
-from test_supervision import (checkout, children, hold_port, lines,  # noqa: F401
-                              pid_in, poll, wait_gone, wait_lines)
+from test_supervision import (children, hold_port, lines, pid_in, poll,
+                              wait_gone, wait_lines)
 from test_supervision import start_site as supervised_site
 from test_postgres_standby import settings  # noqa: F401
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-postgres-pool']
 # A contender of the index page: its sticker id, then its pack's link.
@@ -152,10 +155,9 @@ async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
                 None, wait_lines, site, 'primary answers again', 1, 30)
             # The acknowledged vote is kept, and voting works again.
             assert await votes_plus(s, site.url, found) == before + 1
-            deadline = time.monotonic() + 10
-            while await vote(s, site.url) != 200:
-                assert time.monotonic() < deadline, site.output()[-3000:]
-                await asyncio.sleep(0.2)
+            async def voted():
+                return await vote(s, site.url) == 200
+            await until(voted, 10, 0.2, lambda: site.output()[-3000:])
         pids |= dbs.everything()
         output = site.output()
         assert len(lines(output, 'primary does not answer')) == 1, output
@@ -262,6 +264,7 @@ def test_bench_replica_options_that_cannot_be_served_exit_2(argv, message,
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.bench
 def test_bench_serves_each_engine_with_and_without_replicas():
     from bench import storage
     from bench import cli

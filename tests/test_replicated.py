@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from conftest import load_small_dataset, start_tarantool, tarantool_address
+from conftest import (load_small_dataset, start_tarantool, tarantool_address,
+                      until)
 from data_interface import DataUnavailable, Visit
 from data_interface.address import as_admin
 from data_interface import replicated as replicated_module
@@ -61,12 +62,10 @@ def replicated(primary, replicas):
                       max_lag=LAG)
 
 
-async def until(condition, timeout):
+async def seconds_until(condition, timeout):
     """Seconds until condition() (a coroutine function) is true."""
     started = time.monotonic()
-    while not await condition():
-        assert time.monotonic() - started < timeout, 'timed out'
-        await asyncio.sleep(0.005)
+    await until(condition, timeout, 0.005, 'timed out')
     return time.monotonic() - started
 
 
@@ -89,7 +88,7 @@ async def test_writes_go_to_the_primary_and_show_on_replicas_in_time(cluster):
             s = await data.stats()
             return (s.votes, s.sessions, s.users) == (
                 before.votes + 1, before.sessions + 1, before.users + 1)
-        assert await until(counted, LAG) < LAG
+        assert await seconds_until(counted, LAG) < LAG
         winner = await data.sticker(pair[0].pack, pair[0].id)
         assert winner.votes_plus == pair[0].votes_plus + 1
         # The reads went to both replicas in turn, none to the primary.
@@ -107,13 +106,14 @@ async def test_a_stalled_replica_leaves_and_comes_back(cluster):
     try:
         os.kill(stalled.pid, signal.SIGSTOP)
         try:
-            left = await until(lambda: out(data, 0), 2 * LAG + 2 * CHECK_EVERY)
+            left = await seconds_until(lambda: out(data, 0),
+                                       2 * LAG + 2 * CHECK_EVERY)
             # Reads meanwhile: answered, by the other replica.
             for _ in range(20):
                 assert len(await data.top_stickers(9)) == 9
         finally:
             os.kill(stalled.pid, signal.SIGCONT)
-        back = await until(lambda: back_in(data, 0), 2)
+        back = await seconds_until(lambda: back_in(data, 0), 2)
         assert left < 2 * LAG + 2 * CHECK_EVERY and back < 2
         assert data.replicas[0].why_out is None
     finally:
@@ -141,8 +141,8 @@ async def test_a_killed_replica_costs_no_read_and_rejoins(cluster):
         assert data.reading == []
         for replica in replicas:
             replica.restart()
-        await until(lambda: back_in(data, 1), 5)
-        await until(lambda: back_in(data, 0), 5)
+        await seconds_until(lambda: back_in(data, 1), 5)
+        await seconds_until(lambda: back_in(data, 0), 5)
     finally:
         await data.close()
 
@@ -159,7 +159,7 @@ async def test_with_the_primary_dead_reads_go_on_and_writes_fail(cluster):
 
         async def replicated_vote():
             return (await data.stats()).votes == votes
-        await until(replicated_vote, LAG)
+        await seconds_until(replicated_vote, LAG)
         primary.kill()
         await asyncio.sleep(3 * LAG)    # replicas judged with no primary
         assert len(data.reading) == 2
@@ -167,7 +167,7 @@ async def test_with_the_primary_dead_reads_go_on_and_writes_fail(cluster):
         with pytest.raises(DataUnavailable):
             await data.sticker_pair(session, ['e' * 22, 'f' * 22], 60)
         primary.restart()
-        await until(lambda: primary_answers(data), 10)
+        await seconds_until(lambda: primary_answers(data), 10)
         assert (await primary_stats(primary)).votes == votes
     finally:
         await data.close()

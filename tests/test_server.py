@@ -5,7 +5,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import aiohttp
@@ -13,7 +12,10 @@ import pytest
 
 from runtime import engines
 from conftest import (ROOT, ServerProcess, engine_args, start_tarantool,
-                      tarantool_address)
+                      tarantool_address, until)
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 
 def run_server(*args):
@@ -212,10 +214,9 @@ async def test_one_connection_reconnects(tmp_path, engine):
             assert await burst(server.url + '/good', 3) == [503] * 3
             assert await burst(server.url + '/ugly', 1) == [200]
             db.start()
-            deadline = time.monotonic() + 10
-            while await burst(server.url + '/good', 1) != [200]:
-                assert time.monotonic() < deadline, server.output()
-                await asyncio.sleep(0.2)
+            async def served():
+                return await burst(server.url + '/good', 1) == [200]
+            await until(served, 10, 0.2, server.output)
             assert await burst(server.url + '/', 5) == [200] * 5
         finally:
             assert server.stop() == 0

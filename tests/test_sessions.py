@@ -138,6 +138,7 @@ async def test_each_limit_alone_answers_429(request, engine, start_server):
         assert server.process.poll() is None
 
 
+@pytest.mark.server
 async def test_the_key_is_kept_for_every_start(request, tmp_path):
     """A restarted server accepts the cookies it issued before: the key
     lives in var/session.key, readable by its owner only."""

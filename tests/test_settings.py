@@ -32,6 +32,7 @@ def test_each_tarantool_engine_has_its_own_local_port_and_directory():
     assert (server.port, server.env['TNT_ENGINE']) == (4002, 'vinyl')
 
 
+@pytest.mark.server
 def test_server_says_what_is_wrong_with_a_port_setting():
     done = subprocess.run(
         [sys.executable, 'server.py', '-e', 'aiohttp-tarantool-one'], cwd=ROOT,

@@ -11,11 +11,12 @@ import pytest
 import dataset
 from data_interface import DataUnavailable, Visit, VoteOutcome
 from bench.pagecheck import ballots, cards, ranked, stat
-from conftest import TEST_PACKS, tarantool_address
+from conftest import TEST_PACKS, tarantool_address, until
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from pages import Request, Site
 from pages.http import FRAMING, HTML, JSON, TEXT
 from pages.static import unrouted
+from runtime.databases.load import write_images
 from runtime.settings import DEFAULTS
 
 EXPECTED = dataset.generate(packs=TEST_PACKS)
@@ -843,14 +844,14 @@ def database_port(backend):
     return int(re.search(r':(\d+)/', data.dsn).group(1))
 
 
-async def until(site, path, status):
-    r = None
-    for _ in range(100):
-        r = await get(site, path)
-        if r.status == status:
-            return r
-        await asyncio.sleep(0.1)
-    assert r.status == status, text(r)
+async def until_status(site, path, status):
+    """The first answer of `status` to path within 10 s."""
+    last = []
+
+    async def answered():
+        last[:] = [await get(site, path)]
+        return last[0] if last[0].status == status else None
+    return await until(answered, 10, 0.1, lambda: text(last[0]))
 
 
 async def test_outage_answers_503_then_serves_again(backend):
@@ -862,7 +863,7 @@ async def test_outage_answers_503_then_serves_again(backend):
         cookie, ((_, win, lose), _) = await new_ballots(site)
         await relay.cut()
         for path in ('/', '/good', '/bad'):
-            r = await until(site, path, 503)
+            r = await until_status(site, path, 503)
             assert r.content_type == HTML
             assert 'The database is unavailable' in text(r)
         r = await vote(site, cookie, win, lose)
@@ -879,7 +880,7 @@ async def test_outage_answers_503_then_serves_again(backend):
         assert (await get(site, '/static/style.css')).status == 200
         # The failed vote counted nothing: its ballots still vote.
         await relay.open()
-        await until(site, '/good', 200)
+        await until_status(site, '/good', 200)
         assert site.outage.since is None
         assert (await vote(site, cookie, win, lose)).status == 200
     finally:
@@ -916,7 +917,9 @@ async def test_a_silent_link_is_dropped_and_pages_come_back(backend):
 
 @pytest.fixture
 def static_site():
-    # Static files and the 404 page need no database.
+    # Static files and the 404 page need no database; the stickers'
+    # pictures are written as server.py writes them before it serves.
+    write_images(DEFAULTS.images, TEST_PACKS)
     return new_site(None)
 
 

@@ -36,6 +36,7 @@ def settings(reuse):
     return edge.LIMITS._replace(reuse_port=reuse)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize('reuse', [False, True])
 async def test_port_is_shared_only_when_asked(reuse):
     port = free_port()
@@ -79,6 +80,7 @@ def slow_read(port, path):
         s.close()
 
 
+@pytest.mark.server
 @pytest.mark.parametrize('path', [b'/big', b'/now'])
 async def test_big_answer_reaches_a_slow_reader(path):
     port = free_port()

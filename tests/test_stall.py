@@ -8,6 +8,9 @@ import pytest
 from conftest import start_tarantool, tarantool_address
 from data_interface import DataUnavailable
 
+# Each test starts its own databases.
+pytestmark = pytest.mark.db
+
 
 @pytest.mark.legacy
 async def test_a_stalled_call_is_unavailable(tmp_path):

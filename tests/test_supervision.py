@@ -3,17 +3,15 @@ them under a running server (in a copy of the checkout, on ports of the
 test's own) and the site answers again, by itself."""
 import asyncio
 import os
-import shutil
 import signal
 import socket
-import tempfile
 import time
 
 import aiohttp
 import pytest
 
-from conftest import (ROOT, ServerProcess, free_port, load_small,
-                      start_tarantool, tarantool_address)
+from conftest import (ServerProcess, free_port, load_small, start_tarantool,
+                      tarantool_address, wait_until)
 from data_interface.address import as_admin
 from runtime.databases.postgres import ManagedPostgres
 from data_interface.tarantool.asynctnt_data import AsynctntData
@@ -23,16 +21,8 @@ from runtime.processes import state
 from test_postgres import wait_for
 from test_server import burst
 
-KEEP_OUT = ('.git', 'var', 'test-artifacts', 'results', '__pycache__',
-            '.pytest_cache')
-
-
-def copy_checkout(target):
-    """The checkout's files (the virtualenvs as symlinks) at target."""
-    shutil.copytree(ROOT, target, symlinks=True,
-                    ignore=shutil.ignore_patterns(*KEEP_OUT))
-    return target
-
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 def start_site(engine, checkout, log_path, *args):
     """server.py from the copy, with no database address: it starts its
@@ -56,12 +46,10 @@ def children(pid):
 
 def wait_gone(pids, timeout=10):
     """True once none of pids is a process, not even a zombie."""
-    deadline = time.monotonic() + timeout
-    while any(state(p) for p in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    try:
+        return wait_until(lambda: not any(state(p) for p in pids), timeout)
+    except AssertionError:
+        return False
 
 
 def lines(output, text):
@@ -70,21 +58,9 @@ def lines(output, text):
 
 def wait_lines(site, text, count, timeout=20):
     """The server's log once it has `count` lines with text."""
-    deadline = time.monotonic() + timeout
-    while len(lines(site.output(), text)) < count:
-        assert time.monotonic() < deadline, site.output()
-        time.sleep(0.1)
+    wait_until(lambda: len(lines(site.output(), text)) >= count, timeout,
+               message=site.output)
     return site.output()
-
-
-@pytest.fixture
-def checkout():
-    # Reachable by the postgres user (unlike pytest's tmp_path when root):
-    # the cluster stays in var/; test_install has one that cannot be.
-    parent = tempfile.mkdtemp(prefix='stickers-test-checkout-')
-    os.chmod(parent, 0o755)
-    yield copy_checkout(os.path.join(parent, 'checkout'))
-    shutil.rmtree(parent, ignore_errors=True)
 
 
 async def test_killed_tarantool_is_restarted(checkout, tmp_path):
@@ -207,8 +183,7 @@ async def poll(url, stop, concurrency=4):
 
 def hold_port(port, timeout=5):
     """A listening socket on port, once the dead database let it go."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def bound():
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -217,9 +192,8 @@ def hold_port(port, timeout=5):
             return s
         except OSError:
             s.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
+    return wait_until(bound, timeout, 0.01,
+                      'port %d still taken after %s s' % (port, timeout))
 
 
 @pytest.mark.parametrize('engine', ['sanic-tarantool-one',

@@ -1,8 +1,6 @@
 """What is Tarantool's own: the app account's privileges, and the local
 instance server.py manages when no address is given."""
-import asyncio
 import os
-import time
 import uuid
 
 import aiohttp
@@ -10,11 +8,14 @@ import asynctnt
 import pytest
 from asynctnt.exceptions import TarantoolDatabaseError
 
-from conftest import ROOT, ServerProcess, tarantool_address
+from conftest import ROOT, ServerProcess, tarantool_address, until
 from runtime import settings
 from data_interface.address import TarantoolAddress
 from runtime.processes import answers
 from bench.pagecheck import ballots, stat
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 
 @pytest.fixture(params=['tarantool', 'tarantool_vinyl'])
@@ -134,10 +135,8 @@ async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
                     await data.close()
                 assert len(snapshots()) == 1, snapshots()
             else:
-                deadline = time.monotonic() + 20
-                while len(snapshots()) < 2 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.1)
-                assert len(snapshots()) >= 2, snapshots()
+                await until(lambda: len(snapshots()) >= 2, 20,
+                            message=lambda: str(snapshots()))
                 assert log_since_snapshot(directory) < threshold
         finally:
             server.stop()

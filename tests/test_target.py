@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, wait_until
 from bench import cli, profile, remote, stats
 from bench.latency import oha
 from runtime.processes import answers
@@ -51,10 +51,12 @@ def bench(out, *options):
         [sys.executable, 'bench.py', '--quick', '--out', str(out)]
         + list(options), cwd=ROOT, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True)
-    seen, deadline = set(), time.monotonic() + 240
-    while bench_py.poll() is None and time.monotonic() < deadline:
+    seen = set()
+
+    def ended():
         seen.update(command_line(pid) for pid in descendants(bench_py.pid))
-        time.sleep(0.2)
+        return bench_py.poll() is not None
+    wait_until(ended, 240, 0.2, 'bench.py still running after 240 s')
     _, err = bench_py.communicate(timeout=10)
     return bench_py.returncode, err, seen
 
@@ -75,6 +77,7 @@ def target_run(site, tmp_path_factory):
     return out, seen
 
 
+@pytest.mark.timeout(600)
 def test_a_target_is_verified_and_timed_like_an_engine(target_run, site):
     out, _ = target_run
     results = json.loads((out / 'results.json').read_text())
@@ -97,6 +100,7 @@ def test_a_target_is_verified_and_timed_like_an_engine(target_run, site):
             assert r['vote_check']['ok'] and r['wrk']['votes'] > 0, r['vote_check']
 
 
+@pytest.mark.timeout(600)
 def test_results_md_marks_the_target_row(target_run):
     out, _ = target_run
     results = json.loads((out / 'results.json').read_text())
@@ -118,6 +122,7 @@ def test_results_md_marks_the_target_row(target_run):
     assert '÷ nginx' in ugly and '÷ bare hello' not in ugly
 
 
+@pytest.mark.timeout(600)
 def test_the_bench_started_no_server_for_the_target(target_run, site):
     out, seen = target_run
     assert any(re.match(r'(taskset .* )?wrk ', line) for line in seen), seen
@@ -128,6 +133,8 @@ def test_the_bench_started_no_server_for_the_target(target_run, site):
     assert site.process.poll() is None and answers('127.0.0.1', site.port)
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.bench
 def test_a_dead_or_wrong_site_fails_with_the_reason(site, tmp_path):
     (tmp_path / 'ugly').write_text('UGLY!')
     port = free_port()
@@ -196,6 +203,8 @@ def serve(handler):
     return server, 'http://127.0.0.1:%d' % server.server_address[1]
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.bench
 def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
     """A target that redirects every page to another site: that site is
     never asked for anything, the check says why it failed, and nothing of
@@ -224,6 +233,8 @@ def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
         assert 'ELSEWHERE' not in text and other_url not in text, name
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.bench
 @pytest.mark.skipif(oha.find() is None, reason='needs oha (see install.md)')
 def test_a_target_at_fixed_rates_has_no_cpu_figures(site, tmp_path):
     code, err, _ = bench(tmp_path, '--target', site.url, '--latency',

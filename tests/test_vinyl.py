@@ -17,8 +17,11 @@ from data_interface.address import as_admin
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.settings import DEFAULTS, replace
-from test_local_databases import checkout, ports  # noqa: F401 (a fixture)
+from test_local_databases import ports
 from test_tarantool import first_vote
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 
 def local_ports():
@@ -34,17 +37,18 @@ async def storage_engine(address):
         await admin.close()
 
 
-async def test_server_starts_its_tarantool_on_vinyl(checkout, tmp_path):  # noqa: F811
+async def test_server_starts_its_tarantool_on_vinyl(bare_checkout, tmp_path):
     env = local_ports()
     site = ServerProcess('aiohttp-tarantool-one', ['--tarantool-engine', 'vinyl'],
-                         str(tmp_path / 'server.log'), root=checkout, env=env)
+                         str(tmp_path / 'server.log'), root=bare_checkout,
+                         env=env)
     try:
         _, voted = await first_vote(site.url)
         assert voted['votes_plus'] >= 1
         from conftest import fetch
         status, _, text = await fetch(site.url + '/good')
         assert status == 200 and 'rating' in text
-        s = replace(DEFAULTS, root=checkout, tarantool_engine='vinyl',
+        s = replace(DEFAULTS, root=bare_checkout, tarantool_engine='vinyl',
                     tarantool_vinyl_port=int(env['STICKERS_TARANTOOL_VINYL_PORT']))
         server = ManagedTarantool(s.tarantool_dir, settings=s)
         assert await storage_engine(server.admin_address) == 'vinyl'
@@ -52,7 +56,7 @@ async def test_server_starts_its_tarantool_on_vinyl(checkout, tmp_path):  # noqa
         assert site.stop() == 0, site.output()
     assert 'starting Tarantool on 127.0.0.1:%s' % env[
         'STICKERS_TARANTOOL_VINYL_PORT'] in site.output()
-    var = os.path.join(checkout, 'var')
+    var = os.path.join(bare_checkout, 'var')
     assert os.path.isdir(os.path.join(var, 'tarantool-vinyl'))
     assert not os.path.exists(os.path.join(var, 'tarantool'))
 
@@ -70,21 +74,21 @@ def test_a_data_directory_keeps_its_engine(tmp_path):
         start_tarantool(directory, TNT_ENGINE='memtx')
 
 
-def test_a_tarantool_found_on_the_other_engine_is_refused(checkout):  # noqa: F811
+def test_a_tarantool_found_on_the_other_engine_is_refused(bare_checkout):
     """A memtx instance answers at the local vinyl port, with the passwords
     of var/tarantool-vinyl (managed by another process, so not adopted):
     server.py --tarantool-engine vinyl says so and exits, serving nothing."""
     env = local_ports()
-    s = replace(DEFAULTS, root=checkout, tarantool_engine='vinyl')
+    s = replace(DEFAULTS, root=bare_checkout, tarantool_engine='vinyl')
     db = ManagedTarantool(s.tarantool_dir, port=int(
         env['STICKERS_TARANTOOL_VINYL_PORT']), env={'TNT_ENGINE': 'memtx'})
     db.start()
     try:
         result = subprocess.run(
-            [sys.executable, os.path.join(checkout, 'server.py'), '-e',
+            [sys.executable, os.path.join(bare_checkout, 'server.py'), '-e',
              'aiohttp-tarantool-one', '-p', str(free_port()),
              '--tarantool-engine', 'vinyl'],
-            cwd=checkout, capture_output=True, text=True, timeout=60,
+            cwd=bare_checkout, capture_output=True, text=True, timeout=60,
             env=dict(os.environ, **env))
     finally:
         db.stop()

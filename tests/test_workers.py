@@ -6,7 +6,6 @@ import os
 import secrets
 import signal
 import socket
-import time
 import uuid
 
 import aiohttp
@@ -14,12 +13,16 @@ import pytest
 
 from runtime import engines
 from bench.pagecheck import ballots, session_cookie
-from conftest import ServerProcess, engine_args, free_port, tarantool_address
+from conftest import (ServerProcess, engine_args, free_port, tarantool_address,
+                      wait_until)
 from data_interface import Visit
 from runtime.processes import ESTABLISHED, LISTEN, answers, state, tcp_sockets
 from test_durability import counted
 from test_server import run_server
-from test_supervision import checkout, lines, wait_gone  # noqa: F401
+from test_supervision import lines, wait_gone
+
+# Each test starts its own databases or server.py processes.
+pytestmark = [pytest.mark.db, pytest.mark.server]
 
 NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
          'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
@@ -63,14 +66,13 @@ def workers_of(parent):
 
 def wait_workers(server, count=2, timeout=30):
     """The workers' pids once `count` of them listen."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def listening():
         pids = workers_of(server.process.pid)
         if len(pids) == count and all(tcp_sockets(p, server.port, LISTEN)
                                       for p in pids):
             return pids
-        assert time.monotonic() < deadline, (pids, server.output())
-        time.sleep(0.1)
+    return wait_until(listening, timeout, message=lambda: str(
+        (workers_of(server.process.pid), server.output())))
 
 
 def start(request, tmp_path, engine):
@@ -207,11 +209,9 @@ def test_killed_parent_leaves_no_worker(request, tmp_path, engine):
         pids = wait_workers(server)
         server.process.kill()
         server.process.wait()
-        deadline = time.monotonic() + 30
         # Orphans may stay zombies where nothing reaps them: not serving.
-        while any(state(p) not in (None, 'Z') for p in pids):
-            assert time.monotonic() < deadline, server.output()
-            time.sleep(0.1)
+        wait_until(lambda: all(state(p) in (None, 'Z') for p in pids), 30,
+                   message=server.output)
     finally:
         server.stop()
     assert not answers('127.0.0.1', server.port)

@@ -1,0 +1,1 @@
+"""The test suite's pytest plugins, loaded by tests/conftest.py."""

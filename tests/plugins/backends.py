@@ -1,0 +1,91 @@
+"""The backends of the contract suite (and of the in-process page tests):
+the `backend` fixture runs a test once per driver, mode and database."""
+import functools
+import importlib.util
+
+import pytest
+
+from data_interface.address import as_admin
+from plugins.databases import tarantool_address
+
+
+class Backend:
+    """How the contract suite makes DataInterface objects for one backend:
+    new() for the app's account, admin() for the loader's, via(port) for the
+    app's account reaching the database through 127.0.0.1:port (a relay);
+    engine: Tarantool's storage engine (None for PostgreSQL)."""
+
+    def __init__(self, new, admin, via, engine=None):
+        self.new, self.admin, self.via = new, admin, via
+        self.engine = engine
+
+
+def _tarantool_backend(request, mode, driver='asynctnt', engine='memtx'):
+    if driver == 'aiotarantool':
+        from data_interface.tarantool.aiotarantool_data import (
+            AiotarantoolData as Data)
+    else:
+        from data_interface.tarantool.asynctnt_data import AsynctntData as Data
+    fixture = 'tarantool' if engine == 'memtx' else 'tarantool_' + engine
+    address = tarantool_address(request.getfixturevalue(fixture))
+    return Backend(lambda: Data(address, mode), lambda: Data(as_admin(address)),
+                   lambda port: Data(address._replace(port=port), mode), engine)
+
+
+def _postgres_backend(request, driver='asyncpg'):
+    if driver == 'psycopg':     # CPython 3.10+, not .venv37
+        from data_interface.postgres.psycopg_data import PsycopgData as Data
+    else:
+        from data_interface.postgres.asyncpg_data import PostgresData as Data
+    server = request.getfixturevalue('postgres')
+    dsn, owner = server.dsn, server.owner_dsn
+    return Backend(lambda: Data(dsn), lambda: Data(owner),
+                   lambda port: Data(dsn.replace(
+                       ':%d/' % server.port, ':%d/' % port), timeout=2))
+
+
+def _redis_backend(request, mode):
+    from data_interface.redis.redis_data import RedisData
+    server = request.getfixturevalue('redis')
+    address, admin = server.address, server.admin_address
+    return Backend(lambda: RedisData(address, mode),
+                   lambda: RedisData(admin),
+                   lambda port: RedisData(address._replace(port=port), mode,
+                                          timeout=2))
+
+
+# Contract-suite backends: name -> (pytest request -> Backend)
+BACKENDS = {
+    'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
+    'tarantool-multi': lambda request: _tarantool_backend(request, 'multi'),
+    'tarantool-vinyl-one': lambda request: _tarantool_backend(
+        request, 'one', engine='vinyl'),
+    'tarantool-vinyl-multi': lambda request: _tarantool_backend(
+        request, 'multi', engine='vinyl'),
+    'postgres-pool': _postgres_backend,
+    'redis-one': lambda request: _redis_backend(request, 'one'),
+    'redis-pool': lambda request: _redis_backend(request, 'pool'),
+}
+# Drivers of the legacy environment (.venv37), tested there: see run.sh.
+LEGACY_BACKENDS = set()
+if importlib.util.find_spec('aiotarantool'):
+    for _mode in ('one', 'multi'):
+        BACKENDS['aiotarantool-' + _mode] = functools.partial(
+            _tarantool_backend, mode=_mode, driver='aiotarantool')
+        LEGACY_BACKENDS.add('aiotarantool-' + _mode)
+if importlib.util.find_spec('psycopg_pool'):
+    BACKENDS['postgres-psycopg-pool'] = functools.partial(
+        _postgres_backend, driver='psycopg')
+
+
+@pytest.fixture(params=[
+    pytest.param(name, marks=pytest.mark.legacy) if name in LEGACY_BACKENDS
+    else name for name in sorted(BACKENDS)])
+def backend(request):
+    return BACKENDS[request.param](request)
+
+
+@pytest.fixture
+def new_data(backend):
+    """A factory of unstarted DataInterface objects for one backend."""
+    return backend.new

@@ -1,0 +1,160 @@
+"""The session's own Tarantool (memtx and vinyl), PostgreSQL and Redis, each
+in a temporary directory on a free port with a small generated data set."""
+import asyncio
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import dataset
+from data_interface.address import TarantoolAddress, as_admin
+from runtime.databases.tarantool import ManagedTarantool
+from runtime.databases.postgres import ManagedPostgres
+from runtime.databases.redis import ManagedRedis
+from runtime.processes import free_port
+
+TEST_PACKS = 10
+
+
+def start_tarantool(directory, **env):
+    # The accounts' default passwords, which tests pass around (loopback).
+    env = dict(dict(TNT_APP_PASSWORD='sticker_app',
+                    TNT_ADMIN_PASSWORD='sticker_admin'), **env)
+    server = ManagedTarantool(directory, port=free_port(), env=env)
+    server.start()
+    return server
+
+
+def tarantool_address(server):
+    return TarantoolAddress(server.host, server.port,
+                            'sticker_app', 'sticker_app')
+
+
+async def load_small(data):
+    """Load the test data set through an admin DataInterface."""
+    await data.start()
+    try:
+        return await data.load(dataset.generate(packs=TEST_PACKS))
+    finally:
+        await data.close()
+
+
+def load_small_dataset(data):
+    # In a thread: a fixture may be set up from inside a running event loop.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, load_small(data)).result()
+
+
+def loaded_tarantool(directory, engine):
+    """A Tarantool instance on `engine` with the small data set loaded; its
+    expiry fiber stays idle so that tests see their short-lived ballots
+    expire, not go."""
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    # Its expiry fiber would race the contract's expiry tests: sweep hourly.
+    server = start_tarantool(directory, TNT_SWEEP_EVERY='3600',
+                             TNT_ENGINE=engine)
+    try:
+        load_small_dataset(AsynctntData(as_admin(tarantool_address(server))))
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@pytest.fixture(scope='session')
+def tarantool(tmp_path_factory):
+    """Tarantool on memtx, the small data set loaded."""
+    server = loaded_tarantool(str(tmp_path_factory.mktemp('tarantool')),
+                              'memtx')
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope='session')
+def tarantool_vinyl(tmp_path_factory):
+    """Tarantool on vinyl, the small data set loaded."""
+    server = loaded_tarantool(str(tmp_path_factory.mktemp('tarantool-vinyl')),
+                              'vinyl')
+    yield server
+    server.stop()
+
+
+# The accounts' passwords of the test Redis, which tests pass around.
+REDIS_PASSWORDS = {'sticker_app': 'sticker_app',
+                   'sticker_admin': 'sticker_admin'}
+
+
+def start_redis(directory, memory=None):
+    server = ManagedRedis(directory, port=free_port(), memory=memory,
+                          passwords=REDIS_PASSWORDS)
+    server.start()
+    return server
+
+
+def configure_redis(server, **limits):
+    """Load the functions and set the limits, as server.py does."""
+    from data_interface.redis.redis_data import RedisData
+
+    async def configure():
+        admin = RedisData(server.admin_address)
+        await admin.start()
+        try:
+            return await admin.configure(limits.get('session_ttl', 900),
+                                         limits.get('max_sessions'),
+                                         limits.get('max_ballots'),
+                                         sweep_every=limits.get('sweep_every',
+                                                                5.0))
+        finally:
+            await admin.close()
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, configure()).result()
+
+
+@pytest.fixture(scope='session')
+def redis(tmp_path_factory):
+    """A Redis with the small data set loaded."""
+    from data_interface.redis.redis_data import RedisData
+    server = start_redis(str(tmp_path_factory.mktemp('redis')))
+    try:
+        # The servers on it would race the contract's expiry tests: as
+        # Tarantool's, it sweeps for them hourly.
+        configure_redis(server, sweep_every=3600)
+        load_small_dataset(RedisData(server.admin_address))
+        yield server
+    finally:
+        server.stop()
+
+
+def start_postgres():
+    """A cluster of our own on a free port; its directory is not under
+    pytest's tmp_path, which the postgres user (when root) cannot enter."""
+    server = ManagedPostgres(tempfile.mkdtemp(prefix='stickers-test-pg-'),
+                             port=free_port())
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(server.directory, ignore_errors=True)
+        raise
+    return server
+
+
+def remove_postgres(server):
+    try:
+        if server.running():
+            server.started = True   # whoever started it, stop it
+            server.stop()
+    finally:
+        shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope='session')
+def postgres():
+    """A PostgreSQL cluster with the small data set loaded."""
+    from data_interface.postgres.asyncpg_data import PostgresData
+    server = start_postgres()
+    try:
+        load_small_dataset(PostgresData(server.owner_dsn))
+        yield server
+    finally:
+        remove_postgres(server)
