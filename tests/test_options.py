@@ -9,6 +9,9 @@ import pytest
 from conftest import ROOT
 from bench import cli
 
+# Each test starts what it needs itself.
+pytestmark = pytest.mark.server
+
 ENGINE = 'aiohttp-tarantool-one'
 # Each stops right after its options, should a bad value pass: --list, or
 # an unknown engine (refused with another message).

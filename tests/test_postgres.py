@@ -59,6 +59,8 @@ def test_taken_port_is_replaced_and_remembered(cluster):
     assert again.running()
 
 
+@pytest.mark.db
+@pytest.mark.own_database
 async def test_first_starts_at_once_apply_the_schema_once(driver):
     server = start_postgres()    # empty: each driver's own
     datas = [driver(server.dsn, min_size=1) for _ in range(4)]

@@ -11,7 +11,8 @@ import time
 import aiohttp
 import pytest
 
-from conftest import ServerProcess, loaded_tarantool, until
+from conftest import ServerProcess, until
+from plugins.databases import loaded_tarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.postgres_standby import ManagedPostgresStandby
 from runtime.databases.tarantool import ManagedReplica

@@ -20,6 +20,9 @@ from data_interface.tarantool.asynctnt_data import AsynctntData
 from runtime.databases.tarantool import ManagedReplica
 from test_site import Relay
 
+# Each test starts what it needs itself.
+pytestmark = pytest.mark.db
+
 LAG = 0.5   # the bound these tests set
 
 
