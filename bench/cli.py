@@ -14,6 +14,7 @@ from .profile import py_spy
 from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
 from runtime import options
+from runtime.databases import table as databases
 from runtime.settings import DEFAULTS as SITE, ROOT, STORAGES
 
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
@@ -285,9 +286,9 @@ def plan(argv):
     # The addresses may hold passwords: server.py gets them in its
     # environment, never on a command line that `ps` or results.json shows.
     server_args, server_env = [], {}
-    for name in ('tarantool', 'postgres', 'redis'):
-        if getattr(args, name):
-            server_env['STICKERS_' + name.upper()] = getattr(args, name)
+    for db in databases.TABLE:
+        if getattr(args, db.name):
+            server_env[db.environment] = getattr(args, db.name)
     storages = args.storages or storage.DEFAULT
     if [x for x in storages if x not in STORAGES] or len(
             set(storages)) != len(storages):

@@ -77,7 +77,6 @@ def package_version(name):
 
 def describe():
     memory = _first('/proc/meminfo', 'MemTotal')
-    postgres = postgres_binary()
     status = _output(['git', 'status', '--porcelain'])
     return {
         'machine': {
@@ -92,9 +91,8 @@ def describe():
         'versions': {
             'python': sys.version.split()[0],
             'packages': {p: package_version(p) for p in PACKAGES},
-            'tarantool': _output(['tarantool', '--version']),
-            'postgres': postgres and _output([postgres, '--version']),
-            'redis': _output(['redis-server', '--version']),
+            **{db.name: _output(db.version_command())
+               if db.version_command() else None for db in table.TABLE},
             'nginx': _output(['nginx', '-v'], stderr=True),
             'wrk': _output(['wrk', '-v']),
         },

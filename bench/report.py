@@ -3,6 +3,7 @@ timed runs, flagged runs marked, and the ratios that make runs comparable."""
 import os
 
 from runtime import engines
+from runtime.databases import table as databases
 from .ceilings import report as ceiling_report
 from .latency import report as latency
 from .nginx import NGINX_PAGES
@@ -18,21 +19,21 @@ ELSEWHERE = '†'     # marks the row of a site the bench did not start
 
 
 def counterpart(name):
-    """The Tarantool engine a PostgreSQL or Redis engine is compared with:
-    same framework, loop and connection mode (or the first of
-    framework+loop)."""
+    """The engine on the reference database (Tarantool) another database's
+    engine is compared with: same framework, loop and connection mode (or
+    the first of framework+loop)."""
     name, at, version = name.partition('@')     # on the same interpreter
     engine = engines.BY_NAME.get(name)
-    if engine is None or engines.database(engine) == 'tarantool':
+    if engine is None or databases.of(engine) is databases.REFERENCE:
         return None
-    same = [e for e in engines.ENGINES if engines.database(e) == 'tarantool'
+    same = [e for e in engines.ENGINES if databases.of(e) is databases.REFERENCE
             and (e.framework, e.loop) == (engine.framework, engine.loop)]
     exact = [e for e in same if e.mode == engine.mode]
     found = (exact or same)[:1]
     return found[0].name + at + version if found else None
 
 
-def tarantool_rps(table, name, page, mode):
+def reference_rps(table, name, page, mode):
     """req/s of a PostgreSQL or Redis engine's counterpart (on memtx, when
     the run had both storage engines), or None."""
     other = counterpart(name)
@@ -58,7 +59,7 @@ def ratios(table, name, page, mode):
                   if page in NGINX_PAGES and name != NGINX else None),
         'hello': ratio(mine, paired or rps(bare, page, mode)) if bare else None,
         'ugly': ratio(mine, rps(name, 'ugly', mode)) if page != 'ugly' else None,
-        'tarantool': ratio(mine, tarantool_rps(table, name, page, mode)),
+        'reference': ratio(mine, reference_rps(table, name, page, mode)),
         'pipelined': ratio(mine, rps(name, page, 'plain'))
         if mode == 'pipelined' else None,
         'vinyl': ratio(mine, rps(on_memtx(name), page, mode))
@@ -70,7 +71,7 @@ def ratios(table, name, page, mode):
 
 RATIO_HEADERS = (('nginx', '÷ nginx'), ('hello', '÷ bare hello'),
                  ('ugly', '÷ own ugly'),
-                 ('tarantool', '÷ same on tarantool'),
+                 ('reference', '÷ same on %s' % databases.REFERENCE.name),
                  ('pipelined', 'pipelined ÷ plain'),
                  ('vinyl', 'vinyl ÷ memtx'),
                  ('replicas', 'replicas ÷ none'))
@@ -200,8 +201,8 @@ def header(results):
     pin = results['pinning']
     packages = ', '.join('%s %s' % kv for kv in v['packages'].items() if kv[1])
     wrk = v.get('wrk') and ' '.join(v['wrk'].split()[:2])
-    tools = '; '.join(x for x in (wrk, v.get('nginx'), v.get('tarantool'),
-                                  v.get('postgres'), v.get('redis')) if x)
+    tools = '; '.join(x for x in [wrk, v.get('nginx')] + [
+        v.get(db.name) for db in databases.TABLE] if x)
     source = results.get('source', {})
     lines = [
         '# Benchmark results', '',

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from . import (machine, profile, pythons, references, remote, stats, verify,
                wrk)
+from runtime.databases import table
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail
@@ -170,11 +171,10 @@ class Matrix:
         """(storage engine, replicas) an engine is served with: each
         Tarantool storage engine (None for the others), each with no
         replica and, with --replicas N, with N (not Redis)."""
-        from runtime import engines
-        kind = engines.database(engine)
-        storages = self.s.storages if kind == 'tarantool' else [None]
-        counts = [0, self.s.replicas] if self.s.replicas and kind in (
-            'tarantool', 'postgres') else [0]
+        db = table.of(engine)
+        storages = db.storages(self.s.storages)
+        counts = [0, self.s.replicas] if self.s.replicas and db.replicas \
+            else [0]
         return [(storage, n) for storage in storages for n in counts]
 
     def engine(self, engine):

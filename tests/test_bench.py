@@ -117,7 +117,7 @@ def test_ratios_of_a_table():
         ('nginx', 'ugly', 'plain'): {'rps': 10000},
     }
     assert report.ratios(table, 'e', 'ugly', 'plain') == {
-        'nginx': 0.1, 'hello': None, 'ugly': None, 'tarantool': None,
+        'nginx': 0.1, 'hello': None, 'ugly': None, 'reference': None,
         'pipelined': None, 'vinyl': None, 'replicas': None}
     table[('e (memtx)', 'good', 'plain')] = {'rps': 800}
     table[('e (vinyl)', 'good', 'plain')] = {'rps': 200}
@@ -142,12 +142,12 @@ def test_postgres_and_redis_are_divided_by_tarantool_on_memtx():
              ('aiohttp-postgres-pool', 'good', 'plain'): {'rps': 200}}
     for name, expected in (('aiohttp-redis-one', 0.5),
                            ('aiohttp-postgres-pool', 0.25)):
-        assert report.ratios(table, name, 'good', 'plain')['tarantool'] == \
+        assert report.ratios(table, name, 'good', 'plain')['reference'] == \
             expected
     del table[('aiohttp-tarantool-one (memtx)', 'good', 'plain')]
     table[('aiohttp-tarantool-one', 'good', 'plain')] = {'rps': 400}
     assert report.ratios(table, 'aiohttp-redis-one', 'good',
-                         'plain')['tarantool'] == 1.0
+                         'plain')['reference'] == 1.0
 
 
 def test_an_engine_ugly_is_divided_by_its_own_framework_and_loop_hello():

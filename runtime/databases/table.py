@@ -80,6 +80,20 @@ class Database:
         """Where the local server of `settings` may keep its pid file."""
         return [os.path.join(self.directory(settings), self.pid_file)]
 
+    server_binary = None
+
+    def version_command(self):
+        """The command that prints the server's version, or None if it is
+        not installed."""
+        import shutil
+        found = shutil.which(self.server_binary)
+        return found and [found, '--version']
+
+    def storages(self, asked):
+        """The storage engines a run serves it on (Tarantool's memtx and
+        vinyl); [None] where it has one."""
+        return [None]
+
 
 class Tarantool(Database):
     name = 'tarantool'
@@ -98,6 +112,10 @@ class Tarantool(Database):
              'instead of a local one under var/')
     replica = 'a read-only replica'
     pid_file = 'tarantool.pid'
+    server_binary = 'tarantool'
+
+    def storages(self, asked):
+        return list(asked)
 
     def parse(self, text):
         return addresses.parse_tarantool(text)
@@ -146,6 +164,13 @@ class Postgres(Database):
 
     forks = True
 
+    def version_command(self):
+        from .postgres import bindir
+        try:
+            return [os.path.join(bindir(), 'postgres'), '--version']
+        except RuntimeError:
+            return None
+
     def site_address(self, server):
         # The owner, as a database given by address is used.
         return server.owner_dsn
@@ -172,6 +197,7 @@ class Redis(Database):
              '(the functions are loaded at start), instead of a local one '
              'under var/')
     pid_file = 'redis.pid'
+    server_binary = 'redis-server'
 
     async def configure(self, loader, session_ttl, max_sessions, max_ballots):
         await loader.start()
@@ -202,6 +228,8 @@ BY_NAME = {d.name: d for d in TABLE}
 DRIVERS = tuple(driver for d in TABLE for driver in d.drivers)
 DRIVER = {driver.name: driver for driver in DRIVERS}
 REPLICATED = tuple(d for d in TABLE if d.replicas)
+# The database the others are compared with, engine for engine.
+REFERENCE = TABLE[0]
 
 
 def of(engine):
