@@ -34,3 +34,6 @@ class BlockingTarantool(Procedures):
         except (DatabaseError, NetworkError, OSError) as e:
             raise DataUnavailable('Tarantool: %s: %s' % (name, e)) from e
         return response[0] if len(response) else None
+
+    def _transport(self, conn):
+        return None     # a blocking socket, no asyncio transport to watch
