@@ -6,6 +6,7 @@ import os
 import pytest
 
 from conftest import ARTIFACTS, ROOT
+from plugins.servers import one_of_each
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic',
@@ -27,15 +28,9 @@ async def browser():
 
 # Screenshots of the first engine in test-artifacts/, of the others in
 # test-artifacts/ENGINE/.
-BROWSED = ['aiohttp-tarantool-one', 'granian-tarantool-one',
+BROWSED = one_of_each(['aiohttp-tarantool-one', 'granian-tarantool-one',
            'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
-           'sanic-redis-pool-uvloop',
-           'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop',
-           'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop',
-           'quart-tarantool-one-uvloop']
+           'sanic-redis-pool-uvloop'])
 
 
 @pytest.mark.parametrize('engine', BROWSED)

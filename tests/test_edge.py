@@ -13,17 +13,12 @@ from conftest import (ServerProcess, engine_args, fetch, load_small,
                       remove_postgres, start_postgres, start_tarantool,
                       tarantool_address, until)
 from runtime.processes import ESTABLISHED, tcp_sockets
+from plugins.servers import one_of_each
 
-ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
+ENGINES = one_of_each(['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
-           'socketify-tarantool-one',
-           'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop',
-           'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop',
-           'quart-tarantool-one-uvloop']
+           'socketify-tarantool-one'])
 # uWebSockets has a fixed timeout (10 s) for heads and bodies, no connection
 # cap, and pipelines only answers that need no waiting (see README).
 UWS = ('socketify-tarantool-one',)

@@ -9,6 +9,7 @@ import pytest
 import dataset
 from conftest import TEST_PACKS
 from pages.http import clean_text
+from plugins.servers import one_of_each
 
 SQL = b"'; DROP TABLE stickers; --"
 USER_AGENT = SQL + b' " \\ \xe2\x98\x83 \xff\xfe\xc0 end'
@@ -46,20 +47,14 @@ REQUESTS = [
 ]
 
 # The processes test_pages.py and test_pipelining.py use too.
-ENGINES = ['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
+ENGINES = one_of_each(['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop',
            'fastapi-postgres-pool', 'fastapi-tarantool-one-uvloop',
            'uvicorn-postgres-pool', 'granian-tarantool-one',
            'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
-           'japronto-tarantool-one',
-           'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop',
-           'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop',
-           'quart-tarantool-one-uvloop']
+           'japronto-tarantool-one'])
 
 
 async def raw_request(port, method, target, headers, body, patience=None):

@@ -12,11 +12,12 @@ from bench.pagecheck import (all_stickers, ballots, cards, client,
                              session_cookie, vote_total)
 
 import dataset
+from plugins.servers import one_of_each
 
 # Every framework, on each database (both Redis modes), and the older aiohttp and sanic of the
 # legacy environment; the pipelining and hostile-bytes tests use the same
 # processes.
-ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
+ENGINES = one_of_each(['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'sanic-tarantool-one-uvloop', 'sanic-postgres-pool-uvloop',
            'japronto-tarantool-one', 'japronto-postgres-pool',
            'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one',
@@ -26,13 +27,7 @@ ENGINES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
-           'granian-redis-one-uvloop', 'socketify-redis-pool',
-           'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop',
-           'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop',
-           'quart-tarantool-one-uvloop']
+           'granian-redis-one-uvloop', 'socketify-redis-pool'])
 
 
 @pytest.fixture(scope='module', params=ENGINES)

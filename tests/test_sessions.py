@@ -14,18 +14,13 @@ from bench.pagecheck import ballots, session_cookie
 from conftest import ServerProcess, engine_args, fetch
 from pages.sessions import Sessions, usable_key
 from runtime.settings import DEFAULTS
+from plugins.servers import one_of_each
 
 # One engine of each framework's adapter.
-ENGINES = ['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
+ENGINES = one_of_each(['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
            'japronto-tarantool-one-uvloop', 'uvicorn-tarantool-one',
            'granian-tarantool-one-uvloop', 'fastapi-tarantool-one',
-           'socketify-tarantool-one',
-           'blacksheep-tarantool-one-uvloop',
-           'rsgi-tarantool-one-uvloop',
-           'starlette-tarantool-one-uvloop',
-           'litestar-tarantool-one-uvloop',
-           'falcon-tarantool-one-uvloop',
-           'quart-tarantool-one-uvloop']
+           'socketify-tarantool-one'])
 Request = namedtuple('Request', 'cookies')
 
 

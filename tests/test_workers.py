@@ -19,22 +19,21 @@ from data_interface import Visit
 from runtime.processes import ESTABLISHED, LISTEN, answers, state, tcp_sockets
 from test_durability import counted
 from test_server import run_server
+from plugins.servers import one_of_each
 from test_supervision import lines, wait_gone
 
 # Each test starts its own databases or server.py processes.
 pytestmark = [pytest.mark.db, pytest.mark.server]
 
-NAMES = ['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
-         'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
-         'japronto-tarantool-one', 'uvicorn-tarantool-one',
-         'granian-postgres-pool-uvloop', 'fastapi-tarantool-one-uvloop',
-         'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
-         'blacksheep-redis-pool-uvloop',
-         'rsgi-postgres-pool-uvloop',
-         'starlette-tarantool-one-uvloop',
-         'litestar-tarantool-one-uvloop',
-         'falcon-tarantool-one-uvloop',
-         'quart-tarantool-one-uvloop']
+NAMES = one_of_each(['aiohttp-tarantool-one', 'aiohttp-postgres-pool-uvloop',
+                     'sanic-tarantool-one-uvloop', 'sanic-postgres-pool',
+                     'japronto-tarantool-one', 'uvicorn-tarantool-one',
+                     'granian-postgres-pool-uvloop',
+                     'fastapi-tarantool-one-uvloop',
+                     'socketify-tarantool-one-uvloop', 'sanic-redis-one-uvloop',
+                     'blacksheep-redis-pool-uvloop',
+                     'rsgi-postgres-pool-uvloop', 'starlette-psycopg-pool',
+                     'litestar-redis-one', 'falcon-tarantool-multi-uvloop'])
 
 
 def params(*others):

@@ -56,11 +56,6 @@ class PostgresData(PostgresCalls):
                                       % (self, e)) from e
             raise
 
-    @property
-    def address(self):
-        """Its DSN: where it connects, as the other drivers' address."""
-        return self.dsn
-
     async def _connect(self):
         u = urlsplit(self.dsn)
         check_listener(u.hostname, u.port or 5432)

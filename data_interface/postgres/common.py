@@ -79,6 +79,11 @@ class PostgresCalls(DataInterface):
         self.timeout = timeout
         self._pool = None
 
+    @property
+    def address(self):
+        """Its DSN: where it connects, as the other drivers' address."""
+        return self.dsn
+
     def __str__(self):
         u = urlsplit(self.dsn)    # without the password
         return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)

@@ -7,11 +7,20 @@ import sys
 
 import pytest
 
-from runtime import engines
+from runtime import engines, frameworks
 from runtime.processes import answers, free_port, terminate
 from runtime.settings import ROOT
 from plugins.databases import TEST_PACKS, tarantool_address
 from plugins.waiting import wait_until
+
+
+def one_of_each(named, kind='tarantool-one-uvloop'):
+    """`named` and an engine (FRAMEWORK-kind) of every framework of the
+    table it names none of: a framework added to the table gets the page,
+    hostile, edge and signal tests with no edit here."""
+    have = {name.split('-')[0] for name in named}
+    return list(named) + ['%s-%s' % (f.name, kind) for f in frameworks.TABLE
+                          if f.name not in have]
 
 
 def skip_unless_runnable(engine):
