@@ -25,7 +25,8 @@ use pool::{Answer, Pool};
 use stats::Stats;
 
 const USAGE: &str = "usage: loadgen --url http://HOST:PORT --rate VISITORS_PER_S --duration SECONDS \
-[--connections 64] [--timeout 10] [--vote 0.7] [--seed 1]";
+[--connections 64] [--timeout 10] [--vote 0.7] [--seed 1]\n   or: loadgen --url ... --closed VISITORS --duration SECONDS (each visitor \
+starts its next visit when its last one ends: the mix's saturation rate)";
 /// What a visitor who does not vote reads, by weight (of 100).
 const BROWSE: [(&str, u64); 4] = [("good", 40), ("pack", 30), ("bad", 20), ("about", 10)];
 
@@ -37,6 +38,7 @@ struct Options {
     timeout: f64,
     vote: f64,
     seed: u64,
+    closed: usize,
 }
 
 fn fail(message: &str) -> ! {
@@ -53,7 +55,7 @@ fn number(name: &str, value: Option<String>) -> f64 {
 }
 
 fn options() -> Options {
-    let mut o = Options { host: String::new(), rate: -1.0, duration: -1.0, connections: 64, timeout: 10.0, vote: 0.7, seed: 1 };
+    let mut o = Options { host: String::new(), rate: -1.0, duration: -1.0, connections: 64, timeout: 10.0, vote: 0.7, seed: 1, closed: 0 };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -72,6 +74,7 @@ fn options() -> Options {
             "--timeout" => o.timeout = number("--timeout", args.next()),
             "--vote" => o.vote = number("--vote", args.next()),
             "--seed" => o.seed = number("--seed", args.next()) as u64,
+            "--closed" => o.closed = number("--closed", args.next()).max(0.0) as usize,
             "-h" | "--help" => {
                 println!("{}", USAGE);
                 exit(0);
@@ -82,7 +85,7 @@ fn options() -> Options {
     if o.host.is_empty() {
         fail("--url is required");
     }
-    if !(o.rate > 0.0) {
+    if o.closed == 0 && !(o.rate > 0.0) {
         fail("--rate must be above 0 visitors per second");
     }
     if !(o.duration > 0.0) {
@@ -147,7 +150,7 @@ impl Site {
         }
     }
 
-    async fn visit(self: Rc<Self>, arrival: Instant, mut dice: Dice, vote: f64) {
+    async fn visit(&self, arrival: Instant, dice: &mut Dice, vote: f64) {
         let index = match self.call("index", arrival, "GET", "/", None, None).await {
             Some(a) if a.status == 200 => a,
             _ => return,
@@ -202,31 +205,53 @@ async fn run(o: Options) {
         timeout: Duration::from_secs_f64(o.timeout),
         stats: RefCell::new(Stats::new()),
     });
-    let visitors = ((o.rate * o.duration).round() as u64).max(1);
-    let gap = Duration::from_secs_f64(1.0 / o.rate);
     let start = Instant::now();
     let mut seeds = Dice(o.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut lag = Duration::ZERO;
     let mut running = tokio::task::JoinSet::new();
-    for i in 0..visitors {
-        let arrival = start + gap.mul_f64(i as f64);
-        sleep_until(arrival).await;
-        lag = lag.max(Instant::now().saturating_duration_since(arrival));
-        let dice = Dice(seeds.roll(u64::MAX) | 1);
-        running.spawn_local(site.clone().visit(arrival, dice, o.vote));
-        while running.try_join_next().is_some() {}
+    let mut visitors = 0u64;
+    if o.closed > 0 {
+        let end = start + Duration::from_secs_f64(o.duration);
+        for _ in 0..o.closed {
+            let (site, mut dice, vote) = (site.clone(), Dice(seeds.roll(u64::MAX) | 1), o.vote);
+            running.spawn_local(async move {
+                let mut visits = 0u64;
+                while Instant::now() < end {
+                    site.visit(Instant::now(), &mut dice, vote).await;
+                    visits += 1;
+                }
+                visits
+            });
+        }
+        while let Some(done) = running.join_next().await {
+            visitors += done.unwrap_or(0);
+        }
+    } else {
+        visitors = ((o.rate * o.duration).round() as u64).max(1);
+        let gap = Duration::from_secs_f64(1.0 / o.rate);
+        for i in 0..visitors {
+            let arrival = start + gap.mul_f64(i as f64);
+            sleep_until(arrival).await;
+            lag = lag.max(Instant::now().saturating_duration_since(arrival));
+            let (site, mut dice, vote) = (site.clone(), Dice(seeds.roll(u64::MAX) | 1), o.vote);
+            running.spawn_local(async move {
+                site.visit(arrival, &mut dice, vote).await;
+                0
+            });
+            while running.try_join_next().is_some() {}
+        }
+        while running.join_next().await.is_some() {}
     }
-    while running.join_next().await.is_some() {}
     let seconds = start.elapsed().as_secs_f64();
     let (user, system) = stats::cpu();
     let s = site.stats.borrow();
     let kinds: Vec<String> = s.kinds.iter().map(|(k, v)| format!("\"{}\": {}", k, v.json())).collect();
     println!(
-        "{{\"rate\": {}, \"duration_s\": {}, \"visitors\": {}, \"vote\": {}, \"connections\": {}, \
+        "{{\"rate\": {}, \"closed\": {}, \"duration_s\": {}, \"visitors\": {}, \"vote\": {}, \"connections\": {}, \
 \"seconds\": {:.3}, \"requests\": {}, \"votes_ok\": {}, \"connections_opened\": {}, \
 \"schedule_lag_ms\": {:.3}, \"cpu_s\": {{\"user\": {:.3}, \"system\": {:.3}}}, \
 \"overall\": {}, \"kinds\": {{{}}}}}",
-        o.rate, o.duration, visitors, o.vote, o.connections, seconds, s.overall.count, s.votes_ok,
+        o.rate.max(0.0), o.closed, o.duration, visitors, o.vote, o.connections, seconds, s.overall.count, s.votes_ok,
         site.pool.opened.get(), lag.as_secs_f64() * 1000.0, user, system, s.overall.json(), kinds.join(", ")
     );
 }
