@@ -36,6 +36,10 @@ def step(records):
         shares = [r['generator']['share'] for r in records if r.get('generator')]
         cell['flags'].append('generator busy (%.0f%% of its core): the rate '
                              'may be its limit' % (100 * max(shares)))
+    for r in records:
+        check = r.get('vote_check') or {'ok': True}
+        if not check['ok']:
+            cell['flags'].append('run %s: %s' % (r['run'], check['reason']))
     for f in ('p50', 'p99'):
         if noisy([x['latency_ms'].get(f) for x in ok]):
             cell['flags'].append('noisy %s' % f)
