@@ -100,6 +100,20 @@ install_oha() {
     "$cargo" install --locked --quiet "oha@$OHA_VERSION"
 }
 
+# loadgen/ (bench.py --latency --pages mix), built from its Cargo.lock;
+# cargo fetches the pinned crates once, then builds offline.
+install_loadgen() {
+    local cargo
+    cargo=$(command -v cargo || echo "${CARGO_HOME:-$HOME/.cargo}/bin/cargo")
+    if [ ! -x "$cargo" ]; then
+        say "loadgen not built: it needs cargo (rustup, see install.md); bench.py --latency --pages mix and tests/test_mixed.py need it"
+        return 0
+    fi
+    (cd loadgen && { "$cargo" build --release --locked --offline --quiet 2>/dev/null \
+        || "$cargo" build --release --locked --quiet; }) \
+        || say "loadgen did not build (see the cargo output above); bench.py --latency --pages mix needs it"
+}
+
 # The main suite, then the tests that run inside the legacy interpreter.
 # --fast: the fast lane (unit tests, and the contract on memtx Tarantool
 # and Redis), and of the legacy lane only its unit tests (its collection
@@ -130,6 +144,7 @@ case "$command" in
     setup)
         setup "$TEST_PACKAGES"
         install_oha
+        install_loadgen
         case "${1:-}" in
             "") ;;
             --pythons) "$VENV/bin/python" -m bench.pythons "${2:?--pythons 3.12,3.13}" ;;
@@ -143,10 +158,12 @@ case "$command" in
     test)
         setup "$TEST_PACKAGES"
         install_oha
+        install_loadgen
         run_tests "$@" ;;
     bench)
         setup "$TEST_PACKAGES"
         install_oha
+        install_loadgen
         exec "$VENV/bin/python" bench.py "$@" ;;
     soak)
         setup "$TEST_PACKAGES"

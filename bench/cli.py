@@ -9,7 +9,7 @@ import sys
 import time
 
 from . import pythons, remote, storage
-from .latency import budget, oha
+from .latency import budget, mixed, oha
 from .profile import py_spy
 from .runner import RunPlan
 from .wrk import PAGES, PLAIN_ONLY
@@ -59,7 +59,9 @@ def parser():
                    help="each --target's row name, in order (default "
                         "HOST:PORT)")
     p.add_argument('--pages', type=comma_list,
-                   metavar='P,…', help='of %s (default all)' % ','.join(PAGES))
+                   metavar='P,…', help='of %s (default all); with --latency '
+                   'also %s: visitors who GET / then vote or read a page '
+                   '(loadgen)' % (','.join(PAGES), mixed.PAGE))
     modes = p.add_mutually_exclusive_group()
     modes.add_argument('--plain', dest='modes', action='store_const',
                        const=['plain'], help='one request at a time per connection')
@@ -252,6 +254,12 @@ def plan(argv):
         args.oha = oha.find()
         if args.oha is None:
             fail('--latency: ' + oha.INSTALL)
+        args.loadgen = mixed.find() if mixed.PAGE in args.pages else None
+        if mixed.PAGE in args.pages and args.loadgen is None:
+            fail('--pages %s: %s' % (mixed.PAGE, mixed.INSTALL))
+        if mixed.PAGE in args.pages and args.profile:
+            fail('--profile samples closed-loop wrk runs, which %s has none '
+                 'of: leave one out' % mixed.PAGE)
     remotes = remote_sites(args, fail)
     if remotes and args.engines is None:
         # Options of the servers the bench starts; a site runs what it runs.
@@ -274,9 +282,12 @@ def plan(argv):
         print(listing(args.engines, interpreters or [pythons.MAIN], fail))
         sys.exit(0)
     runnable, where, skipped = select_engines(args.engines, fail, interpreters)
-    unknown = [page for page in args.pages if page not in PAGES]
+    known = PAGES + ((mixed.PAGE,) if args.latency else ())
+    unknown = [page for page in args.pages if page not in known]
     if unknown or not (args.pages or args.ceilings):
-        fail('unknown pages %s; choose from %s' % (','.join(unknown), ','.join(PAGES)))
+        fail('unknown pages %s; choose from %s%s' % (
+            ','.join(unknown), ','.join(PAGES),
+            '' if args.latency else ' (%s goes with --latency)' % mixed.PAGE))
     if args.threads > args.connections:
         fail('--threads (%d) cannot exceed --connections (%d)'
              % (args.threads, args.connections))
@@ -332,7 +343,7 @@ def plan(argv):
         pin=pinning(args.no_pin, args.workers),
         profile=args.profile, workers=args.workers, ceilings=args.ceilings,
         latency=args.latency, rates=args.rates, slo=args.slo,
-        oha=getattr(args, 'oha', None),
+        oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),
         oha_version=args.latency and oha.version(args.oha), remotes=remotes)
 
 

@@ -20,13 +20,16 @@ def combos(plan, kind):
 
 
 def series_guess(plan, page):
-    runs = plan.runs * (plan.duration + RUN_GUESS)
+    if page == 'mix':   # one closed loop of loadgen, then the fixed rates only
+        runs, warmup = plan.duration + RUN_GUESS, 0
+    else:
+        runs, warmup = plan.runs * (plan.duration + RUN_GUESS), plan.warmup
     if page == 'vote':
         runs += plan.runs * VOTE_GUESS
     if plan.latency:    # the rate steps and the search's probes
         steps = len(plan.rates or plan.fractions) + budget.PROBES
         runs += plan.runs * steps * (plan.duration + 0.5)
-    return plan.warmup + runs
+    return warmup + runs
 
 
 def target_guess(plan, kind):

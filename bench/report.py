@@ -351,6 +351,9 @@ def render(results):
                 lines += page_table(table, names, page, mode,
                                     ceiling_report.ceilings(results, page), marks)
         lines += fixed.get(page, [])
+    for page in results['settings']['pages']:   # fixed rates only (the mix)
+        if page not in pages and fixed.get(page):
+            lines += ['', '## %s' % page] + fixed[page]
     lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)
     lines += ceiling_report.section(results)

@@ -19,7 +19,7 @@ from .nginx import Nginx
 from .progress import Progress
 from .storage import DEFAULT as DEFAULT_STORAGES, label as variant_name, tagged
 from .ceilings import run as ceilings
-from .latency import budget, fixed_rate, oha
+from .latency import budget, fixed_rate, mixed, oha
 from .latency.noise import NOISE
 
 
@@ -58,6 +58,7 @@ class RunPlan:
     slo: dict = None                    # {'percentile': 'p99', 'ms': 10.0}
     oha: str = None                     # its path
     oha_version: str = None
+    loadgen: str = None                 # its path, for the mix page
     remotes: list = field(default_factory=list)    # (label, url) of --target
 
 
@@ -105,7 +106,10 @@ class Matrix:
                     'fractions': None if settings.rates else list(settings.fractions),
                     'slo': settings.slo, 'probes': budget.PROBES,
                     'latency_correction': True,
-                    'headroom': oha.HEADROOM, 'noise': NOISE},
+                    'headroom': oha.HEADROOM, 'noise': NOISE,
+                    'mix': mixed.PAGE in settings.pages and {
+                        'generator': 'loadgen %s' % mixed.VERSION,
+                        'vote': mixed.VOTE, 'requests_per_visit': mixed.VISIT}},
             },
             'pinning': {'server': ' '.join(settings.pin['server']) or None,
                         'wrk': ' '.join(settings.pin['wrk']) or None,
@@ -447,6 +451,8 @@ class Matrix:
         reference is paired with or None) run by run, taking turns, so that
         all see the same minutes of a machine whose speed drifts. The names
         of members that died; a dead one sits out the rest."""
+        if page == mixed.PAGE:  # fixed rates only: wrk cannot carry a ballot
+            return fixed_rate.turns(self, members, page, mode)
         label = '%s · %s · %s' % (members[0][0], page, mode)
         for name, server, pair in members:
             self.warmup(label, name, server.url, page, mode, pair=pair)

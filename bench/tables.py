@@ -21,10 +21,10 @@ def cells(results):
 
 
 def targets(results):
-    """Names that have timed runs: engines in run order, then the hello
-    references, nginx last."""
+    """Names that have timed runs (closed-loop or fixed-rate): engines in
+    run order, then the hello references, nginx last."""
     names = []
-    for run in results['runs']:
+    for run in results['runs'] + (results.get('latency') or []):
         if run['target'] not in names and not run.get('warmup'):
             names.append(run['target'])
     return sorted(names, key=lambda n: (n == NGINX, n.startswith('hello-')))

@@ -31,15 +31,35 @@ def step(records):
                                           for r in records])
                                for k in ('server', 'database')},
             'kept': sum(1 for r in records if r.get('kept')),
+            'kinds': kinds(ok),
             'flags': []}
     if any(not r.get('headroom', True) for r in records):
         shares = [r['generator']['share'] for r in records if r.get('generator')]
         cell['flags'].append('generator busy (%.0f%% of its core): the rate '
                              'may be its limit' % (100 * max(shares)))
+    for r in records:
+        check = r.get('vote_check') or {'ok': True}
+        if not check['ok']:
+            cell['flags'].append('run %s: %s' % (r['run'], check['reason']))
     for f in ('p50', 'p99'):
         if noisy([x['latency_ms'].get(f) for x in ok]):
             cell['flags'].append('noisy %s' % f)
     return cell
+
+
+def kinds(reports):
+    """{kind: {'requests', 'errors', 'p50', 'p99', 'max'}} of a mix's runs
+    (triples over the runs); {} for a page."""
+    names = sorted({k for x in reports for k in x.get('kinds') or {}})
+    found = {}
+    for name in names:
+        each = [x['kinds'][name] for x in reports if name in (x.get('kinds') or {})]
+        found[name] = dict(
+            requests=triple([k['requests'] for k in each]),
+            errors=sum(sum(k['errors'].values()) + k['non2xx'] for k in each),
+            **{f: triple([k['latency_ms'].get(f) for k in each])
+               for f in ('p50', 'p99', 'max')})
+    return found
 
 
 def capacities(results):

@@ -34,7 +34,9 @@ def page_chart(results, page, path):
     ax.text(ax.get_xlim()[0], slo['ms'], ' budget %s' % budget.label(slo),
             color='#c44', va='bottom', fontsize=8)
     ax.set_yscale('log')
-    ax.set_xlabel('offered requests/s (%s)' % results['settings']['latency']['generator'])
+    lat = results['settings']['latency']
+    generator = (lat.get('mix') or lat)['generator'] if page == 'mix' else lat['generator']
+    ax.set_xlabel('offered requests/s (%s)' % generator)
     ax.set_ylabel('%s latency, ms (log)' % figure)
     ax.set_title('/%s: %s latency against offered load' % (
         page if page != 'index' else '', figure))

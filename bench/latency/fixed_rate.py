@@ -2,12 +2,14 @@
 (its saturation rate), each member is offered fixed rates with oha, the
 members taking turns run by run, then the highest rate within the budget is
 searched for. Each point records the CPU per request of the server and of
-its database at that rate."""
+its database at that rate. The mixed workload (mixed.py) runs the same
+way with loadgen; its saturation is loadgen's closed-loop rate and each of
+its points is checked against the site's vote total."""
 import statistics
 
 from .. import profile
 from ..wrk import path
-from . import budget, oha
+from . import budget, mixed, oha
 
 CPU = ('server', 'database')
 
@@ -27,6 +29,19 @@ def rates_of(settings, top):
     return [('%d%%' % round(f * 100), f * top) for f in settings.fractions]
 
 
+def closed_rate(matrix, name, server):
+    """The mix's saturation: requests/s of loadgen's visitors back to back,
+    one per connection (recorded under 'saturation' in results.json)."""
+    s = matrix.s
+    matrix.progress.show('%s · %s · closed loop' % (name, mixed.PAGE))
+    argv = mixed.command(s.loadgen, server.url, 0, s.duration, s.connections,
+                         s.timeout, s.pin['wrk'], closed=s.connections)
+    record = mixed.run(argv, s.duration, None)
+    record.update(target=name, page=mixed.PAGE)
+    matrix.results.setdefault('saturation', []).append(record)
+    return (record.get('oha') or {}).get('achieved')
+
+
 def tree_cpu(pid, skip=()):
     """CPU seconds of a process (every thread) and its live descendants,
     leaving out the subtrees of the pids in skip."""
@@ -42,7 +57,8 @@ class Member:
 
     def __init__(self, matrix, name, server, pair, page, mode):
         self.name, self.server, self.pair = name, server, pair
-        self.top = saturation(matrix, name, page, mode)
+        self.top = (closed_rate(matrix, name, server) if page == mixed.PAGE
+                    else saturation(matrix, name, page, mode))
         self.database = matrix.database_of(name, server)
 
     def cpu(self):
@@ -98,10 +114,17 @@ def point(matrix, member, page, run, rate, label):
     matrix.progress.show('%s · %s · %s · run %d/%d' % (
         member.name, page, '%.0f/s' % rate if label == 'probe'
         else 'rate ' + label, run, s.runs))
+    url, mix = member.server.url, page == mixed.PAGE
+    votes = matrix.settled_votes(url) if mix else None
     before = member.cpu()
-    argv = oha.command(s.oha, member.server.url + path(member.server.url, page), rate,
-                       s.duration, s.connections, s.timeout, s.pin['wrk'])
-    record = oha.run(argv, s.duration, rate)
+    if mix:
+        record = mixed.run(mixed.command(s.loadgen, url, rate, s.duration,
+                                         s.connections, s.timeout, s.pin['wrk']),
+                           s.duration, rate)
+    else:
+        record = oha.run(oha.command(s.oha, url + path(url, page), rate, s.duration,
+                                     s.connections, s.timeout, s.pin['wrk']),
+                         s.duration, rate)
     after = member.cpu()
     report = record.get('oha')
     if report is not None:
@@ -120,6 +143,11 @@ def point(matrix, member, page, run, rate, label):
             'database': (round(database / answered * 1e6, 1)
                          if answered and database is not None else None)},
         miss=budget.verdict(report, s.slo))
+    if mix:
+        check = mixed.vote_check(votes, matrix.settled_votes(url), report)
+        record['vote_check'] = check
+        if not check['ok']:
+            record['error'] = record['miss'] = check['reason']
     record['kept'] = record['miss'] is None
     generator = record.get('generator') or {}
     record['headroom'] = generator.get('share', 0.0) < oha.HEADROOM

@@ -63,8 +63,9 @@ def cores_of(argv):
     return len(os.sched_getaffinity(0))
 
 
-def run(argv, duration, offered):
-    """Run oha; the record results.json keeps of it."""
+def run(argv, duration, offered, read=None):
+    """Run oha (or another generator whose report `read` parses); the
+    record results.json keeps of it."""
     record = {'command': argv, 'offered': offered}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
@@ -72,7 +73,7 @@ def run(argv, duration, offered):
             process = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT,
                                        stdin=subprocess.DEVNULL)
         except OSError as e:
-            record.update(error='cannot run oha: %s' % e, oha=None)
+            record.update(error='cannot run %s: %s' % (argv[0], e), oha=None)
             return record
         _, status, usage = wait(process, duration + 60)
         wall = time.monotonic() - started
@@ -88,7 +89,7 @@ def run(argv, duration, offered):
         record['generator'] = {'cpu_s': round(cpu, 3), 'wall_s': round(wall, 3),
                                'share': round(cpu / wall / cores_of(argv), 3)}
     try:
-        record['oha'] = parse(stdout)
+        record['oha'] = (read or parse)(stdout)
     except ValueError as e:
         record.update(oha=None, error='%s; stderr: %s' % (e, stderr.strip()[-500:]))
     return record

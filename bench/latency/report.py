@@ -86,7 +86,25 @@ def page_tables(results, names, page):
             notes += ['%s %s %s %s: %s' % (FLAG, name, page, key[2], f)
                       for f in c['flags']]
     lines += tables.table_md(headers, rows)
+    lines += kind_table(cells, names, keys)
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
+
+
+def kind_table(cells, names, keys):
+    """The mix's figures per request kind, at each rate step."""
+    rows = []
+    for name in names:
+        for key in [k for k in keys if k[0] == name]:
+            for kind, c in sorted(cells[key]['kinds'].items()):
+                rows.append([name, key[2], kind, tables.number(c['requests']['median']),
+                             tables.ms(c['p50']['median']), spread(c['p99'], tables.ms),
+                             tables.ms(c['max']['median']), tables.number(c['errors'])])
+    if not rows:
+        return []
+    return ['', 'Per request kind (medians of the runs; each latency from '
+            'when that request was due):', ''] + tables.table_md(
+        ['engine', 'rate', 'kind', 'requests', 'p50 ms', 'p99 ms', 'max ms',
+         'errors'], rows)
 
 
 def header_line(results):
@@ -101,7 +119,20 @@ def header_line(results):
             'from when it was due), %s, %d s each, at most %d connections, '
             'timeout %d s; then up to %d probes searching the capacity at %s'
             % (lat['generator'], offered, s['duration'], s['connections'],
-               s['wrk_timeout'], lat['probes'], budget.label(lat['slo'])))
+               s['wrk_timeout'], lat['probes'], budget.label(lat['slo']))
+            + mix_line(lat.get('mix')))
+
+
+def mix_line(mix):
+    if not mix:
+        return ''
+    return ('\n- mix: %s; visitors arrive at half the offered rate, each GETs / '
+            '(a session and a ballot), then votes with that ballot (%d%%) or '
+            'reads /good, a pack, /bad or /about (40/30/20/10 of the rest); '
+            'each request timed from when it was due; after each run the '
+            'site\'s vote total must have moved by the votes answered 200; '
+            'its saturation: as many visitors as connections, back to back'
+            % (mix['generator'], round(mix['vote'] * 100)))
 
 
 def sections(results, names):
