@@ -838,10 +838,9 @@ class Relay:
 
 def database_port(backend):
     data = backend.new()
-    address = getattr(data, 'address', None)
-    if address is not None:
-        return address.port
-    return int(re.search(r':(\d+)/', data.dsn).group(1))
+    if hasattr(data, 'dsn'):
+        return int(re.search(r':(\d+)/', data.dsn).group(1))
+    return data.address.port
 
 
 async def until_status(site, path, status):
