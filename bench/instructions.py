@@ -1,0 +1,286 @@
+"""Instructions per request: server.py under valgrind's cachegrind, counting
+the instructions its process runs; a figure that does not move with the
+machine's load, where timings on a shared VM move by 1-14 %.
+
+Each count is the difference of two runs of one server: one sends N1
+requests of the page, the other N2, after the same start and warm-up, so
+
+    per request = (count after N2 - count after N1) / (N2 - N1)
+
+and the start, the warm-up and the exit cancel. Cachegrind has no dump in
+the middle of a run, so these are two runs; one engine's runs share the
+one with N1 of every page. The databases run natively, not counted.
+
+    python -m bench.instructions --check [--baseline FILE] [--update]
+    python bench.py --instructions [--engines A,B] [--pages P,Q] [--requests N1,N2]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .engine import EngineServer, own_ports
+from .keepalive import Connection
+from .wrk import path as page_path
+from runtime.processes import free_port
+from runtime.settings import ROOT
+
+N1, N2 = 100, 600
+WARMUP = 20                 # requests of each page before the counted ones
+PAGES = ('ugly', 'good', 'index')
+CHECK_ENGINES = ('aiohttp-tarantool-one-uvloop', 'granian-tarantool-one-uvloop',
+                 'uvicorn-tarantool-one-uvloop')
+BASELINE = os.path.join(ROOT, 'bench', 'instructions-baseline.json')
+THRESHOLD = 3.0             # % rise the check fails on
+NOISE = 1.0                 # % band of compare (two runs of a build: < 0.5 %)
+# What every answer must hold (status 200 too). The vote page is left out:
+# each vote changes the data the next request reads.
+MARKERS = {'ugly': b'UGLY', 'good': b'<article class="card"',
+           'bad': b'<article class="card"', 'about': b'id="stat-packs"',
+           'pack': b'<article class="card"', 'sticker': b'No. ',
+           'index': b'name="win"'}
+MISSING = ('valgrind is not installed: apt-get install valgrind '
+           '(./run.sh setup installs it)')
+
+
+class RequestFailed(Exception):
+    pass
+
+
+def valgrind():
+    return shutil.which('valgrind')
+
+
+def version():
+    return subprocess.run([valgrind(), '--version'], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def send(conn, page, path, times):
+    for _ in range(times):
+        status, _, body = conn.get(path)
+        if status != 200 or MARKERS[page] not in body:
+            raise RequestFailed('%s: HTTP %d, %r' % (path, status, body[:80]))
+
+
+def requests(port, paths, counts, warmup):
+    """A session first (its cookie goes with every later request, so each
+    takes the same path), every page's warm-up, then the counted ones."""
+    conn = Connection(port)
+    try:
+        send(conn, 'good', '/good', 1)
+        for page, path in paths.items():
+            send(conn, page, path, warmup)
+        for page, path in paths.items():
+            send(conn, page, path, counts[page])
+    finally:
+        conn.close()
+
+
+def summary(out_file):
+    with open(out_file) as f:
+        for line in f:
+            if line.startswith('summary:'):
+                return int(line.split()[1])
+    raise RuntimeError('no summary line in ' + out_file)
+
+
+def environment():
+    """Fixed: the hash seed; the local databases on ports of their own."""
+    return dict(own_ports(), PYTHONHASHSEED='0')
+
+
+def prime(engine, pages, folder, root, python):
+    """A start without valgrind: the local database is loaded (a first
+    start loads the data set, which a count must not hold) and the paths
+    of the pack and sticker pages are read."""
+    server = EngineServer(engine, free_port(), [], os.path.join(folder, 'prime.log'),
+                          env=environment(), python=python, root=root)
+    server.start()
+    try:
+        return {p: page_path(server.url, p) for p in pages}
+    finally:
+        server.stop()
+
+
+def count(engine, paths, counts, warmup, folder, root, python, tag):
+    """{'requests', 'instructions', 'seconds'} of one server run."""
+    out_file = os.path.join(folder, 'cachegrind.%s.out' % tag)
+    tool = [valgrind(), '--tool=cachegrind', '--cache-sim=no',
+            '--cachegrind-out-file=' + out_file]
+    server = EngineServer(engine, free_port(), [], os.path.join(folder, tag + '.log'),
+                          pin=tool, env=environment(), python=python, root=root)
+    started = time.monotonic()
+    server.start(timeout=600)
+    try:
+        requests(server.port, paths, counts, warmup)
+    finally:
+        status = server.stop(timeout=120)
+    if status != 0:
+        raise RuntimeError('server.py under valgrind exited with %s' % status)
+    return {'requests': dict(counts), 'instructions': summary(out_file),
+            'seconds': round(time.monotonic() - started, 1)}
+
+
+def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
+            python=sys.executable, folder=None, say=None):
+    """[{engine, page, path, per_request, n1, n2, runs}] of one engine."""
+    folder = folder or tempfile.mkdtemp(prefix='instructions-')
+    os.makedirs(folder, exist_ok=True)
+    paths = prime(engine, pages, folder, root, python)
+    base = dict.fromkeys(pages, n1)
+    first = count(engine, paths, base, warmup, folder, root, python,
+                  '%s-base' % engine)
+    found = []
+    for page in pages:
+        more = count(engine, paths, dict(base, **{page: n2}), warmup, folder,
+                     root, python, '%s-%s' % (engine, page))
+        per = (more['instructions'] - first['instructions']) / float(n2 - n1)
+        found.append({'engine': engine, 'page': page, 'path': paths[page],
+                      'per_request': round(per), 'n1': n1, 'n2': n2,
+                      'warmup': warmup, 'runs': [first, more]})
+        if say:
+            say('%s %s: %s instructions per request' % (engine, page, '{:,}'.format(round(per))))
+    return found
+
+
+# --- bench.py --instructions ---------------------------------------------
+
+def bench(args):
+    """Count the engines and pages of a bench.py --instructions run; write
+    results.json, results.md and results.html in args.out."""
+    from . import html, machine, report
+    os.makedirs(os.path.join(args.out, 'logs'), exist_ok=True)
+    results = {'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+               'settings': {'engines': [e.name for e in args.runnable],
+                            'pages': args.pages, 'modes': [],
+                            'n1': args.requests[0], 'n2': args.requests[1],
+                            'warmup': WARMUP},
+               'targets': [], 'runs': [], 'instructions': [],
+               'valgrind': version()}
+    results.update(machine.describe())
+    status = 0
+    for e in args.runnable:
+        try:
+            results['instructions'] += measure(
+                e.name, args.pages, args.requests[0], args.requests[1],
+                folder=os.path.join(args.out, 'logs'),
+                python=args.where[e.name][0].python,
+                say=lambda line: print(line, file=sys.stderr))
+        except (RuntimeError, RequestFailed, OSError) as err:
+            print('%s: %s' % (e.name, err), file=sys.stderr)
+            results['instructions'].append({'engine': e.name, 'failed': str(err)})
+            status = 1
+    results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
+    with open(os.path.join(args.out, 'results.json'), 'w') as f:
+        json.dump(results, f, indent=1)
+    markdown = report.write(results, args.out)
+    print('results: %s\n         %s\n         %s' % (
+        os.path.join(args.out, 'results.json'), markdown, html.write(args.out)))
+    return status
+
+
+def section(results):
+    """results.md lines of the counts, or []."""
+    records = results.get('instructions') or []
+    if not records:
+        return []
+    lines = ['', '## Instructions per request', '',
+             'server.py under %s (cachegrind, --cache-sim=no), '
+             'PYTHONHASHSEED=0: (count after N2 requests - count after N1) '
+             '/ (N2 - N1) over one keep-alive connection, one request after '
+             'another. The databases are not counted; waiting costs no '
+             'instructions. How to read it: docs/benchmark.md.'
+             % results.get('valgrind', 'valgrind'), '']
+    from .tables import table_md
+    rows = [[r['engine'], r.get('page', '–'), r.get('path', '–'),
+             '{:,}'.format(r['per_request']) if 'per_request' in r else
+             'failed: ' + r['failed'].replace('|', '/').replace('\n', ' '),
+             str(r.get('n1', '–')), str(r.get('n2', '–')),
+             ' / '.join('%.0f s' % x['seconds'] for x in r.get('runs', []))]
+            for r in records]
+    return lines + table_md(['engine', 'page', 'path', 'instructions/request',
+                             'N1', 'N2', 'runs'], rows, numeric=False)
+
+
+# --- the regression check ------------------------------------------------
+
+def keyed(records):
+    return {'%s %s' % (r['engine'], r['page']): r['per_request']
+            for r in records if 'per_request' in r}
+
+
+def judge(before, after, threshold):
+    """(lines, rises): each count against the baseline's."""
+    lines, rises = [], 0
+    for key, now in sorted(after.items()):
+        was = before.get(key)
+        if was is None:
+            lines.append('%s: %s, not in the baseline' % (key, '{:,}'.format(now)))
+            continue
+        change = 100.0 * (now - was) / was
+        rose = change > threshold
+        rises += rose
+        lines.append('%s: before %s, after %s (%+.2f%%)%s' % (
+            key, '{:,}'.format(was), '{:,}'.format(now), change,
+            '  ROSE above %g%%' % threshold if rose else ''))
+    return lines, rises
+
+
+def check(baseline, update=False, threshold=THRESHOLD, root=ROOT):
+    """Count the fixed set; 1 if any count rose above the threshold."""
+    with open(baseline) as f:
+        saved = json.load(f)
+    n1, n2 = saved['n1'], saved['n2']
+    started = time.monotonic()
+    records = []
+    for engine in saved.get('engines', CHECK_ENGINES):
+        records += measure(engine, saved.get('pages', PAGES), n1, n2,
+                           saved.get('warmup', WARMUP), root=root)
+    after = keyed(records)
+    print('instructions per request (%d s):' % (time.monotonic() - started))
+    if update:
+        saved['counts'] = after
+        with open(baseline, 'w') as f:
+            json.dump(saved, f, indent=1, sort_keys=True)
+            f.write('\n')
+        print('\n'.join('%s: %s' % (k, '{:,}'.format(v)) for k, v in sorted(after.items())))
+        print('baseline updated: ' + baseline)
+        return 0
+    lines, rises = judge(saved['counts'], after, threshold)
+    print('\n'.join(lines))
+    if rises:
+        print('%d count(s) rose more than %g%% (a deliberate rise: %s)' % (
+            rises, threshold, saved.get('update', 'python -m bench.instructions --check --update')))
+        return 1
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='python -m bench.instructions',
+                                description='Instructions per request under '
+                                'valgrind; --check counts %s × %s and compares '
+                                'them with a baseline.' % (
+                                    ', '.join(CHECK_ENGINES), ', '.join(PAGES)))
+    p.add_argument('--check', action='store_true', required=True,
+                   help='count the fixed set and compare with the baseline')
+    p.add_argument('--baseline', default=BASELINE, metavar='FILE',
+                   help='default bench/instructions-baseline.json')
+    p.add_argument('--threshold', type=float, default=THRESHOLD, metavar='PCT',
+                   help='a rise above this fails (default %g)' % THRESHOLD)
+    p.add_argument('--update', action='store_true',
+                   help='write the counts as the new baseline (a deliberate '
+                        'change of the work a request does)')
+    args = p.parse_args(argv)
+    if valgrind() is None:
+        print('bench.instructions: ' + MISSING, file=sys.stderr)
+        return 2
+    return check(args.baseline, args.update, args.threshold)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
