@@ -1,15 +1,15 @@
-"""Instructions per request: server.py under valgrind's cachegrind, counting
+"""Instructions per request: server.py under valgrind's callgrind, counting
 the instructions its process runs; a figure that does not move with the
 machine's load, where timings on a shared VM move by 1-14 %.
 
-Each count is the difference of two runs of one server: one sends N1
-requests of the page, the other N2, after the same start and warm-up, so
+One server per engine, counted only from after its start (the start polls
+its database on a clock, so its count varies by some 2 %). Per page: a
+warm-up, then a window of N1 requests and one of N2, each ended by a dump:
 
-    per request = (count after N2 - count after N1) / (N2 - N1)
+    per request = (count of the N2 window - count of the N1 window) / (N2 - N1)
 
-and the start, the warm-up and the exit cancel. Cachegrind has no dump in
-the middle of a run, so these are two runs; one engine's runs share the
-one with N1 of every page. The databases run natively, not counted.
+so what a window costs besides its requests cancels. The databases run
+natively, not counted.
 
     python -m bench.instructions --check [--baseline FILE] [--update]
     python bench.py --instructions [--engines A,B] [--pages P,Q] [--requests N1,N2]
@@ -27,7 +27,7 @@ from .engine import EngineServer, own_ports
 from .keepalive import Connection
 from .wrk import path as page_path
 from runtime.processes import free_port
-from runtime.settings import ROOT
+from runtime.settings import REFRESH_ENVIRONMENT, ROOT
 
 N1, N2 = 100, 600
 WARMUP = 20                 # requests of each page before the counted ones
@@ -81,71 +81,131 @@ def requests(port, paths, counts, warmup):
         conn.close()
 
 
-def summary(out_file):
-    with open(out_file) as f:
+def dumped(path):
+    """{object: instructions} of a callgrind dump: each function's own
+    cost (not what it calls) summed by the object file it is in."""
+    objects, by_object, current, skip = {}, {}, '?', False
+    total = None
+    with open(path) as f:
         for line in f:
             if line.startswith('summary:'):
-                return int(line.split()[1])
-    raise RuntimeError('no summary line in ' + out_file)
+                total = int(line.split()[1])
+            elif line.startswith(('ob=', 'cob=')):
+                found = name(line.split('=', 1)[1].strip(), objects)
+                if line.startswith('ob='):
+                    current = found
+            elif line.startswith('calls='):
+                skip = True     # the next cost line is the call's, inclusive
+            elif line[:1].isdigit() or line[:1] in '+-*':
+                if not skip:
+                    cost = line.split()
+                    if len(cost) > 1:
+                        by_object[current] = by_object.get(current, 0) + int(cost[1])
+                skip = False
+    # The total is callgrind's own; what the split misses goes to the rest.
+    by_object['?'] = by_object.get('?', 0) + total - sum(by_object.values())
+    return by_object
+
+
+def name(text, names):
+    """An object's name of callgrind's compressed form: '(id) name' the
+    first time in a file, '(id)' after."""
+    if text.startswith('('):
+        key, _, rest = text.partition(')')
+        if rest.strip():
+            names[key] = rest.strip()
+        return names.get(key, text)
+    return text
+
+
+def part(path):
+    """Where an object file's instructions count: 'interpreter', a
+    package (its folder under site-packages) or 'rest'."""
+    base = os.path.basename(path)
+    if base.startswith(('python', 'libpython')):
+        return 'interpreter'
+    if '/site-packages/' in path:
+        return path.split('/site-packages/', 1)[1].split('/')[0]
+    return 'rest'
+
+
+def split(by_object):
+    parts = {}
+    for path, n in by_object.items():
+        parts[part(path)] = parts.get(part(path), 0) + n
+    return parts
+
+
+def control(pid, *args):
+    subprocess.run(['callgrind_control'] + list(args) + [str(pid)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=120)
 
 
 def environment():
-    """Fixed: the hash seed; the local databases on ports of their own."""
-    return dict(own_ports(), PYTHONHASHSEED='0')
-
-
-def prime(engine, pages, folder, root, python):
-    """A start without valgrind: the local database is loaded (a first
-    start loads the data set, which a count must not hold) and the paths
-    of the pack and sticker pages are read."""
-    server = EngineServer(engine, free_port(), [], os.path.join(folder, 'prime.log'),
-                          env=environment(), python=python, root=root)
-    server.start()
-    try:
-        return {p: page_path(server.url, p) for p in pages}
-    finally:
-        server.stop()
-
-
-def count(engine, paths, counts, warmup, folder, root, python, tag):
-    """{'requests', 'instructions', 'seconds'} of one server run."""
-    out_file = os.path.join(folder, 'cachegrind.%s.out' % tag)
-    tool = [valgrind(), '--tool=cachegrind', '--cache-sim=no',
-            '--cachegrind-out-file=' + out_file]
-    server = EngineServer(engine, free_port(), [], os.path.join(folder, tag + '.log'),
-                          pin=tool, env=environment(), python=python, root=root)
-    started = time.monotonic()
-    server.start(timeout=600)
-    try:
-        requests(server.port, paths, counts, warmup)
-    finally:
-        status = server.stop(timeout=120)
-    if status != 0:
-        raise RuntimeError('server.py under valgrind exited with %s' % status)
-    return {'requests': dict(counts), 'instructions': summary(out_file),
-            'seconds': round(time.monotonic() - started, 1)}
+    """Fixed: the hash seed; no /about render after the start (one every
+    5 s would fall in the longer window more often); the local databases on
+    ports of their own."""
+    return dict(own_ports(), PYTHONHASHSEED='0',
+                **{REFRESH_ENVIRONMENT: '86400'})
 
 
 def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
             python=sys.executable, folder=None, say=None):
-    """[{engine, page, path, per_request, n1, n2, runs}] of one engine."""
+    """[{engine, page, path, per_request, n1, n2, runs, parts}] of one
+    engine: one server.py under callgrind, counting from after its start;
+    per page a warm-up, then a window of N1 requests and one of N2, each
+    ended by a dump (which zeroes the count)."""
     folder = folder or tempfile.mkdtemp(prefix='instructions-')
     os.makedirs(folder, exist_ok=True)
-    paths = prime(engine, pages, folder, root, python)
-    base = dict.fromkeys(pages, n1)
-    first = count(engine, paths, base, warmup, folder, root, python,
-                  '%s-base' % engine)
-    found = []
-    for page in pages:
-        more = count(engine, paths, dict(base, **{page: n2}), warmup, folder,
-                     root, python, '%s-%s' % (engine, page))
-        per = (more['instructions'] - first['instructions']) / float(n2 - n1)
-        found.append({'engine': engine, 'page': page, 'path': paths[page],
-                      'per_request': round(per), 'n1': n1, 'n2': n2,
-                      'warmup': warmup, 'runs': [first, more]})
-        if say:
-            say('%s %s: %s instructions per request' % (engine, page, '{:,}'.format(round(per))))
+    out_file = os.path.join(folder, 'callgrind.%s.out' % engine)
+    tool = [valgrind(), '--tool=callgrind', '--instr-atstart=no',
+            '--callgrind-out-file=' + out_file]
+    server = EngineServer(engine, free_port(), [], os.path.join(folder, engine + '.log'),
+                          pin=tool, env=environment(), python=python, root=root)
+    server.start(timeout=600)
+    pid, found, dumps = server.process.pid, [], 0
+    conn = None
+    try:
+        paths = {p: page_path(server.url, p) for p in pages}
+        conn = Connection(server.port)
+        send(conn, 'good', '/good', 1)      # the session every request carries
+        control(pid, '-i', 'on')
+        for page in pages:
+            send(conn, page, paths[page], warmup)
+            control(pid, '-z')
+            windows = []
+            for n in (n1, n2):
+                started = time.monotonic()
+                send(conn, page, paths[page], n)
+                control(pid, '-d')
+                dumps += 1
+                counts = dumped('%s.%d' % (out_file, dumps))
+                windows.append({'requests': n, 'instructions': sum(counts.values()),
+                                'seconds': round(time.monotonic() - started, 1),
+                                'parts': split(counts)})
+            found.append(record(engine, page, paths[page], n1, n2, warmup, windows))
+            if say:
+                say('%s %s: %s instructions per request' % (
+                    engine, page, '{:,}'.format(found[-1]['per_request'])))
+    finally:
+        if conn is not None:
+            conn.close()
+        server.stop(timeout=120)
     return found
+
+
+def record(engine, page, path, n1, n2, warmup, windows):
+    per = lambda a, b: round((b - a) / float(n2 - n1))  # noqa: E731
+    first, second = windows
+    names = sorted(set(first['parts']) | set(second['parts']))
+    parts = {k: per(first['parts'].get(k, 0), second['parts'].get(k, 0))
+             for k in names}
+    for w in windows:
+        del w['parts']
+    return {'engine': engine, 'page': page, 'path': path, 'n1': n1, 'n2': n2,
+            'warmup': warmup, 'runs': windows,
+            'per_request': per(first['instructions'], second['instructions']),
+            'parts': {k: v for k, v in parts.items() if v}}
 
 
 # --- bench.py --instructions ---------------------------------------------
@@ -190,11 +250,11 @@ def section(results):
     if not records:
         return []
     lines = ['', '## Instructions per request', '',
-             'server.py under %s (cachegrind, --cache-sim=no), '
-             'PYTHONHASHSEED=0: (count after N2 requests - count after N1) '
-             '/ (N2 - N1) over one keep-alive connection, one request after '
-             'another. The databases are not counted; waiting costs no '
-             'instructions. How to read it: docs/benchmark.md.'
+             'server.py under %s (callgrind, counting after the start), '
+             'PYTHONHASHSEED=0: (count of a window of N2 requests - count '
+             'of one of N1) / (N2 - N1), over one keep-alive connection, one '
+             'request after another. The databases are not counted; waiting '
+             'costs no instructions. How to read it: docs/benchmark.md.'
              % results.get('valgrind', 'valgrind'), '']
     from .tables import table_md
     rows = [[r['engine'], r.get('page', '–'), r.get('path', '–'),
