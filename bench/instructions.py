@@ -29,14 +29,15 @@ from .wrk import path as page_path
 from runtime.processes import free_port
 from runtime.settings import REFRESH_ENVIRONMENT, ROOT
 
-N1, N2 = 100, 600
+N1, N2 = 50, 250
+PAIRS = 3                   # per page: the median of this many estimates
 WARMUP = 20                 # requests of each page before the counted ones
 PAGES = ('ugly', 'good', 'index')
 CHECK_ENGINES = ('aiohttp-tarantool-one-uvloop', 'granian-tarantool-one-uvloop',
                  'uvicorn-tarantool-one-uvloop')
 BASELINE = os.path.join(ROOT, 'bench', 'instructions-baseline.json')
 THRESHOLD = 3.0             # % rise the check fails on
-NOISE = 1.0                 # % band of compare (two runs of a build: < 0.5 %)
+NOISE = 2.0                 # % band of compare: two runs of a build differ by < 2 %
 # What every answer must hold (status 200 too). The vote page is left out:
 # each vote changes the data the next request reads.
 MARKERS = {'ugly': b'UGLY', 'good': b'<article class="card"',
@@ -137,8 +138,11 @@ def split(by_object):
 
 
 def control(pid, *args):
-    subprocess.run(['callgrind_control'] + list(args) + [str(pid)], check=True,
-                   stdout=subprocess.DEVNULL, timeout=120)
+    done = subprocess.run(['callgrind_control'] + list(args) + [str(pid)],
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        raise RuntimeError('callgrind_control %s: %s' % (
+            ' '.join(args), (done.stdout + done.stderr).strip()[-400:]))
 
 
 def environment():
@@ -150,7 +154,7 @@ def environment():
 
 
 def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
-            python=sys.executable, folder=None, say=None):
+            python=sys.executable, folder=None, say=None, args=()):
     """[{engine, page, path, per_request, n1, n2, runs, parts}] of one
     engine: one server.py under callgrind, counting from after its start;
     per page a warm-up, then a window of N1 requests and one of N2, each
@@ -160,7 +164,7 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
     out_file = os.path.join(folder, 'callgrind.%s.out' % engine)
     tool = [valgrind(), '--tool=callgrind', '--instr-atstart=no',
             '--callgrind-out-file=' + out_file]
-    server = EngineServer(engine, free_port(), [], os.path.join(folder, engine + '.log'),
+    server = EngineServer(engine, free_port(), args, os.path.join(folder, engine + '.log'),
                           pin=tool, env=environment(), python=python, root=root)
     server.start(timeout=600)
     pid, found, dumps = server.process.pid, [], 0
@@ -174,7 +178,7 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
             send(conn, page, paths[page], warmup)
             control(pid, '-z')
             windows = []
-            for n in (n1, n2):
+            for n in (n1, n2) * PAIRS:
                 started = time.monotonic()
                 send(conn, page, paths[page], n)
                 control(pid, '-d')
@@ -195,17 +199,25 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
 
 
 def record(engine, page, path, n1, n2, warmup, windows):
-    per = lambda a, b: round((b - a) / float(n2 - n1))  # noqa: E731
-    first, second = windows
-    names = sorted(set(first['parts']) | set(second['parts']))
-    parts = {k: per(first['parts'].get(k, 0), second['parts'].get(k, 0))
-             for k in names}
+    """Each pair of windows gives an estimate; the median one is the count
+    (a garbage collection of the old generation, or a thread of the
+    server's that works on a clock, lands in one window now and then)."""
+    estimates = []
+    for first, second in zip(windows[::2], windows[1::2]):
+        names = set(first['parts']) | set(second['parts'])
+        estimates.append({k: round((second['parts'].get(k, 0) - first['parts'].get(k, 0))
+                                   / float(n2 - n1)) for k in names})
+    totals = [sum(e.values()) for e in estimates]
+    middle = sorted(range(len(totals)), key=totals.__getitem__)[len(totals) // 2]
     for w in windows:
         del w['parts']
+    per = totals[middle]
     return {'engine': engine, 'page': page, 'path': path, 'n1': n1, 'n2': n2,
-            'warmup': warmup, 'runs': windows,
-            'per_request': per(first['instructions'], second['instructions']),
-            'parts': {k: v for k, v in parts.items() if v}}
+            'warmup': warmup, 'runs': windows, 'estimates': totals,
+            'spread': round(100.0 * (max(totals) - min(totals)) / per, 2) if per else None,
+            'per_request': per,
+            'parts': {k: v for k, v in sorted(estimates[middle].items(),
+                                              key=lambda kv: -kv[1]) if v}}
 
 
 # --- bench.py --instructions ---------------------------------------------
@@ -291,8 +303,9 @@ def judge(before, after, threshold):
     return lines, rises
 
 
-def check(baseline, update=False, threshold=THRESHOLD, root=ROOT):
-    """Count the fixed set; 1 if any count rose above the threshold."""
+def check(baseline, update=False, threshold=THRESHOLD, root=ROOT, args=()):
+    """Count the baseline's engines and pages; 1 if any count rose above
+    the threshold. args: server.py's."""
     with open(baseline) as f:
         saved = json.load(f)
     n1, n2 = saved['n1'], saved['n2']
@@ -300,7 +313,7 @@ def check(baseline, update=False, threshold=THRESHOLD, root=ROOT):
     records = []
     for engine in saved.get('engines', CHECK_ENGINES):
         records += measure(engine, saved.get('pages', PAGES), n1, n2,
-                           saved.get('warmup', WARMUP), root=root)
+                           saved.get('warmup', WARMUP), root=root, args=args)
     after = keyed(records)
     print('instructions per request (%d s):' % (time.monotonic() - started))
     if update:
@@ -339,7 +352,11 @@ def main(argv=None):
     if valgrind() is None:
         print('bench.instructions: ' + MISSING, file=sys.stderr)
         return 2
-    return check(args.baseline, args.update, args.threshold)
+    try:
+        return check(args.baseline, args.update, args.threshold)
+    except (RuntimeError, RequestFailed, OSError) as e:
+        print('bench.instructions: %s' % e, file=sys.stderr)
+        return 1
 
 
 if __name__ == '__main__':
