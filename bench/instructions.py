@@ -272,11 +272,21 @@ def section(results):
     rows = [[r['engine'], r.get('page', '–'), r.get('path', '–'),
              '{:,}'.format(r['per_request']) if 'per_request' in r else
              'failed: ' + r['failed'].replace('|', '/').replace('\n', ' '),
-             str(r.get('n1', '–')), str(r.get('n2', '–')),
-             ' / '.join('%.0f s' % x['seconds'] for x in r.get('runs', []))]
+             '%g%%' % r['spread'] if r.get('spread') is not None else '–',
+             where(r.get('parts') or {}),
+             '%s, %s' % (r['n1'], r['n2']) if 'n1' in r else '–']
             for r in records]
     return lines + table_md(['engine', 'page', 'path', 'instructions/request',
-                             'N1', 'N2', 'runs'], rows, numeric=False)
+                             'spread of 3', 'where (per request)', 'N1, N2'],
+                            rows, numeric=False)
+
+
+def where(parts, shown=5):
+    """'interpreter 480,000 · uvloop 17,000 · …' of the largest parts."""
+    top = sorted(parts.items(), key=lambda kv: -kv[1])
+    text = ' · '.join('%s %s' % (k, '{:,}'.format(v)) for k, v in top[:shown])
+    rest = sum(v for _, v in top[shown:])
+    return text + (' · others %s' % '{:,}'.format(rest) if len(top) > shown else '')
 
 
 # --- the regression check ------------------------------------------------

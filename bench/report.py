@@ -329,7 +329,7 @@ def profile_note(p):
 def instruction_report(results):
     """results.md of a bench.py --instructions run."""
     source, v = results.get('source', {}), results.get('versions', {})
-    lines = ['# Instructions per request', '',
+    lines = ['# Benchmark results: instructions', '',
              '- Run: %s to %s, commit %s%s' % (
                  results['started'], results.get('finished', '(unfinished)'),
                  (source.get('commit') or '?')[:12],
