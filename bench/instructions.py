@@ -8,8 +8,9 @@ warm-up, then a window of N1 requests and one of N2, each ended by a dump:
 
     per request = (count of the N2 window - count of the N1 window) / (N2 - N1)
 
-so what a window costs besides its requests cancels. The databases run
-natively, not counted.
+so what a window costs besides its requests cancels; three such pairs, and
+the median of their three figures is the count. The databases run
+natively, not counted. docs/benchmark.md has the whole story.
 
     python -m bench.instructions --check [--baseline FILE] [--update]
     python bench.py --instructions [--engines A,B] [--pages P,Q] [--requests N1,N2]
@@ -157,8 +158,8 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
             python=sys.executable, folder=None, say=None, args=()):
     """[{engine, page, path, per_request, n1, n2, runs, parts}] of one
     engine: one server.py under callgrind, counting from after its start;
-    per page a warm-up, then a window of N1 requests and one of N2, each
-    ended by a dump (which zeroes the count)."""
+    per page a warm-up, then PAIRS times a window of N1 requests and one
+    of N2, each ended by a dump (which zeroes the count)."""
     folder = folder or tempfile.mkdtemp(prefix='instructions-')
     os.makedirs(folder, exist_ok=True)
     out_file = os.path.join(folder, 'callgrind.%s.out' % engine)
@@ -321,9 +322,11 @@ def check(baseline, update=False, threshold=THRESHOLD, root=ROOT, args=()):
     n1, n2 = saved['n1'], saved['n2']
     started = time.monotonic()
     records = []
-    for engine in saved.get('engines', CHECK_ENGINES):
-        records += measure(engine, saved.get('pages', PAGES), n1, n2,
-                           saved.get('warmup', WARMUP), root=root, args=args)
+    with tempfile.TemporaryDirectory(prefix='instructions-') as folder:
+        for engine in saved.get('engines', CHECK_ENGINES):
+            records += measure(engine, saved.get('pages', PAGES), n1, n2,
+                               saved.get('warmup', WARMUP), root=root,
+                               folder=folder, args=args)
     after = keyed(records)
     print('instructions per request (%d s):' % (time.monotonic() - started))
     if update:
