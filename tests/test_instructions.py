@@ -65,7 +65,9 @@ def test_two_runs_of_one_build_agree(checkout, before, tmp_path):
     again = count(checkout, tmp_path)
     assert before['per_request'] > 10000
     change = abs(again['per_request'] - before['per_request']) / float(before['per_request'])
-    assert change < 0.01, (before['estimates'], again['estimates'])
+    # Within a run the three estimates agree to some 0.5 %; two server runs
+    # of /ugly on aiohttp have differed by up to 1.6 %: compare's band.
+    assert change < instructions.NOISE / 100, (before['estimates'], again['estimates'])
     assert before['parts']['interpreter'] > 0 and before["runs"][0]["requests"] == 50
 
 
