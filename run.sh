@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 SERVE_PACKAGES="tarantool postgresql redis-server python3-venv libuv1"
-TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core"
+TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core valgrind"
 VENV=.venv
 OHA_VERSION=1.16.0      # bench.py --latency's load generator, from crates.io
 LEGACY_VENV=.venv37
@@ -159,7 +159,18 @@ case "$command" in
         setup "$TEST_PACKAGES"
         install_oha
         install_loadgen
-        run_tests "$@" ;;
+        status=0
+        run_tests "$@" || status=$?
+        # A whole run ends with the instruction counts against their baseline.
+        if [ $# -eq 0 ]; then
+            if command -v valgrind >/dev/null; then
+                say "instructions per request against bench/instructions-baseline.json"
+                "$VENV/bin/python" -m bench.instructions --check || status=1
+            else
+                say "instruction check skipped: no valgrind"
+            fi
+        fi
+        exit $status ;;
     bench)
         setup "$TEST_PACKAGES"
         install_oha

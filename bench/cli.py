@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from . import pythons, remote, storage
+from . import instructions, pythons, remote, storage
 from .latency import budget, mixed, oha
 from .profile import py_spy
 from .runner import RunPlan
@@ -133,7 +133,28 @@ def parser():
                    help='say which engines run on each interpreter, then exit')
     options.add_workers(p, note='passed to server.py (nginx gets as many, '
                         'the hello references one): ')
+    p.add_argument('--instructions', action='store_true',
+                   help='instead of timing: instructions per request of each '
+                        'engine and page under valgrind (pages default %s, '
+                        'engines %s; see docs/benchmark.md)' % (
+                            ','.join(instructions.PAGES),
+                            ','.join(instructions.CHECK_ENGINES)))
+    p.add_argument('--requests', type=counts, metavar='N1,N2',
+                   default=(instructions.N1, instructions.N2),
+                   help='with --instructions: the counted requests of the '
+                        'two runs whose difference is counted (default '
+                        '%d,%d)' % (instructions.N1, instructions.N2))
     return p
+
+
+def counts(text):
+    try:
+        n1, n2 = [int(x) for x in comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not N1,N2' % text)
+    if not 0 <= n1 < n2:
+        raise argparse.ArgumentTypeError('N1,N2: 0 <= N1 < N2')
+    return n1, n2
 
 
 def select_engines(patterns, fail, interpreters=None):
@@ -237,6 +258,8 @@ def plan(argv):
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
+    if args.instructions:
+        return instruction_plan(args, pages_given, fail)
     if (args.rates or args.slo) and not args.latency:
         fail('--rates and --slo go with --latency')
     if args.latency:
@@ -347,6 +370,37 @@ def plan(argv):
         oha_version=args.latency and oha.version(args.oha), remotes=remotes)
 
 
+def instruction_plan(args, pages_given, fail):
+    """The arguments of a bench.py --instructions run, checked."""
+    for option in ('target', 'profile', 'ceilings', 'latency', 'pythons',
+                   'storages', 'replicas', 'modes', 'tarantool', 'postgres',
+                   'redis', 'packs', 'delay', 'redis_fsync'):
+        if getattr(args, option):
+            fail('--instructions counts the engines the bench starts, one '
+                 'process each, on their default options: leave out --%s'
+                 % {'storages': 'tarantool-engine', 'modes': 'plain/--pipelined'}.get(
+                     option, option.replace('_', '-')))
+    if args.workers > 1:
+        fail('--instructions counts one process: leave out --workers')
+    if not pages_given:
+        args.pages = list(instructions.PAGES)
+    unknown = [x for x in args.pages if x not in instructions.MARKERS]
+    if unknown:
+        fail('--instructions: unknown pages %s; choose from %s (the vote '
+             'page changes the data each next request reads)'
+             % (','.join(unknown), ','.join(instructions.MARKERS)))
+    args.pages = list(dict.fromkeys(args.pages))
+    args.runnable, args.where, skipped = select_engines(
+        args.engines or list(instructions.CHECK_ENGINES), fail)
+    for name, why in skipped:
+        print('skipped %s: %s' % (name, why), file=sys.stderr)
+    if instructions.valgrind() is None:
+        fail('--instructions: ' + instructions.MISSING)
+    args.out = os.path.abspath(args.out or os.path.join(
+        ROOT, 'results', time.strftime('%Y%m%d-%H%M%S')))
+    return args
+
+
 def interrupt(signum, frame):
     raise KeyboardInterrupt()
 
@@ -355,6 +409,8 @@ def main(argv=None):
     from . import charts, html, report
     from .runner import Matrix
     s = plan(sys.argv[1:] if argv is None else argv)
+    if getattr(s, 'instructions', False):
+        return instructions.bench(s)
     matrix = Matrix(s)
     if s.profile:
         print('profiling: one extra run per engine and page under py-spy, '

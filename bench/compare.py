@@ -10,11 +10,12 @@ import json
 import os
 import sys
 
-from . import tables
+from . import instructions, tables
 from .pythons import short
 from .latency.cells import capacities, steps
 from .latency.noise import spread
 
+INSTRUCTIONS = 'instructions/request'
 FLOOR = 10.0        # % a change must pass even when the runs agree closely
 ONE_RUN = 30.0      # % band of a figure measured once (this VM drifts so)
 LATENCY_FLOOR_MS = 0.5  # latency changes smaller than this are noise
@@ -55,6 +56,11 @@ def figures(results):
                 found[(f + ' ms', named(target), page, rate)] = (
                     t['median'], t['min'], t['max'], t['runs'], False,
                     fewest * beyond < TAIL)
+    for r in results.get('instructions') or []:
+        if 'per_request' in r:
+            n = r['per_request']
+            found[(INSTRUCTIONS, named(r['engine']), r['page'], '–')] = (
+                n, n, n, len(r['runs']), False)
     for (target, page), c in capacities(results).items():
         t = c['rate']
         found[('capacity/s', named(target), page, 'at ' + label(c['slo']))] = (
@@ -85,7 +91,8 @@ def verdict(key, a, b, floor):
     if not a[0]:
         return None, None, None
     change = 100.0 * (b[0] - a[0]) / a[0]
-    width = band(a, b, floor)
+    # A count repeats within a fraction of this; a timing's band would hide it.
+    width = instructions.NOISE if key[0] == INSTRUCTIONS else band(a, b, floor)
     if a[5:6] == (True,) or b[5:6] == (True,):
         return change, width, 'too few requests'
     if abs(change) <= width:
@@ -124,8 +131,9 @@ def compare(a, b, floor=FLOOR):
              'run\'s runs or a capacity\'s search bracket, at least %g%%; '
              '%g%% for a figure measured once; '
              'latency changes under %g ms are noise; a percentile with fewer '
-             'than %d requests beyond it in a run is shown, not judged' % (
-                 floor, ONE_RUN, LATENCY_FLOOR_MS, TAIL), '']
+             'than %d requests beyond it in a run is shown, not judged; '
+             'instruction counts: ±%g%%' % (
+                 floor, ONE_RUN, LATENCY_FLOOR_MS, TAIL, instructions.NOISE), '']
     table = [[k[0], k[1], k[2], k[3], value(k, fa[k][0]), value(k, fb[k][0]),
               '–' if c is None else '%+.1f%%' % c,
               '–' if w is None else '±%.0f%%' % w, said or 'within noise']

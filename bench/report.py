@@ -4,6 +4,7 @@ import os
 
 from runtime import engines
 from runtime.databases import table as databases
+from . import instructions
 from .ceilings import report as ceiling_report
 from .latency import report as latency
 from .nginx import NGINX_PAGES
@@ -326,7 +327,21 @@ def profile_note(p):
     return None
 
 
+def instruction_report(results):
+    """results.md of a bench.py --instructions run."""
+    source, v = results.get('source', {}), results.get('versions', {})
+    lines = ['# Benchmark results: instructions', '',
+             '- Run: %s to %s, commit %s%s' % (
+                 results['started'], results.get('finished', '(unfinished)'),
+                 (source.get('commit') or '?')[:12],
+                 ' (with local changes)' if source.get('modified') else ''),
+             '- Python %s; %s' % (v.get('python'), results.get('valgrind'))]
+    return '\n'.join(lines + instructions.section(results)) + '\n'
+
+
 def render(results):
+    if results.get('instructions') is not None and not results['runs']:
+        return instruction_report(results)
     table = cells(results)
     names = targets(results)
     pages = [p for p in results['settings']['pages']
@@ -357,6 +372,7 @@ def render(results):
     lines += python_tables(results, table, pages, modes)
     lines += profile_tables(results)
     lines += ceiling_report.section(results)
+    lines += instructions.section(results)
     return '\n'.join(lines) + '\n'
 
 

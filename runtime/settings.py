@@ -21,6 +21,9 @@ PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
                     'postgres_port': 'STICKERS_POSTGRES_PORT',
                     'redis_port': 'STICKERS_REDIS_PORT',
                     'tarantool_vinyl_port': 'STICKERS_TARANTOOL_VINYL_PORT'}
+# Seconds between /about's renders; bench.instructions sets it past a
+# count's end, so that no render falls inside one run and not the other.
+REFRESH_ENVIRONMENT = 'STICKERS_REFRESH_EVERY'
 REDIS_FSYNC = ('always', 'everysec')
 # Tarantool's storage engines for the site's spaces (--tarantool-engine).
 STORAGES = ('memtx', 'vinyl')
@@ -136,13 +139,29 @@ def port_setting(environ, name, default):
     return int(text)
 
 
+def refresh_setting(environ, default):
+    text = environ.get(REFRESH_ENVIRONMENT, '')
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= 86400:
+        raise ValueError('%s must be seconds, 0 < S <= 86400, not %r'
+                         % (REFRESH_ENVIRONMENT, text))
+    return value
+
+
 def from_environment(settings=DEFAULTS, environ=None):
     """settings with the ports the environment moves (for tests and a
-    second checkout); ValueError for a bad one."""
+    second checkout) and /about's refresh period; ValueError for a bad
+    one."""
     environ = os.environ if environ is None else environ
-    return replace(settings, **{
-        key: port_setting(environ, name, getattr(settings, key))
-        for key, name in PORT_ENVIRONMENT.items()})
+    moved = {key: port_setting(environ, name, getattr(settings, key))
+             for key, name in PORT_ENVIRONMENT.items()}
+    moved['refresh_every'] = refresh_setting(environ, settings.refresh_every)
+    return replace(settings, **moved)
 
 
 __all__ = ['DEFAULTS', 'ROOT', 'Settings', 'STORAGES',

@@ -8,6 +8,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -668,3 +669,32 @@ def test_a_run_on_memtx_and_vinyl_has_both_rows(bare_checkout, tmp_path):
     ugly = [r['target'] for r in results['runs']
             if r['page'] == 'ugly' and r['target'] != 'nginx']
     assert ugly == [names[0], 'hello-aiohttp', names[1], 'hello-aiohttp']
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--instructions', '--pages', 'vote'], 'unknown pages vote'),
+    (['--instructions', '--workers', '2'], 'counts one process'),
+    (['--instructions', '--plain'], 'leave out --plain'),
+    (['--instructions', '--requests', '250,50'], 'N1,N2: 0 <= N1 < N2'),
+])
+def test_bad_instruction_arguments_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.plan(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('argv', [
+    ['bench.py', '--instructions', '--engines', 'aiohttp-tarantool-one-uvloop'],
+    ['-m', 'bench.instructions', '--check'],
+])
+def test_instructions_without_valgrind_exit_2(argv):
+    """A PATH without valgrind: a clear message, exit 2."""
+    empty = tempfile.mkdtemp()
+    for tool in ('git', 'tarantool'):       # what describe() and the engines ask
+        if shutil.which(tool):
+            os.symlink(shutil.which(tool), os.path.join(empty, tool))
+    done = subprocess.run([sys.executable] + argv, cwd=ROOT, capture_output=True,
+                          text=True, env=dict(os.environ, PATH=empty))
+    assert done.returncode == 2, done.stderr
+    assert 'valgrind is not installed' in done.stderr
