@@ -684,6 +684,7 @@ def test_bad_instruction_arguments_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.bench
 @pytest.mark.parametrize('argv', [
     ['bench.py', '--instructions', '--engines', 'aiohttp-tarantool-one-uvloop'],
     ['-m', 'bench.instructions', '--check'],

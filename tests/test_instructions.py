@@ -9,10 +9,12 @@ import sys
 import pytest
 
 from bench import compare, instructions
-from test_supervision import copy_checkout
+from plugins.checkouts import copy_checkout
 
-pytestmark = pytest.mark.skipif(instructions.valgrind() is None,
-                                reason=instructions.MISSING)
+# Each test starts server.py under valgrind itself.
+pytestmark = [pytest.mark.skipif(instructions.valgrind() is None,
+                                 reason=instructions.MISSING),
+              pytest.mark.server, pytest.mark.bench]
 ENGINE = 'aiohttp-tarantool-one-uvloop'
 SMALL = ['--packs', '20']           # a copy's first start loads its data set
 LOOP = 20000                        # iterations of the work added to /ugly

@@ -16,6 +16,9 @@ from conftest import ROOT, TEST_PACKS, engine_args, free_port, tarantool_address
 from bench import verify
 from bench.latency import mixed
 
+# Each test runs loadgen or bench.py itself.
+pytestmark = pytest.mark.bench
+
 ENGINE = 'aiohttp-tarantool-one'
 
 
