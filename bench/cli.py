@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from . import instructions, pythons, remote, storage
+from . import instructions, instructions_run, pythons, remote, storage
 from .latency import budget, mixed, oha
 from .profile import py_spy
 from .runner import RunPlan
@@ -410,7 +410,7 @@ def main(argv=None):
     from .runner import Matrix
     s = plan(sys.argv[1:] if argv is None else argv)
     if getattr(s, 'instructions', False):
-        return instructions.bench(s)
+        return instructions_run.bench(s)
     matrix = Matrix(s)
     if s.profile:
         print('profiling: one extra run per engine and page under py-spy, '

@@ -221,42 +221,6 @@ def record(engine, page, path, n1, n2, warmup, windows):
                                               key=lambda kv: -kv[1]) if v}}
 
 
-# --- bench.py --instructions ---------------------------------------------
-
-def bench(args):
-    """Count the engines and pages of a bench.py --instructions run; write
-    results.json, results.md and results.html in args.out."""
-    from . import html, machine, report
-    os.makedirs(os.path.join(args.out, 'logs'), exist_ok=True)
-    results = {'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-               'settings': {'engines': [e.name for e in args.runnable],
-                            'pages': args.pages, 'modes': [],
-                            'n1': args.requests[0], 'n2': args.requests[1],
-                            'warmup': WARMUP},
-               'targets': [], 'runs': [], 'instructions': [],
-               'valgrind': version()}
-    results.update(machine.describe())
-    status = 0
-    for e in args.runnable:
-        try:
-            results['instructions'] += measure(
-                e.name, args.pages, args.requests[0], args.requests[1],
-                folder=os.path.join(args.out, 'logs'),
-                python=args.where[e.name][0].python,
-                say=lambda line: print(line, file=sys.stderr))
-        except (RuntimeError, RequestFailed, OSError) as err:
-            print('%s: %s' % (e.name, err), file=sys.stderr)
-            results['instructions'].append({'engine': e.name, 'failed': str(err)})
-            status = 1
-    results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
-    with open(os.path.join(args.out, 'results.json'), 'w') as f:
-        json.dump(results, f, indent=1)
-    markdown = report.write(results, args.out)
-    print('results: %s\n         %s\n         %s' % (
-        os.path.join(args.out, 'results.json'), markdown, html.write(args.out)))
-    return status
-
-
 def section(results):
     """results.md lines of the counts, or []."""
     records = results.get('instructions') or []
