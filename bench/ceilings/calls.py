@@ -105,5 +105,7 @@ def data_of(driver, address):
     if driver == 'blocking':
         from .blocking import BlockingTarantool
         return BlockingTarantool(parse_tarantool(address))
-    from runtime.engines import tarantool_driver
-    return tarantool_driver(driver)(parse_tarantool(address), 'one')
+    from runtime.databases import table
+    found = next(d for d in table.DRIVERS if d.modules[0] == driver)
+    return table.BY_NAME[found.database].data(found, 'one',
+                                              parse_tarantool(address))
