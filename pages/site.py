@@ -106,7 +106,10 @@ class Site:
         # The reads from the primary behind read replicas
         # (data_interface.replicated).
         self.primary = getattr(data, 'fresh', None)
-        self.fresh_for = max(1, math.ceil(settings.replica_lag))  # seconds
+        # Seconds: a replica in the read set may be up to the lag bound
+        # behind, and more until its next check; the voter's next request
+        # may come a moment later.
+        self.fresh_for = math.ceil(2 * settings.replica_lag) + 1
         self.render = Renderer(settings.templates)
         # URL prefix -> directory served as static files; the favicon.
         self.static = (('/static', settings.static), ('/img', settings.images))

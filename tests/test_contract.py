@@ -315,6 +315,7 @@ async def test_concurrent_votes_both_ways_count_once(data):
 
 async def test_expire_removes_old_ballots_and_sessions(data, backend):
     v = visit()
+    await data.record_visits([v])     # a session the last sweep finds old
     (win, lose), pair = await issue(data, v, ttl=0.2)
     await asyncio.sleep(0.5)
     ballots, _ = await sweep(backend, 3600, 10 ** 9, 10 ** 9)

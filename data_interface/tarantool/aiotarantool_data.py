@@ -11,7 +11,6 @@ from .. import DataUnavailable
 from .procedures import Procedures
 
 CONNECT_TIMEOUT = 2.0
-REQUEST_TIMEOUT = 10.0
 
 
 class _Call(RequestCall):
@@ -85,7 +84,8 @@ class AiotarantoolData(Procedures):
     async def _send(self, conn, name, args):
         try:
             response = await asyncio.wait_for(
-                conn._send_request(_Call(conn, name, args)), REQUEST_TIMEOUT)
+                conn._send_request(_Call(conn, name, args)),
+                self.request_timeout)
         except (DatabaseError, OSError, asyncio.TimeoutError) as e:
             # NetworkError and errors raised by the call: see
             # Procedures._send.

@@ -20,7 +20,6 @@ class AsynctntData(Procedures):
     itself (asynctnt's pings would not: a failed one is ignored, so they
     stay off; Procedures drops a silent link); mode 'multi': a connection
     opened and closed per operation."""
-    request_timeout = 10.0
 
     async def _connect(self):
         a = self.address

@@ -12,10 +12,12 @@ from ..address import no_password
 
 class Procedures(FunctionCalls):
     sweeps_itself = True    # app.lua's expiry fiber
-    # Mode 'one': calls waited this long and the connection answered none
-    # (a dead link no reset announced, where each call would time out and
-    # the link be kept): it is dropped, the driver connects anew.
-    silent_after = 3.0
+    # Seconds a call waits for its answer. Mode 'one': a call that waited
+    # this long while the connection answered nothing at all (a dead link
+    # no reset announced, where each call would time out and the link be
+    # kept) drops it, and the driver connects anew. A long call (the
+    # loader's) answered in time keeps the link.
+    request_timeout = 10.0
 
     def __init__(self, address, mode='one'):
         if mode not in ('one', 'multi'):
@@ -24,7 +26,6 @@ class Procedures(FunctionCalls):
         self.mode = mode
         self._conn = None
         self.replies = 0        # that _send got, answers and errors alike
-        self._waiting = 0       # calls on the shared connection
         self._watch = None
 
     @abc.abstractmethod
@@ -61,22 +62,14 @@ class Procedures(FunctionCalls):
             await self._disconnect(conn)
 
     async def _watch_link(self):
-        """Keepalive on each new socket of the shared connection; drop it
-        after four checks, silent_after / 3 apart, that found calls waiting
-        and no reply since the last check (silent at least silent_after)."""
-        seen, heard, quiet = None, self.replies, 0
+        """Keepalive on each new socket of the shared connection."""
+        seen = None
         while True:
-            await asyncio.sleep(self.silent_after / 3)
+            await asyncio.sleep(1.0)
             transport = self._transport(self._conn) if self._conn else None
             if transport is not seen and transport is not None:
                 seen = transport
                 keep_alive(transport.get_extra_info('socket'))
-            quiet = quiet + 1 if self._waiting and self.replies == heard \
-                else 0
-            heard = self.replies
-            if quiet > 3 and transport is not None:
-                quiet = 0
-                transport.abort()    # the driver sees a lost connection
 
     async def close(self):
         if self._watch is not None:
@@ -89,11 +82,15 @@ class Procedures(FunctionCalls):
     async def _call(self, name, args):
         if self.mode == 'one':
             conn = await self._shared()
-            self._waiting += 1
+            replies = self.replies
             try:
                 return await self._send(conn, name, args)
-            finally:
-                self._waiting -= 1
+            except DataUnavailable as e:
+                transport = self._transport(conn)
+                if isinstance(e.__cause__, asyncio.TimeoutError) and \
+                        self.replies == replies and transport is not None:
+                    transport.abort()   # the driver sees a lost connection
+                raise
         conn = await self._connect()
         try:
             return await self._send(conn, name, args)

@@ -2,6 +2,7 @@
 in a temporary directory on a free port with a small generated data set."""
 import asyncio
 import shutil
+import socket
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,11 +18,30 @@ from runtime.processes import free_port
 TEST_PACKS = 10
 
 
+def bindable(port, host='127.0.0.1'):
+    try:
+        with socket.socket() as s:
+            s.bind((host, port))
+        return True
+    except OSError:
+        return False
+
+
+def replicas_port(count=2):
+    """A free port whose replicas' ports (+10, +20, ...) are free too: a
+    long run's client sockets hold ports near the OS's picks."""
+    while True:
+        port = free_port()
+        if port + 10 * count < 65536 and all(
+                bindable(port + 10 * k) for k in range(1, count + 1)):
+            return port
+
+
 def start_tarantool(directory, **env):
     # The accounts' default passwords, which tests pass around (loopback).
     env = dict(dict(TNT_APP_PASSWORD='sticker_app',
                     TNT_ADMIN_PASSWORD='sticker_admin'), **env)
-    server = ManagedTarantool(directory, port=free_port(), env=env)
+    server = ManagedTarantool(directory, port=replicas_port(), env=env)
     server.start()
     return server
 
