@@ -112,8 +112,8 @@ for _, file in ipairs(require('fio').glob(arg[1] .. '/*.xlog')) do
         end
     end
 end
-print(found and found:gsub('.', function(c)
-    return string.format('%02x', c:byte()) end) or '')
+print(found and '=' .. found:gsub('.', function(c)
+    return string.format('%02x', c:byte()) end) or 'none')
 os.exit(0)
 """
 
@@ -124,7 +124,8 @@ async def stored_user_agent_tarantool(request, session, tmp_path):
     directory = request.getfixturevalue('tarantool').directory
     found = subprocess.run(['tarantool', str(script), directory, session],
                            capture_output=True, text=True, check=True)
-    return bytes.fromhex(found.stdout.strip()).decode('utf-8')
+    out = found.stdout.strip()
+    return None if out == 'none' else bytes.fromhex(out[1:]).decode('utf-8')
 
 
 async def stored_user_agent_redis(request, session):
@@ -137,15 +138,16 @@ async def stored_user_agent_redis(request, session):
         stored = await client.hget('st:s:' + session, 'ua')
     finally:
         await client.aclose()
-    return stored and stored.decode('utf-8')
+    return None if stored is None else stored.decode('utf-8')
 
 
 async def until_written(read):
-    """What `read` finds once the page's visit is written: the server
-    writes visits right after answering, in batches (pages.visits)."""
+    """What `read` finds (None: nothing yet) once the page's visit is
+    written: the server writes visits right after answering, in batches
+    (pages.visits)."""
     for _ in range(50):
         stored = await read()
-        if stored:
+        if stored is not None:
             return stored
         await asyncio.sleep(0.1)
     return stored
