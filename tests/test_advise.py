@@ -173,6 +173,8 @@ def test_another_budget_without_points_is_refused(run):
     (['RESULTS', '--rate', 'many'], None, 2, "--rate: 'many' is not a number"),
     (['RESULTS', '--rate', '0'], None, 2, '--rate must be above zero'),
     (['RESULTS', '--rate', '-3'], None, 2, '--rate must be above zero'),
+    (['RESULTS', '--rate', '100', '--slo', 'p42=3ms'], None, 2,
+     '--slo: percentile p42: choose from p50, p90, p99, p99.9, max'),
     (['RESULTS', '--rate', '1000000', '--workload', 'good'], None, 1,
      'no engine serves 1,000,000 requests/s of good within p99 ≤ 10 ms on at '
      'most 64 cores (c-tarantool-one would need 200)'),
@@ -219,3 +221,18 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
         assert set(table) == measured
         cores = [int(r[2]) for r in table.values()]
         assert cores == sorted(cores) and all(c >= 1 for c in cores)
+
+
+def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
+    data = results()
+    data['settings']['pages'].append('mix')
+    data['capacity'] += [capacity('b-postgres-pool', 'mix', n, 1000.0) for n in (1, 2, 3)]
+    out = run(['RESULTS', '--rate', '2500'], data)[1]
+    assert out.startswith('2,500 requests/s of mix within p99 ≤ 10 ms')
+    assert 'counts every request of a visit' in out
+    assert list(rows(out)) == ['b-postgres-pool'] and rows(out)['b-postgres-pool'][2] == '3'
+    # two pages and no mix: which one is asked
+    data['capacity'] = [c for c in data['capacity'] if c['page'] != 'mix']
+    data['capacity'] += [capacity('a-tarantool-one', 'index', 1, 10.0)]
+    status, _, err = run(['RESULTS', '--rate', '2500'], data)
+    assert status == 2 and err.endswith('choose a workload with --workload: good, index\n')
