@@ -4,6 +4,7 @@ nginx reference, write results.json, results.md and charts.
     python bench.py [--engines A,B] [--pages P,Q] [--plain|--pipelined|--both]
                     [--quick] [--out DIR] ...   (see --help)
     python bench.py compare A B [--noise PCT] [--out FILE]
+    python bench.py advise RESULTS --rate N [--slo p99=10ms] [--workload W]
 """
 import sys
 
@@ -13,4 +14,7 @@ if __name__ == '__main__':
     if sys.argv[1:2] == ['compare']:
         from bench.compare import main as compare
         sys.exit(compare(sys.argv[2:]))
+    if sys.argv[1:2] == ['advise']:
+        from bench.advise import main as advise
+        sys.exit(advise(sys.argv[2:]))
     sys.exit(main())

@@ -1,0 +1,243 @@
+"""bench.py advise RESULTS --rate N: every engine of a --latency run ranked
+by the cores it needs to serve N requests/s within the latency budget, from
+its measured capacity, with what those cores cost a month.
+
+    python bench.py advise RESULTS --rate N [--slo p99=10ms]
+                           [--workload mix|PAGE] [--core-hour-price DOLLARS]
+
+RESULTS: a results folder or its results.json."""
+import argparse
+import math
+import sys
+
+from .compare import commit, load
+from .latency import budget, mixed
+from .latency.cells import capacities
+from .latency.noise import NOISE, noisy, triple
+
+# An assumption, not a quote: about what one vCPU-hour costs on demand at a
+# large cloud (a general-purpose instance's hourly price / its vCPUs).
+PRICE = 0.04
+HOURS = 730             # a month of hours
+MAX_CORES = 64
+PROG = 'bench.py advise'
+
+
+class Refused(Exception):
+    """A one-line answer instead of a table; code: the exit status."""
+
+    def __init__(self, message, code=2):
+        Exception.__init__(self, message)
+        self.code = code
+
+
+def engines(results):
+    """Names of the run's engines (not the hello references, nginx or a
+    site started elsewhere: they do not serve this site from our cores)."""
+    return [t['name'] for t in results.get('targets') or []
+            if t.get('kind') == 'engine']
+
+
+def run_slo(results):
+    lat = (results.get('settings') or {}).get('latency')
+    if not lat or not results.get('capacity'):
+        raise Refused('no latency data in these results (run bench.py --latency)')
+    return lat['slo']
+
+
+def workload_of(results, asked):
+    """The page or mix whose capacities to use: asked, else mix when the
+    run has it, else its only page."""
+    present = sorted({page for (name, page) in capacities(results)
+                      if name in engines(results)})
+    if asked is None:
+        if mixed.PAGE in present or len(present) == 1:
+            return mixed.PAGE if mixed.PAGE in present else present[0]
+        raise Refused('choose a workload with --workload: %s' % ', '.join(present))
+    if asked not in present:
+        raise Refused('no capacity for workload %r in these results; present: %s'
+                      % (asked, ', '.join(present) or 'none'))
+    return asked
+
+
+def missed(record, slo):
+    """Why a fixed-rate point misses slo (budget.verdict, and a mix's vote
+    check), None when it keeps it."""
+    check = record.get('vote_check') or {'ok': True}
+    if not check['ok']:
+        return check['reason']
+    return budget.verdict(record.get('oha'), slo)
+
+
+def reread(results, page, slo):
+    """Capacities under another budget, read from the run's fixed-rate
+    points (its rate steps and probes) as its search reads them: per run
+    the highest rate kept below the lowest missed, then their median."""
+    points = {}
+    for r in results.get('latency') or []:
+        if r['page'] == page:
+            offered = r.get('offered') or (r.get('oha') or {}).get('offered')
+            points.setdefault((r['target'], r.get('pair'), r['run']), []).append(
+                (offered, missed(r, slo) is None))
+    runs = {}
+    for (name, pair, run), found in points.items():
+        runs.setdefault(name, []).append(budget.capacity(found))
+    return {name: {'rate': triple([c['rate'] for c in found]),
+                   'open': any(c['open'] for c in found),
+                   'noisy': noisy([c['rate'] for c in found])}
+            for name, found in runs.items()}
+
+
+def row(name, found, rate, workers, price, max_cores):
+    """One engine's figures: capacity per core, cores (None past
+    max_cores or with no capacity), monthly $, $/M requests, notes."""
+    per_core = (found['rate']['median'] or 0.0) / workers
+    cores = int(math.ceil(rate / per_core)) if per_core else None
+    notes = []
+    if found['open']:
+        notes.append('capacity at least this: kept the budget at every rate tried')
+    if found['noisy']:
+        notes.append("runs %s–%s/s (spread > %d%%)" % (
+            '{:,.0f}'.format(found['rate']['min']),
+            '{:,.0f}'.format(found['rate']['max']), NOISE * 100))
+    if not per_core:
+        notes.append('kept the budget at no rate tried')
+    elif cores > max_cores:
+        notes.append('needs %d cores, more than --max-cores %d' % (cores, max_cores))
+        cores = None
+    elif cores > workers:
+        notes.append('extrapolated: linear from %d core%s' % (
+            workers, 's' if workers > 1 else ''))
+    else:
+        notes.append('measured on %d core%s' % (workers, 's' if workers > 1 else ''))
+    monthly = cores * HOURS * price if cores else None
+    per_million = cores * price / (rate * 3600.0) * 1e6 if cores else None
+    return {'engine': name, 'per_core': per_core, 'cores': cores,
+            'monthly': monthly, 'per_million': per_million, 'notes': notes}
+
+
+def advise(results, rate, slo=None, workload=None, price=PRICE,
+           max_cores=MAX_CORES):
+    """(header lines, rows sorted by cores then capacity); Refused when no
+    engine can serve the rate within max_cores."""
+    measured = run_slo(results)
+    page = workload_of(results, workload)
+    slo = slo or measured
+    names = engines(results)
+    if (slo['percentile'] == measured['percentile']
+            and math.isclose(slo['ms'], measured['ms'])):
+        found = {n: c for (n, p), c in capacities(results).items() if p == page}
+        how = ("the median of the run's searches for the highest rate whose "
+               '%s stayed within %g ms with no errors' % (slo['percentile'], slo['ms']))
+    else:
+        found = reread(results, page, slo)
+        if not found:
+            raise Refused('capacity within %s was not measured: the run searched '
+                          'at %s and holds no fixed-rate points of %s to read it from'
+                          % (budget.label(slo), budget.label(measured), page))
+        how = ('read again from the fixed-rate points of a run searched at %s, '
+               'not searched at %s itself: the highest rate tried that kept it '
+               'below the lowest that missed it, median of the runs (as coarse '
+               'as the rates tried)' % (budget.label(measured), budget.label(slo)))
+    workers = (results.get('settings') or {}).get('workers') or 1
+    rows = [row(n, found[n], rate, workers, price, max_cores)
+            for n in names if n in found]
+    rows.sort(key=lambda r: (r['cores'] is None, r['cores'] or 0, -r['per_core']))
+    if not any(r['cores'] for r in rows):
+        best = max(rows, key=lambda r: r['per_core']) if rows else None
+        raise Refused('no engine serves %s requests/s of %s within %s on at most '
+                      '%d cores%s' % ('{:,.0f}'.format(rate), page, budget.label(slo),
+                                      max_cores, '' if not best or not best['per_core']
+                                      else ' (%s would need %d)' % (
+                                          best['engine'],
+                                          math.ceil(rate / best['per_core']))),
+                      code=1)
+    scaling = ('more cores assumed to scale linearly, NOT measured: the run '
+               'had one server process per engine' if workers == 1 else
+               'measured with %d server processes per engine (--workers): '
+               'capacity/core = capacity / %d; beyond %d cores assumed linear, '
+               'not measured' % (workers, workers, workers))
+    header = [
+        '%s requests/s of %s within %s' % ('{:,.0f}'.format(rate), page,
+                                           budget.label(slo)),
+        'From: %s run, commit %s' % (results.get('started'), commit(results)),
+        'Capacity: %s. A core: the one a server process and the database it '
+        'started shared in the run.' % how,
+        'Scaling: %s (Tarantool runs every request in one thread: its pages '
+        'stop scaling near one core of it, see docs/benchmark.md, "A big '
+        'machine").' % scaling,
+        'Cost: cores x %d h x $%g per core-hour (%s); $/M requests at a '
+        'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
+                          if price == PRICE else 'as given',
+                          '{:,.0f}'.format(rate)),
+        'Memory: not measured (results.json records none; python -m '
+        'bench.soak measures an engine\'s).']
+    if page == mixed.PAGE:
+        header.append('mix: requests/s counts every request of a visit '
+                      '(GET /, then a vote or a page).')
+    return header, rows
+
+
+def text(header, rows):
+    """The header and the rows as a plain, aligned table."""
+    money = lambda v, f: '–' if v is None else f % v  # noqa: E731
+    table = [['engine', 'capacity/core', 'cores', 'monthly $', '$/M requests',
+              'memory', 'notes']]
+    for r in rows:
+        table.append([r['engine'], '{:,.0f}'.format(r['per_core']),
+                      '–' if r['cores'] is None else str(r['cores']),
+                      money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
+                      'not measured', '; '.join(r['notes'])])
+    widths = [max(len(line[i]) for line in table) for i in range(6)]
+    lines = ['  '.join(c.rjust(w) if 0 < i < 5 else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(line, widths))) + '  ' + line[6]
+             for line in table]
+    return '\n'.join(header + [''] + lines) + '\n'
+
+
+def number(value, what):
+    try:
+        n = float(value)
+    except ValueError:
+        raise Refused('%s: %r is not a number' % (what, value))
+    if not n > 0 or math.isinf(n):
+        raise Refused('%s must be above zero (got %s)' % (what, value))
+    return n
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
+    p.add_argument('results', metavar='RESULTS', help='a results folder or its results.json')
+    p.add_argument('--rate', required=True, metavar='N', help='requests/s to serve')
+    p.add_argument('--slo', metavar='PCT=BUDGET',
+                   help="the latency budget (default: the run's own, e.g. "
+                        'p99=10ms); another one is read from the fixed-rate points')
+    p.add_argument('--workload', metavar='mix|PAGE',
+                   help='mix (default when the run has it) or a page the run measured')
+    p.add_argument('--core-hour-price', metavar='DOLLARS', default=str(PRICE),
+                   help='$ per core-hour (default %g: an assumption, about a '
+                        "large cloud's on-demand vCPU-hour)" % PRICE)
+    p.add_argument('--max-cores', metavar='N', default=str(MAX_CORES),
+                   help='the most cores to consider (default %d)' % MAX_CORES)
+    args = p.parse_args(argv)
+    try:
+        rate = number(args.rate, '--rate')
+        price = number(args.core_hour_price, '--core-hour-price')
+        max_cores = int(number(args.max_cores, '--max-cores'))
+        try:
+            slo = budget.parse(args.slo) if args.slo else None
+        except ValueError as e:
+            raise Refused('--slo: %s' % e)
+        try:
+            results = load(args.results)
+        except (OSError, ValueError) as e:
+            raise Refused('cannot read results: %s' % e)
+        try:
+            header, rows = advise(results, rate, slo, args.workload, price, max_cores)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise Refused('not a bench.py results.json (%s)' % e)
+    except Refused as e:
+        sys.stderr.write('%s: error: %s\n' % (PROG, e))
+        return e.code
+    sys.stdout.write(text(header, rows))
+    return 0

@@ -1,0 +1,238 @@
+"""bench.py advise: cores, cost and ranking from a --latency run's
+capacities, on a small results.json shaped like bench.py's, and on the
+committed runs."""
+import json
+import os
+import re
+import runpy
+import sys
+
+import pytest
+
+from bench import advise
+from bench.latency.cells import capacities
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SLO = {'percentile': 'p99', 'ms': 10.0}
+
+
+def capacity(target, page, run, rate, pair=None):
+    return {'rate': rate, 'open': False, 'missed_at': rate * 1.05, 'target': target,
+            'page': page, 'run': run, 'saturation': rate * 1.5, 'slo': SLO,
+            'pair': pair}
+
+
+def point(target, page, run, rate, p99, label='probe'):
+    """A fixed-rate record as fixed_rate.point writes it (oha's report)."""
+    report = {'seconds': 3.0, 'requests': int(rate * 3), 'achieved': rate,
+              'ok': int(rate * 3), 'non2xx': 0, 'status': {'200': int(rate * 3)},
+              'errors': {}, 'timeouts': 0, 'offered': rate,
+              'latency_ms': {'p50': p99 / 4, 'p90': p99 / 2, 'p99': p99,
+                             'p99.9': p99 * 1.5, 'max': p99 * 2}}
+    return {'offered': rate, 'oha': report, 'target': target, 'page': page,
+            'run': run, 'rate': label, 'pair': None, 'python': '3.11.7',
+            'miss': None if p99 <= 10 else 'p99 %s ms' % p99, 'kept': p99 <= 10,
+            'headroom': True}
+
+
+# Capacities (requests/s of good) of each engine's three runs.
+CAPACITY = {'a-tarantool-one': (3900.0, 4000.0, 4100.0),
+            'b-postgres-pool': (2400.0, 2500.0, 2600.0),
+            'c-tarantool-one': (5000.0, 5000.0, 5000.0),
+            'd-tarantool-one': (4500.0, 4500.0, 4500.0)}
+# a-tarantool-one's fixed-rate points (rate, p99 ms), the same each run.
+POINTS = [(1000.0, 2.0), (2000.0, 4.0), (3000.0, 8.0), (4000.0, 9.5), (4500.0, 30.0)]
+
+
+def results(workers=1, latency=True):
+    names = list(CAPACITY) + ['hello-a', 'nginx']
+    kinds = {'hello-a': 'hello', 'nginx': 'nginx'}
+    found = {
+        'started': '2026-11-24T23:47:35+0000',
+        'settings': {'pages': ['good'], 'workers': workers, 'connections': 100,
+                     'latency': {'generator': 'oha 1.16.0', 'rates': None,
+                                 'fractions': [0.25, 0.5, 0.75, 0.9], 'slo': SLO,
+                                 'probes': 3} if latency else False},
+        'targets': [{'name': n, 'kind': kinds.get(n, 'engine'), 'status': 'ok'}
+                    for n in names],
+        'runs': [], 'latency': [], 'capacity': [],
+        'source': {'commit': 'd24a6fd7d7e86163820d1f70890d4029f0b7da86',
+                   'modified': False}}
+    if latency:
+        for run in (1, 2, 3):
+            for name, rates in CAPACITY.items():
+                found['capacity'].append(capacity(name, 'good', run, rates[run - 1]))
+            found['capacity'].append(capacity('hello-a', 'ugly', run, 99999.0, 'a'))
+            found['capacity'].append(capacity('nginx', 'good', run, 99999.0))
+            for rate, p99 in POINTS:
+                found['latency'].append(point('a-tarantool-one', 'good', run, rate, p99))
+    return found
+
+
+@pytest.fixture
+def run(tmp_path, capsys):
+    """advise's main on a results.json written in tmp_path: (exit status,
+    stdout, stderr)."""
+    def go(args, data=None):
+        path = tmp_path / 'results.json'
+        path.write_text(json.dumps(results() if data is None else data))
+        status = advise.main([str(path) if a == 'RESULTS' else a for a in args])
+        out, err = capsys.readouterr()
+        return status, out, err
+    return go
+
+
+def rows(out):
+    """{engine: its row's columns} of the table, in order."""
+    lines = out.split('\n\nengine', 1)[1].splitlines()[1:]
+    cells = [re.split(r'\s{2,}', line.strip(), maxsplit=6) for line in lines if line]
+    return {c[0]: c for c in cells}
+
+
+def test_cores_cost_and_cost_per_million(run):
+    status, out, err = run(['RESULTS', '--rate', '10000', '--workload', 'good',
+                            '--core-hour-price', '0.05'])
+    assert status == 0 and err == ''
+    a = rows(out)['a-tarantool-one']
+    # median capacity 4,000/s on one core: ceil(10000 / 4000) = 3 cores
+    assert a[1:4] == ['4,000', '3', '%.2f' % (3 * 730 * 0.05)]
+    # 3 cores x $0.05/h over 10,000 x 3600 requests an hour
+    assert float(a[4]) == pytest.approx(3 * 0.05 / 36000000 * 1e6, abs=1e-4)
+    assert a[5] == 'not measured'
+    assert 'x 730 h x $0.05 per core-hour' in out
+
+
+def test_default_price_is_stated_as_an_assumption(run):
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'])[1]
+    assert '$0.04 per core-hour (an assumed on-demand vCPU price)' in out
+    assert rows(out)['b-postgres-pool'][2:4] == ['4', '%.2f' % (4 * 730 * 0.04)]
+
+
+def test_ranked_by_cores_then_capacity_engines_only(run):
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'])[1]
+    table = rows(out)
+    # c: 2 cores; d and a: 3 cores, d the higher capacity; b: 4 cores
+    assert list(table) == ['c-tarantool-one', 'd-tarantool-one',
+                           'a-tarantool-one', 'b-postgres-pool']
+    assert [r[2] for r in table.values()] == ['2', '3', '3', '4']
+
+
+def test_more_cores_are_marked_extrapolated_on_one_process(run):
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'])[1]
+    assert 'assumed to scale linearly, NOT measured' in out
+    assert all('extrapolated: linear from 1 core' in r[6] for r in rows(out).values())
+    # 3,000/s fits in one core of c: that is what was measured
+    out = run(['RESULTS', '--rate', '3000', '--workload', 'good'])[1]
+    assert 'measured on 1 core' in rows(out)['c-tarantool-one'][6]
+    assert 'extrapolated' in rows(out)['b-postgres-pool'][6]
+
+
+def test_a_run_with_workers_gives_capacity_per_core_measured(run):
+    out = run(['RESULTS', '--rate', '3000', '--workload', 'good'],
+              results(workers=4))[1]
+    a = rows(out)['a-tarantool-one']
+    assert a[1:3] == ['1,000', '3'] and 'measured on 4 cores' in a[6]
+    assert 'measured with 4 server processes per engine' in out
+    assert 'NOT measured' not in out
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'],
+              results(workers=4))[1]
+    assert 'extrapolated: linear from 4 cores' in rows(out)['a-tarantool-one'][6]
+
+
+def test_another_budget_is_read_from_the_fixed_rate_points(run):
+    status, out, _ = run(['RESULTS', '--rate', '10000', '--workload', 'good',
+                          '--slo', 'p99=5ms'])
+    assert status == 0
+    # p99 4 ms at 2,000/s, 8 ms at 3,000/s: 2,000/s within 5 ms
+    assert rows(out)['a-tarantool-one'][1:3] == ['2,000', '5']
+    assert 'not searched at p99 ≤ 5 ms itself' in out
+    # within 50 ms every rate tried kept it: at least 4,500/s
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good',
+               '--slo', 'p99=50ms'])[1]
+    a = rows(out)['a-tarantool-one']
+    assert a[1] == '4,500' and 'capacity at least this' in a[6]
+
+
+def test_another_budget_without_points_is_refused(run):
+    data = results()
+    data['latency'] = []
+    status, out, err = run(['RESULTS', '--rate', '100', '--workload', 'good',
+                            '--slo', 'p99=5ms'], data)
+    assert status == 2 and out == ''
+    assert err == ('bench.py advise: error: capacity within p99 ≤ 5 ms was not '
+                   'measured: the run searched at p99 ≤ 10 ms and holds no '
+                   'fixed-rate points of good to read it from\n')
+
+
+@pytest.mark.parametrize('args, data, status, message', [
+    (['/no/such/results', '--rate', '100'], None, 2, 'cannot read results: '),
+    (['RESULTS', '--rate', '100'], results(latency=False), 2,
+     'no latency data in these results'),
+    (['RESULTS', '--rate', '100', '--workload', 'mix'], None, 2,
+     "no capacity for workload 'mix' in these results; present: good"),
+    (['RESULTS', '--rate', 'many'], None, 2, "--rate: 'many' is not a number"),
+    (['RESULTS', '--rate', '0'], None, 2, '--rate must be above zero'),
+    (['RESULTS', '--rate', '-3'], None, 2, '--rate must be above zero'),
+    (['RESULTS', '--rate', '100', '--slo', 'p42=3ms'], None, 2,
+     '--slo: percentile p42: choose from p50, p90, p99, p99.9, max'),
+    (['RESULTS', '--rate', '1000000', '--workload', 'good'], None, 1,
+     'no engine serves 1,000,000 requests/s of good within p99 ≤ 10 ms on at '
+     'most 64 cores (c-tarantool-one would need 200)'),
+])
+def test_errors_are_one_line_with_an_exit_status(run, args, data, status, message):
+    done, out, err = run(args, data)
+    assert done == status and out == ''
+    assert err.startswith('bench.py advise: error: ' + message)
+    assert err.count('\n') == 1 and 'Traceback' not in err
+
+
+def test_unreadable_results_are_refused(run, tmp_path):
+    (tmp_path / 'broken.json').write_text('{"settings": ')
+    status, out, err = run([str(tmp_path / 'broken.json'), '--rate', '100'])
+    assert status == 2 and err.startswith('bench.py advise: error: cannot read results')
+
+
+def committed():
+    found = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'docs'))):
+        path = os.path.join(ROOT, 'docs', name, 'results.json')
+        if os.path.exists(path):
+            with open(path) as f:
+                data = json.load(f)
+            if data.get('capacity'):
+                found.append((path, data))
+    return found
+
+
+def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatch):
+    path, data = committed()[-1]
+    folder = os.path.dirname(path)
+    engines = {t['name'] for t in data['targets'] if t['kind'] == 'engine'}
+    for page in data['settings']['pages']:
+        measured = {n for (n, p) in capacities(data) if p == page and n in engines}
+        # through bench.py's command line, as a folder
+        monkeypatch.setattr(sys, 'argv', ['bench.py', 'advise', folder,
+                                          '--rate', '10000', '--workload', page])
+        with pytest.raises(SystemExit) as done:
+            runpy.run_path(os.path.join(ROOT, 'bench.py'), run_name='__main__')
+        out = capsys.readouterr().out
+        assert done.value.code == 0 and measured
+        table = rows(out)
+        assert set(table) == measured
+        cores = [int(r[2]) for r in table.values()]
+        assert cores == sorted(cores) and all(c >= 1 for c in cores)
+
+
+def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
+    data = results()
+    data['settings']['pages'].append('mix')
+    data['capacity'] += [capacity('b-postgres-pool', 'mix', n, 1000.0) for n in (1, 2, 3)]
+    out = run(['RESULTS', '--rate', '2500'], data)[1]
+    assert out.startswith('2,500 requests/s of mix within p99 ≤ 10 ms')
+    assert 'counts every request of a visit' in out
+    assert list(rows(out)) == ['b-postgres-pool'] and rows(out)['b-postgres-pool'][2] == '3'
+    # two pages and no mix: which one is asked
+    data['capacity'] = [c for c in data['capacity'] if c['page'] != 'mix']
+    data['capacity'] += [capacity('a-tarantool-one', 'index', 1, 10.0)]
+    status, _, err = run(['RESULTS', '--rate', '2500'], data)
+    assert status == 2 and err.endswith('choose a workload with --workload: good, index\n')
