@@ -107,7 +107,9 @@ def run(matrix, label, url):
     target record says why when it fails."""
     s = matrix.s
     t = matrix.target(label, 'remote')
-    t.update(url=url, started_by_bench=False)
+    # Not measurable from here: not started by the bench, its processes
+    # and its database's maybe on another machine.
+    t.update(url=url, started_by_bench=False, start_s=None, memory=None)
     if s.profile:
         t['note'] = "not profiled: its process is not the bench's to sample"
     site = Site(label, url)

@@ -7,6 +7,7 @@ from runtime.databases import table as databases
 from . import instructions
 from .ceilings import report as ceiling_report
 from .latency import report as latency
+from .memory import section as memory_section
 from .nginx import NGINX_PAGES
 from .references import of_engine
 from .profile import PYTHON_LAYERS
@@ -352,6 +353,7 @@ def render(results):
     lines = header(results) + ([''] + first if first else [])
     marks = remote_marks(results)
     lines += ['', '## Engines', ''] + status_table(results)
+    lines += memory_section(results)
     for mode in modes:
         lines += ['', '## Median requests/s, %s' % mode, '']
         lines += overview(table, names, pages, mode, marks)

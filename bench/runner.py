@@ -7,12 +7,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import (machine, profile, pythons, references, remote, stats, verify,
-               wrk)
+from . import (machine, memory, profile, pythons, references, remote, stats,
+               verify, wrk)
 from runtime.databases import table
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
-from .engine import EngineServer, tail
+from .engine import EngineServer, tail, wait_until
 from .guesses import (RUN_GUESS, START_GUESS, VERIFY_GUESS, VOTE_GUESS, combos,
                       series_guess, target_guess)
 from .nginx import Nginx
@@ -118,6 +118,7 @@ class Matrix:
             'latency': [], 'capacity': [],
         }
         self.databases = {}     # target name -> (pid, name) or None
+        self.watches = {}       # target name -> memory.Watch
         self.results.update(machine.describe())
         self.hellos = {}    # hello reference name -> its target record
         self.python_of = {}     # target name -> its interpreter's version
@@ -216,6 +217,7 @@ class Matrix:
                     if ref:
                         turn.append((ref.name, ref, t['name']))
                 dead = self.turns(turn, page, mode)
+                self.after_runs(turn, dead)
                 if page == 'ugly' and mode == ugly[-1]:
                     for ref in set(refs.values()):
                         if ref:
@@ -234,6 +236,7 @@ class Matrix:
                         self.fail(t, 'server.py died during %s %s:\n%s' % (
                             page, mode, tail(server.log_path)),
                             sum(series_guess(self.s, p) for p, _ in plan[step + 1:]))
+            self.memory_lines([t['name'] for t, _, _ in crew] + list(self.hellos))
         finally:
             for ref in set(refs.values()):
                 if ref:
@@ -281,6 +284,10 @@ class Matrix:
         if self.about is None and 'about' in self.s.pages:
             self.about = verify.page(server.url, '/about')
             t['about_copied'] = True
+        self.progress.show('%s · second start, memory' % name)
+        self.measure(t, server, memory.second_start(
+            engine, server, log[:-len('.log')] + '-second-start.log'),
+            memory.database_pids(engine, server, storage, replicas))
         return t, server, python
 
     def log(self, t):
@@ -320,8 +327,11 @@ class Matrix:
                                         self.s.pin['server'], python.python, name)
         t['command'] = server.argv
         left = target_guess(self.s, 'hello')
-        if not self.started(t, server, left, timeout=60):
+        began = time.monotonic()
+        if not self.started(t, server, left, timeout=60, ready=lambda: (
+                memory.answered(server.url + '/ugly'))):
             return None
+        start_s = round(time.monotonic() - began, 3)
         verification = verify.hello(server.url)
         t.setdefault('verification', verification)
         self.progress.advance(START_GUESS + VERIFY_GUESS)
@@ -331,7 +341,41 @@ class Matrix:
             self.fail(t, 'verification failed: ' + why,
                       left - START_GUESS - VERIFY_GUESS)
             return None
+        if name in self.watches:    # measured at its first start
+            self.watches[name].pid = server.process.pid
+        else:
+            self.measure(t, server, start_s)
         return server
+
+    def idle_count(self):
+        """Idle connections to open: memory.IDLE, within half the
+        servers' --max-connections."""
+        args = self.s.server_args
+        cap = (int(args[args.index('--max-connections') + 1])
+               if '--max-connections' in args else SITE.max_connections)
+        return min(memory.IDLE, max(cap // 2, 1))
+
+    def measure(self, t, server, start_s, databases=None):
+        """t's start_s and memory at rest, its Watch kept for the peaks."""
+        t['start_s'] = start_s
+        watch = self.watches[t['name']] = memory.Watch(
+            t, server.process.pid, databases)
+        watch.at_rest(server.port, self.idle_count())
+
+    def after_runs(self, members, dead=()):
+        """The peaks, once a page's timed runs are over."""
+        for name, server, _ in members:
+            if name in self.watches and name not in dead and server.alive():
+                self.watches[name].after_runs()
+
+    def memory_lines(self, names):
+        """One progress line per target's figures, once."""
+        for name in names:
+            watch = self.watches.get(name)
+            if watch and not getattr(watch, 'shown', False):
+                watch.shown = True
+                t = next(t for t in self.results['targets'] if t['name'] == name)
+                self.progress.note(memory.line(name, t['start_s'], watch.m))
 
     def database_of(self, name, server):
         """(pid, name) of the database an engine's server talks to, found
@@ -420,8 +464,10 @@ class Matrix:
         try:
             self.progress.show('nginx · starting')
             try:
-                server.start()
-            except RuntimeError as e:
+                start_s = memory.timed_start(
+                    lambda ready: (server.start(), wait_until(ready, 20)),
+                    server.url + '/ugly')
+            except (RuntimeError, TimeoutError) as e:
                 return self.fail(t, str(e), left)
             t['command'] = server.argv
             t['verification'] = verify.nginx(server.url, about)
@@ -430,6 +476,7 @@ class Matrix:
             why = verify.failure(t['verification'])
             if why:
                 return self.fail(t, 'verification failed: ' + why, left)
+            self.measure(t, server, start_s)
             for page, mode in combos(self.s, 'nginx'):
                 if page == 'about' and about is None:
                     self.progress.drop(series_guess(self.s, page))
@@ -437,6 +484,8 @@ class Matrix:
                 left -= series_guess(self.s, page)
                 if self.turns([('nginx', server, None)], page, mode):
                     return self.fail(t, 'nginx died during %s %s' % (page, mode), left)
+                self.after_runs([('nginx', server, None)])
+            self.memory_lines(['nginx'])
         finally:
             server.stop()
 

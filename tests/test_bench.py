@@ -382,6 +382,8 @@ def test_quick_run_records_machine_runs_and_verification(quick_run):
     for name in QUICK_ENGINES + ['nginx']:
         assert status[name]['status'] == 'ok', status[name]
         assert all(c['ok'] for c in status[name]['verification'])
+        # Its Tarantool is given by address: not its to read.
+        plausible_memory(status[name], database=False)
     timed = [r for r in results['runs'] if not r['warmup']]
     # 2 engines x (ugly, good both modes + vote plain) + nginx ugly x 2 modes
     # + 2 hello references ugly x 2 modes
@@ -699,3 +701,85 @@ def test_instructions_without_valgrind_exit_2(argv):
                           text=True, env=dict(os.environ, PATH=empty))
     assert done.returncode == 2, done.stderr
     assert 'valgrind is not installed' in done.stderr
+
+
+# --- start time and memory ---------------------------------------------------
+
+@pytest.mark.bench
+def test_tree_rss_adds_a_child_and_leaves_out_what_it_is_told():
+    from bench import memory
+    me = os.getpid()
+    alone = memory.tree_rss_kib(me)
+    assert alone >= memory.rss_kib(me) > 5 * 1024
+    child = subprocess.Popen(
+        [sys.executable, '-c', 'import sys; b = b"x" * (64 << 20); '
+         'print("ready", flush=True); sys.stdin.read()'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b'ready\n'
+        own = memory.rss_kib(child.pid)
+        assert own > 64 * 1024
+        assert memory.tree_rss_kib(me) - alone > own * 0.9
+        assert abs(memory.tree_rss_kib(me, [child.pid]) - alone) < own * 0.1
+        assert child.pid in memory.tree(me)
+    finally:
+        child.kill()
+        child.wait()
+    assert memory.rss_kib(child.pid) is None
+    assert memory.tree_rss_kib(child.pid) is None
+
+
+def plausible_memory(t, database):
+    """The start and memory figures of a target record are in range."""
+    m = t['memory']
+    assert 0 < t['start_s'] < 60, t
+    assert 5 * 1024 < m['server_rest_kib'] < 2 * 1024 ** 2, m
+    assert m['server_peak_kib'] >= m['server_rest_kib'] * 0.5, m
+    assert m['idle_connections'] == 1000, m
+    assert 0 <= m['per_connection_kib'] < 1024, m
+    if database:
+        assert m['database_pids'] and m['database_rest_kib'] > 1024, m
+        assert m['database_peak_kib'] >= m['database_rest_kib'] * 0.5, m
+    else:
+        assert m['database_pids'] is None and m['database_rest_kib'] is None
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
+                                                           tmp_path):
+    """The engine's own Tarantool (started by its server.py) is measured
+    apart from the server: the start is a second server.py's, the RSS of
+    the server's tree leaves the database out."""
+    if shutil.which('wrk') is None or shutil.which('nginx') is None:
+        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    out = tmp_path / 'out'
+    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
+               STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
+    engine = 'aiohttp-tarantool-one-uvloop'
+    done = subprocess.run(
+        [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
+         '--engines', engine, '--pages', 'ugly', '--packs', str(TEST_PACKS),
+         '--port', str(free_port()), '--out', str(out)],
+        cwd=bare_checkout, capture_output=True, text=True, timeout=240,
+        env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((out / 'results.json').read_text())
+    status = {t['name']: t for t in results['targets']}
+    plausible_memory(status[engine], database=True)
+    plausible_memory(status['hello-aiohttp-uvloop'], database=False)
+    plausible_memory(status['nginx'], database=False)
+    m = status[engine]['memory']
+    # The server's tree (its Tarantool is its child) without the database.
+    assert m['server_rest_kib'] < status['hello-aiohttp-uvloop']['memory'][
+        'server_rest_kib'] + m['database_rest_kib'] / 2
+    assert (out / 'logs' / (engine + '-second-start.log')).is_file()
+    assert re.search(r'^%s: start [\d.]+ s, RSS [\d.]+ MiB at rest' % engine,
+                     done.stderr, re.M), done.stderr
+    md = (out / 'results.md').read_text()
+    section = md.split('## Start and memory\n')[1].split('\n## ')[0]
+    row = re.search(r'^\| %s \| ([\d.]+) \| ([\d.]+) \|' % engine, section,
+                    re.M)
+    assert row and float(row.group(1)) == round(status[engine]['start_s'], 2)
+    assert float(row.group(2)) == round(m['server_rest_kib'] / 1024, 1)
+    assert 'Start and memory' in (out / 'results.html').read_text()

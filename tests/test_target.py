@@ -120,6 +120,10 @@ def test_results_md_marks_the_target_row(target_run):
             assert m.group(0).endswith('| 1/1 runs |')
     ugly = md.split('### ugly · plain\n')[1].split('\n## ')[0]
     assert '÷ nginx' in ugly and '÷ bare hello' not in ugly
+    # Its start and memory cannot be measured from here: null, and said so.
+    t = {t['name']: t for t in results['targets']}['mine']
+    assert t['start_s'] is None and t['memory'] is None
+    assert '| mine | not measured (--target) |' in md
 
 
 @pytest.mark.timeout(600)

@@ -1,0 +1,281 @@
+"""Start time and memory of a server the bench runs: seconds from exec to
+its first good answer, the RSS of its process tree and of its local
+database at rest and after each page's timed runs, and what an idle
+keep-alive connection costs it. All RSS in KiB, from /proc."""
+import os
+import resource
+import socket
+import time
+import urllib.error
+import urllib.request
+
+from runtime import settings
+from runtime.databases import table
+from runtime.processes import free_port
+from .engine import EngineServer
+
+IDLE = 1000             # idle keep-alive connections opened
+BATCH = 50              # opened, asked and answered at a time
+READY_PATH = {'engine': '/good', 'hello': '/ugly', 'nginx': '/ugly'}
+
+
+def rss_kib(pid):
+    """VmRSS of process pid in KiB, or None if it is gone (a zombie: 0)."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return 0
+
+
+def parents():
+    """{pid: parent pid} of every process, read once."""
+    found = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    found[int(entry)] = int(f.read().rsplit(')', 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def tree(pid, leave_out=()):
+    """pid and its descendants, without the subtrees of `leave_out`."""
+    kids = {}
+    for child, parent in parents().items():
+        kids.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p not in leave_out:
+            found.append(p)
+            todo += kids.get(p, [])
+    return found
+
+
+def tree_rss_kib(pid, leave_out=()):
+    """The sum of the RSS of pid and its descendants (the subtrees of
+    `leave_out` left out), in KiB; None if pid is gone."""
+    if rss_kib(pid) is None:
+        return None
+    return sum(rss_kib(p) or 0 for p in tree(pid, leave_out))
+
+
+def answered(url):
+    """True once url answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            r.read()
+            return r.status == 200
+    except (OSError, urllib.error.HTTPError, ValueError):
+        return False
+
+
+def database_pids(engine, server, storage=None, replicas=0):
+    """The pids of the local databases an engine's server.py uses (the
+    primary, then its replicas), from their pid files; None when the
+    database is given by address (not ours to read)."""
+    db = table.of(engine)
+    if server.env.get(db.environment) or '--' + db.name in server.argv:
+        return None
+    s = settings.replace(settings.from_environment(environ=server.env),
+                         root=server.root)
+    if storage:
+        s = settings.replace(s, tarantool_engine=storage)
+    primary = db.managed(db.directory(s), settings=s)
+    found = [primary]
+    for index in range(1, replicas + 1):
+        if db.name == 'tarantool':
+            from runtime.databases.tarantool import ManagedReplica
+            found.append(ManagedReplica(primary, index, s))
+        elif db.name == 'postgres':
+            from runtime.databases.postgres_standby import ManagedPostgresStandby
+            found.append(ManagedPostgresStandby(primary, index, s))
+    return [pid for pid in (m.ours() for m in found) if pid is not None]
+
+
+def database_rss_kib(pids):
+    """The RSS of the databases' process trees (PostgreSQL's backends too),
+    or None if there are none."""
+    if not pids:
+        return None
+    return sum(tree_rss_kib(pid) or 0 for pid in pids)
+
+
+class Watch:
+    """One server's figures, in the `memory` dict of its target record."""
+
+    def __init__(self, record, pid, databases=None):
+        self.pid, self.databases = pid, databases or []
+        self.m = record['memory'] = {
+            'server_rest_kib': None, 'server_peak_kib': None,
+            'database_rest_kib': None, 'database_peak_kib': None,
+            'database_pids': databases, 'idle_connections': 0,
+            'idle_connections_kib': None, 'per_connection_kib': None}
+
+    def server(self):
+        return tree_rss_kib(self.pid, self.databases)
+
+    def at_rest(self, port, connections=IDLE):
+        """The RSS at rest, then what `connections` idle keep-alive
+        connections (one request each) add to the server's tree."""
+        self.m['server_rest_kib'] = self.server()
+        self.m['database_rest_kib'] = database_rss_kib(self.databases)
+        before = self.m['server_rest_kib']
+        held = idle_connections(port, connections)
+        try:
+            time.sleep(0.3)     # what was read is handled
+            after = self.server()
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.3)         # the closes reach the server before any load
+        if held and before is not None and after is not None:
+            self.m['idle_connections'] = len(held)
+            self.m['idle_connections_kib'] = after - before
+            self.m['per_connection_kib'] = round((after - before) / len(held), 2)
+
+    def after_runs(self):
+        """Keep the highest RSS seen at the end of a page's timed runs."""
+        for key, now in (('server_peak_kib', self.server()),
+                         ('database_peak_kib',
+                          database_rss_kib(self.databases))):
+            if now is not None:
+                self.m[key] = max(self.m[key] or 0, now)
+
+
+def idle_connections(port, n):
+    """n sockets to 127.0.0.1:port, each with one GET /ugly answered and
+    kept alive (fewer if the server closes some, or our open-files limit
+    is lower)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < n + 256:
+        want = n + 256 if hard == resource.RLIM_INFINITY else min(n + 256, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        n = min(n, want - 256)
+    request = (b'GET /ugly HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n'
+               b'Connection: keep-alive\r\n\r\n' % port)
+    held = []
+    while len(held) < n:
+        batch = []
+        for _ in range(min(BATCH, n - len(held))):
+            s = socket.create_connection(('127.0.0.1', port), timeout=5)
+            s.sendall(request)
+            batch.append(s)
+        for s in batch:
+            if read_answer(s):
+                held.append(s)
+            else:
+                s.close()
+        if len(batch) and not held:
+            break
+    return held
+
+
+def read_answer(s):
+    """True once a whole answer (Content-Length or chunked) is read and the
+    connection stays open."""
+    data = b''
+    try:
+        while b'\r\n\r\n' not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                return False
+            data += chunk
+        head, _, body = data.partition(b'\r\n\r\n')
+        lines = head.lower().split(b'\r\n')
+        length = next((int(x.split(b':', 1)[1]) for x in lines
+                       if x.startswith(b'content-length:')), None)
+        while (len(body) < length if length is not None
+               else not body.endswith(b'0\r\n\r\n')):
+            chunk = s.recv(65536)
+            if not chunk:
+                return False
+            body += chunk
+        return not any(x.strip() == b'connection: close' for x in lines)
+    except (OSError, ValueError):
+        return False
+
+
+def timed_start(start, url):
+    """Seconds from start() (which execs the server and waits for
+    url to answer 200) to that answer."""
+    began = time.monotonic()
+    start(ready=lambda: answered(url))
+    return round(time.monotonic() - began, 3)
+
+
+def second_start(engine, server, log_path, timeout=120):
+    """Seconds from exec of another server.py of the engine (same
+    interpreter, options and environment, another port) to its first 200
+    on /good, with the databases the first one uses already up and
+    loaded; it is stopped at once. None if it did not start."""
+    port = free_port()
+    other = EngineServer(engine.name, port, [], log_path, env=server.env,
+                         label=server.name, root=server.root)
+    # The first one's command with the port changed.
+    argv = list(server.argv)
+    argv[argv.index('-p') + 1] = str(port)
+    other.argv, other.env = argv, server.env
+    try:
+        return timed_start(lambda ready: other.start(timeout, ready),
+                           other.url + READY_PATH['engine'])
+    except RuntimeError:
+        return None
+    finally:
+        other.stop()
+
+
+def line(name, start_s, m):
+    """One progress line of a target's figures."""
+    def mib(kib):
+        return '–' if kib is None else '%.1f MiB' % (kib / 1024)
+    parts = ['start %s' % ('–' if start_s is None else '%.2f s' % start_s),
+             'RSS %s at rest, %s after load' % (mib(m['server_rest_kib']),
+                                                mib(m['server_peak_kib'])),
+             '%s KiB per idle connection' % ('–' if m['per_connection_kib'] is None
+                                             else '%.1f' % m['per_connection_kib'])]
+    if m['database_pids']:
+        parts.append('database %s at rest, %s after load' % (
+            mib(m['database_rest_kib']), mib(m['database_peak_kib'])))
+    return '%s: %s' % (name, ', '.join(parts))
+
+
+def mib(kib):
+    return '–' if kib is None else '%.1f' % (kib / 1024)
+
+
+def section(results):
+    """The report's table of start times and memory, or []."""
+    rows = []
+    for t in results['targets']:
+        if t['kind'] == 'remote' and t['status'] == 'ok':
+            rows.append([t['name']] + ['not measured (--target)'] + ['–'] * 5)
+        m = t.get('memory')
+        if not m:
+            continue
+        per = m['per_connection_kib']
+        rows.append([t['name'],
+                     '–' if t.get('start_s') is None else '%.2f' % t['start_s'],
+                     mib(m['server_rest_kib']), mib(m['server_peak_kib']),
+                     '–' if per is None else '%.1f' % per,
+                     mib(m['database_rest_kib']), mib(m['database_peak_kib'])])
+    if not rows:
+        return []
+    from .tables import table_md
+    return ['', '## Start and memory', '',
+            'Start: seconds from exec to the first 200 (an engine: a second '
+            'server.py, its databases already up and loaded). RSS of the '
+            'server\'s process tree (its workers; not its databases) and of '
+            'its local database\'s, at rest and the highest seen at the end '
+            'of a page\'s timed runs; what one idle keep-alive connection '
+            'adds to the server (of %d opened). – : none, or given by '
+            'address.' % IDLE, ''] + table_md(
+        ['target', 'start s', 'server MiB at rest', 'after load',
+         'KiB per idle connection', 'database MiB at rest', 'after load'],
+        rows)
