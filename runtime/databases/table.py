@@ -57,7 +57,7 @@ class Database:
 
     def directory(self, settings):
         """The local server's directory under var/."""
-        return getattr(settings, self.name + '_dir')
+        return os.path.join(settings.var, self.name)
 
     def ceilings(self):
         """What bench.py --ceilings does on it, or None."""
@@ -124,6 +124,11 @@ class Tarantool(Database):
 
     def storages(self, asked):
         return list(asked)
+
+    def directory(self, settings):
+        # Each storage engine its own (settings.managed_tarantool_port).
+        return os.path.join(settings.var, self.name + {
+            'memtx': '', 'vinyl': '-vinyl'}[settings.tarantool_engine])
 
     def parse(self, text):
         return addresses.parse_tarantool(text)
