@@ -372,9 +372,10 @@ def plan(argv):
 
 def instruction_plan(args, pages_given, fail):
     """The arguments of a bench.py --instructions run, checked."""
+    addresses = tuple(d.name for d in databases.TABLE)    # --NAME
     for option in ('target', 'profile', 'ceilings', 'latency', 'pythons',
-                   'storages', 'replicas', 'modes', 'tarantool', 'postgres',
-                   'redis', 'packs', 'delay', 'redis_fsync'):
+                   'storages', 'replicas', 'modes') + addresses + (
+                   'packs', 'delay', 'redis_fsync'):
         if getattr(args, option):
             fail('--instructions counts the engines the bench starts, one '
                  'process each, on their default options: leave out --%s'

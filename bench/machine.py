@@ -1,8 +1,6 @@
 """What the numbers were measured on: hardware, system and versions."""
-import glob
 import os
 import platform
-import shutil
 import subprocess
 import sys
 
@@ -56,15 +54,6 @@ def _output(argv, stderr=False):
         return None
     text = (done.stderr if stderr else done.stdout) or done.stdout or done.stderr
     return text.strip().splitlines()[0] if text.strip() else None
-
-
-def postgres_binary(name='postgres'):
-    """A PostgreSQL program on PATH, else Debian's newest, else None."""
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(glob.glob('/usr/lib/postgresql/*/bin/' + name))
-    return candidates[-1] if candidates else None
 
 
 def package_version(name):

@@ -86,8 +86,9 @@ class Settings:
     admin_user: str = ADMIN_USER     # Tarantool's and Redis's data loader
     owner_user: str = OWNER_USER     # PostgreSQL's schema and loader
     # The local Tarantool's storage engine. Each engine has its own local
-    # instance, port and directory (managed_tarantool_port, tarantool_dir),
-    # so a memtx one's data is never opened as vinyl's, and both may run.
+    # instance, port and directory (managed_tarantool_port; Tarantool's
+    # directory() in runtime/databases/table.py), so a memtx one's data is
+    # never opened as vinyl's, and both may run.
     tarantool_engine: str = 'memtx'
     tarantool_vinyl_port: int = 3302
     # The managed Tarantool's expiry (app.lua; Redis's limits likewise):
@@ -108,13 +109,9 @@ class Settings:
     images = property(lambda self: os.path.join(self.var, 'img'))
     static = property(lambda self: os.path.join(self.root, 'static'))
     templates = property(lambda self: os.path.join(self.root, 'templates'))
-    tarantool_dir = property(lambda self: os.path.join(self.var, {
-        'memtx': 'tarantool', 'vinyl': 'tarantool-vinyl'}[self.tarantool_engine]))
     managed_tarantool_port = property(lambda self: {
         'memtx': self.tarantool_port,
         'vinyl': self.tarantool_vinyl_port}[self.tarantool_engine])
-    postgres_dir = property(lambda self: os.path.join(self.var, 'postgres'))
-    redis_dir = property(lambda self: os.path.join(self.var, 'redis'))
     session_key_file = property(
         lambda self: os.path.join(self.var, 'session.key'))
 

@@ -20,7 +20,6 @@ import uuid
 import asyncpg
 import pytest
 
-import dataset
 from conftest import (TEST_PACKS, ServerProcess, free_port, load_small,
                       remove_postgres, start_tarantool, tarantool_address,
                       until, wait_until)
@@ -30,6 +29,7 @@ from plugins.checkouts import processes_of
 from runtime.databases import files as private
 from runtime.databases.files import secret
 from runtime.databases.postgres import ManagedPostgres
+from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
 from runtime.processes import answers, state
 from runtime.settings import DEFAULTS, replace
@@ -463,8 +463,8 @@ def test_a_tarantool_found_without_its_password_is_refused(bare_checkout,
     """One answers at the local address, but var/ holds no password for it:
     no guess (the account's name), an error that says what to do."""
     with pytest.raises(RuntimeError, match='holds no password'):
-        ManagedTarantool(replace(DEFAULTS, root=bare_checkout).tarantool_dir
-                         ).found_address('sticker_app')
+        ManagedTarantool(BY_NAME['tarantool'].directory(
+            replace(DEFAULTS, root=bare_checkout))).found_address('sticker_app')
     db = start_tarantool(str(tmp_path / 'db'))
     try:
         result = subprocess.run(

@@ -1,5 +1,6 @@
 """One Settings object: defaults once, the environment's ports, what the
 managed Tarantool is given, and the databases' one data interface."""
+import os
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import pytest
 from runtime import engines
 from runtime import settings
 from conftest import ROOT, TEST_PACKS, tarantool_address
+from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.databases import open_databases
 from pages import Site
@@ -26,9 +28,14 @@ def test_each_tarantool_engine_has_its_own_local_port_and_directory():
     vinyl = settings.replace(s, tarantool_engine='vinyl')
     assert (s.managed_tarantool_port, vinyl.managed_tarantool_port) == (
         3301, 4002)
-    assert s.tarantool_dir.endswith('/var/tarantool')
-    assert vinyl.tarantool_dir.endswith('/var/tarantool-vinyl')
-    server = ManagedTarantool(vinyl.tarantool_dir, settings=vinyl)
+    directory = BY_NAME['tarantool'].directory
+    assert directory(s).endswith('/var/tarantool')
+    assert directory(vinyl).endswith('/var/tarantool-vinyl')
+    server = ManagedTarantool(directory(vinyl), settings=vinyl)
+    # The others: one directory each, whatever the storage engine.
+    for name in ('postgres', 'redis'):
+        assert BY_NAME[name].directory(vinyl) == os.path.join(
+            vinyl.var, name)
     assert (server.port, server.env['TNT_ENGINE']) == (4002, 'vinyl')
 
 

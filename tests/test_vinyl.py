@@ -15,6 +15,7 @@ from conftest import (TEST_PACKS, ServerProcess, free_port, start_tarantool,
 from data_interface import Visit, VoteOutcome
 from data_interface.address import as_admin
 from data_interface.tarantool.asynctnt_data import AsynctntData
+from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.settings import DEFAULTS, replace
 from test_local_databases import ports
@@ -50,7 +51,8 @@ async def test_server_starts_its_tarantool_on_vinyl(bare_checkout, tmp_path):
         assert status == 200 and 'rating' in text
         s = replace(DEFAULTS, root=bare_checkout, tarantool_engine='vinyl',
                     tarantool_vinyl_port=int(env['STICKERS_TARANTOOL_VINYL_PORT']))
-        server = ManagedTarantool(s.tarantool_dir, settings=s)
+        server = ManagedTarantool(BY_NAME['tarantool'].directory(s),
+                                  settings=s)
         assert await storage_engine(server.admin_address) == 'vinyl'
     finally:
         assert site.stop() == 0, site.output()
@@ -80,7 +82,7 @@ def test_a_tarantool_found_on_the_other_engine_is_refused(bare_checkout):
     server.py --tarantool-engine vinyl says so and exits, serving nothing."""
     env = local_ports()
     s = replace(DEFAULTS, root=bare_checkout, tarantool_engine='vinyl')
-    db = ManagedTarantool(s.tarantool_dir, port=int(
+    db = ManagedTarantool(BY_NAME['tarantool'].directory(s), port=int(
         env['STICKERS_TARANTOOL_VINYL_PORT']), env={'TNT_ENGINE': 'memtx'})
     db.start()
     try:

@@ -95,17 +95,16 @@ class Caller:
 
 
 def data_of(driver, address):
-    """An unstarted DataInterface: driver 'asynctnt', 'aiotarantool' or
-    'blocking' at a Tarantool address ('user:password@host:port', one
-    connection), or 'asyncpg' at a PostgreSQL URL (the site's pool)."""
-    if driver == 'asyncpg':
-        from data_interface.postgres.asyncpg_data import PostgresData
-        return PostgresData(address)
-    from data_interface.address import parse_tarantool
+    """An unstarted DataInterface: driver 'blocking' at a Tarantool address
+    ('user:password@host:port'), else a driver of the database table named
+    by its module ('asynctnt', 'aiotarantool', 'asyncpg') at an address its
+    database parses, in its first mode (one connection; asyncpg: the site's
+    pool)."""
     if driver == 'blocking':
+        from data_interface.address import parse_tarantool
         from .blocking import BlockingTarantool
         return BlockingTarantool(parse_tarantool(address))
     from runtime.databases import table
     found = next(d for d in table.DRIVERS if d.modules[0] == driver)
-    return table.BY_NAME[found.database].data(found, 'one',
-                                              parse_tarantool(address))
+    database = table.BY_NAME[found.database]
+    return database.data(found, found.modes[0], database.parse(address))

@@ -10,6 +10,7 @@ from urllib.request import urlopen
 from .. import profile, wrk
 from ..engine import EngineServer, tail
 from runtime import engines
+from runtime.databases import table
 from runtime.processes import free_port
 from . import CALLS
 
@@ -21,7 +22,10 @@ FALLBACK_SERVERS = ('japronto', 'socketify')
 def framework_python(framework):
     """The interpreter that runs a framework here (this one, else the
     legacy one), or None."""
-    engine = engines.BY_NAME['%s-tarantool-one-uvloop' % framework]
+    # The reference database's first driver runs on either interpreter.
+    driver = table.REFERENCE.drivers[0]
+    engine = engines.BY_NAME['%s-%s-%s-uvloop' % (
+        framework, driver.name, driver.modes[0])]
     if engines.unavailable(engine) is None:
         return sys.executable
     return engines.legacy_python(engine)
@@ -82,38 +86,37 @@ def settled(url, call, timeout=30.0):
 
 
 def run(ceilings, database):
-    """The HTTP layers of a database: async, and sync where it can be."""
+    """The HTTP layers of a database (databases.py): async, and sync where
+    it can be."""
     if not ceilings.record['http']:
         return
     framework, loop = (ceilings.record['http']['framework'],
                        ceilings.record['http']['loop'])
+    name = database.name
     if framework_python(framework) is None:
-        return ceilings.skip(database, 'http', '%s does not run here'
-                           % framework, failed=True)
-    variants = [('http-async', 'asyncpg' if database == 'postgres'
-                 else 'asynctnt', False)]
-    if database == 'tarantool' and framework == 'japronto':
-        variants.append(('http-sync', 'blocking', True))
+        return ceilings.skip(name, 'http', '%s does not run here'
+                             % framework, failed=True)
+    variants = [('http-async', database.http_driver, False)]
+    sync, why = database.sync_driver(framework)
+    if sync:
+        variants.append(('http-sync', sync, True))
     else:
-        ceilings.skip(database, 'http-sync', 'no synchronous driver for %s'
-                    % framework if database == 'tarantool' else
-                    'no synchronous PostgreSQL driver is installed')
+        ceilings.skip(name, 'http-sync', why)
     for layer, driver, sync in variants:
         log = os.path.join(ceilings.logs,
-                           'ceilings-%s-%s.log' % (database, layer))
+                           'ceilings-%s-%s.log' % (name, layer))
         server = CallServer(framework, loop, driver, sync, free_port(),
                             log, ceilings.s.pin['server'], ceilings.address)
         ceilings.m.progress.show('ceilings · %s · %s · starting' % (
-            database, layer))
+            name, layer))
         try:
             server.start(timeout=60)
         except RuntimeError as e:
-            ceilings.skip(database, layer, 'did not start: %s' % e,
-                        failed=True)
+            ceilings.skip(name, layer, 'did not start: %s' % e, failed=True)
             continue
         try:
             for call in CALLS:
-                timed(ceilings, database, layer, server, call)
+                timed(ceilings, name, layer, server, call)
         finally:
             server.stop()
 
@@ -136,14 +139,14 @@ def timed(ceilings, database, layer, server, call):
             ceilings.m.progress.show(label + ' · warmup')
             load(s.warmup)
         first = settled(server.url, call)
-        before = ceilings.snapshot(database)
+        before = ceilings.snapshot()
         ceilings.m.progress.show(label)
         stat, cpu = profile.stat(server.process.pid), ceilings.db_cpu()
         argv, run = load(s.duration)
         stat_after = profile.stat(server.process.pid)
         cpu = profile.cpu_delta(cpu, ceilings.db_cpu())
         last = settled(server.url, call)
-        after = ceilings.snapshot(database)
+        after = ceilings.snapshot()
         evidence = fetch(server.url + '/evidence/' + call)
     except (OSError, ValueError) as e:
         return ceilings.skip(database, layer, '%s: no counts: %s\n%s' % (

@@ -3,7 +3,7 @@ the "share of the ceiling" column of the page tables."""
 from runtime import engines
 from ..tables import FLAG, number, table_md, us
 from . import CALLS, PAGE_CALLS
-from .run import ENGINE_DRIVERS, LAYERS
+from .run import DATABASES, ENGINE_DRIVERS, LAYERS
 
 # Where each call serves: visits are written after the answer, in
 # batches; /about's statistics are read every 5 s, not per request.
@@ -78,7 +78,7 @@ def section(results):
             measured.get('visit_batch', 100)),
         '', '![ceilings](chart-ceilings.png)', '']
     rows, cpu_rows, notes = [], [], []
-    for database in ('tarantool', 'postgres'):
+    for database in DATABASES:
         for call in CALLS:
             cells = [found.get((database, layer, call)) for layer in layers]
             if not any(cells):

@@ -8,30 +8,24 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 from .. import profile
 from ..engine import EngineServer, tail
-from ..machine import postgres_binary
 from runtime import engines
+from runtime.databases import table
 from runtime.processes import free_port
 from runtime.settings import ROOT, from_environment
-from . import CALLS, SKIP_CALL, VISIT_BATCH, checks, http_layer, inside
-from .databases import addresses, local_database, snapshot
+from . import CALLS, SKIP_CALL, VISIT_BATCH, checks, http_layer
+from .databases import measured
 
-DATABASES = ('tarantool', 'postgres')
-DRIVERS = {'tarantool': ('asynctnt', 'aiotarantool'), 'postgres': ('asyncpg',)}
+MEASURED = measured()
+DATABASES = tuple(d.name for d in MEASURED)
 # The driver layer an engine's driver is held to (its page's ceiling).
-ENGINE_DRIVERS = {'tarantool': 'asynctnt', 'aiotarantool': 'aiotarantool',
-                  'postgres': 'asyncpg'}
-LAYERS = ('database', 'asynctnt', 'aiotarantool', 'asyncpg', 'http-async',
-          'http-sync')
-# The engine that starts each local database, as a run's engines do.
-HOLDERS = {'tarantool': 'aiohttp-tarantool-one-uvloop',
-           'postgres': 'aiohttp-postgres-pool-uvloop'}
+ENGINE_DRIVERS = {name: layer for d in MEASURED
+                  for name, layer in d.drivers().items()}
+LAYERS = ('database',) + tuple(dict.fromkeys(ENGINE_DRIVERS.values())) + (
+    'http-async', 'http-sync')
 IN_FLIGHT = 100         # calls in flight through a driver alone
-FIBERS = 100            # Tarantool fibers calling in a loop
-PGBENCH_CLIENTS = 16    # pgbench connections: the site's pool
 START_GUESS = 6.0
 
 
@@ -39,14 +33,14 @@ def guess(s):
     """Rough seconds of a --ceilings run, for the progress bar."""
     per = s.duration + 1.0
     http = s.warmup + per
-    tarantool = START_GUESS * 3 + len(CALLS) * (per + 2 * per + 2 * http)
-    postgres = START_GUESS * 2 + len(CALLS) * (per + per + http)
-    return tarantool + postgres + 4 * s.duration + 2
+    return sum(d.guess(START_GUESS, per, http) for d in MEASURED) \
+        + 4 * s.duration + 2
 
 
-def python(driver):
+def python(layer):
     """The interpreter of a driver layer, or None (the reason)."""
-    if driver != 'aiotarantool':
+    driver = next(d for d in table.DRIVERS if d.modules[0] == layer)
+    if driver.current:
         return sys.executable
     legacy = os.path.join(engines.LEGACY, 'bin', 'python')
     return legacy if os.access(legacy, os.X_OK) else None
@@ -55,13 +49,14 @@ def python(driver):
 class Ceilings:
     def __init__(self, matrix):
         self.m, self.s = matrix, matrix.s
-        self.record = {
-            'seconds': self.s.duration, 'in_flight': IN_FLIGHT,
-            'fibers': FIBERS, 'pgbench_clients': PGBENCH_CLIENTS,
-            'visit_batch': VISIT_BATCH,
-            'http': None, 'runs': [], 'renders': {}, 'skipped': []}
+        self.record = {'seconds': self.s.duration, 'in_flight': IN_FLIGHT}
+        for database in MEASURED:
+            self.record.update(database.fields)
+        self.record.update(visit_batch=VISIT_BATCH, http=None, runs=[],
+                           renders={}, skipped=[])
         self.target = matrix.target('ceilings', 'ceilings')
         self.logs = os.path.join(self.s.out, 'logs')
+        self.db = None      # the database being measured (databases.py)
 
     def run(self):
         self.m.results['ceilings'] = self.record
@@ -71,7 +66,7 @@ class Ceilings:
                                            server))
         else:
             self.skip('all', 'http', 'no HTTP server runs here')
-        for database in DATABASES:
+        for database in MEASURED:
             self.database(database)
             self.m.save()
         self.renders()
@@ -97,44 +92,44 @@ class Ceilings:
             database, layer, why.splitlines()[0]))
 
     def database(self, database):
-        log = os.path.join(self.logs, 'ceilings-%s.log' % database)
+        """Its layers, over the database server.py starts (or finds)."""
+        self.db, name = database, database.name
+        log = os.path.join(self.logs, 'ceilings-%s.log' % name)
         args = [a for a in self.s.server_args]
         if '--workers' in args:
             del args[args.index('--workers'):args.index('--workers') + 2]
-        holder = EngineServer(HOLDERS[database], free_port(), args, log,
+        holder = EngineServer(database.holder, free_port(), args, log,
                               self.s.pin['server'], self.s.server_env)
-        self.m.progress.show('ceilings · %s · starting' % database)
+        self.m.progress.show('ceilings · %s · starting' % name)
         try:
             try:
                 holder.start()
-                address, owner = addresses(database, self.s)
+                address, owner = database.addresses(self.s)
             except (RuntimeError, OSError) as e:
-                return self.skip(database, 'all', 'the database did not '
+                return self.skip(name, 'all', 'the database did not '
                                  'start: %s' % e, failed=True)
             self.m.progress.advance(START_GUESS)
             self.address, self.owner = address, owner
-            self.db_pid = local_database(database, address)
+            self.db_pid = database.local_pid(address)
             try:
                 self.layers(database)
             except Exception as e:   # a database gone: report what ran
-                self.skip(database, 'all', 'stopped: %s: %s%s' % (
+                self.skip(name, 'all', 'stopped: %s: %s%s' % (
                     type(e).__name__, e, '' if holder.alive() else
                     '\nserver.py exited:\n' + tail(log)), failed=True)
         finally:
             holder.stop()
 
     def layers(self, database):
-        if database == 'tarantool':
-            self.fibers()
-        else:
-            self.pgbench()
-        for driver in DRIVERS[database]:
-            self.driver(database, driver)
+        database.inside(self)
+        for driver in database.timed:
+            self.driver(database.name, driver)
         http_layer.run(self, database)
 
-    def snapshot(self, database, session=None):
-        return asyncio.run(snapshot(database, self.address, self.owner,
-                                    session))
+    def snapshot(self, session=None):
+        """What the database being measured shows."""
+        return asyncio.run(self.db.snapshot(self.address, self.owner,
+                                            session))
 
     def db_cpu(self):
         return profile.database_cpu(self.db_pid) if self.db_pid else {}
@@ -154,80 +149,10 @@ class Ceilings:
             self.m.progress.note('ceilings: %s %s %s: %s' % (
                 record['database'], record['layer'], record['call'], said))
 
-    def fibers(self):
-        s = self.s
-        self.m.progress.show('ceilings · tarantool · fibers inside it')
-        log = os.path.join(self.logs, 'ceilings-fibers.log')
-        try:
-            found = inside.tarantool_fibers(
-                CALLS, s.duration, FIBERS, self.packs(), s.pin['server'], log)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-            return self.skip('tarantool', 'database', str(e), failed=True)
-        finally:
-            self.m.progress.advance(len(CALLS) * (s.duration + 1))
-        for call in CALLS:
-            r = found.get(call)
-            if r is None:
-                self.skip('tarantool', 'database', 'fibers.lua did not run '
-                          '%s' % call, failed=True)
-                continue
-            self.add({'database': 'tarantool', 'layer': 'database',
-                      'call': call, 'done': r['done'], 'bad': r['bad'],
-                      'seconds': r['seconds'], 'before': r['before'],
-                      'after': r['after'],
-                      'evidence': {'max_ballots': r['max_ballots']},
-                      'database_us': r['cpu_s'] * 1e6 / max(r['done'], 1),
-                      'how': '%d fibers in a scratch Tarantool' % FIBERS})
-
     def packs(self):
         args = self.s.server_args
         return int(args[args.index('--packs') + 1]) if '--packs' in args \
             else from_environment().packs
-
-    def pgbench(self):
-        s = self.s
-        if postgres_binary('pgbench') is None:
-            return self.skip('postgres', 'database', 'pgbench is not '
-                             'installed (Debian: postgresql-client)')
-        from pages.http import new_session
-        for call in CALLS:
-            self.m.progress.show('ceilings · postgres · pgbench · %s' % call)
-            session = new_session()
-            before, cpu = self.snapshot('postgres', session), self.db_cpu()
-            argv, done = inside.pgbench(call, self.address, s.duration,
-                                        PGBENCH_CLIENTS, s.pin['wrk'], session)
-            cpu = profile.cpu_delta(cpu, self.db_cpu())
-            self.m.progress.advance(s.duration + 1)
-            counts = inside.pgbench_counts(done.stdout)
-            if done.returncode != 0 or 'done' not in counts:
-                self.skip('postgres', 'database', 'pgbench %s exited with '
-                          '%d: %s' % (call, done.returncode,
-                                      (done.stderr or done.stdout)[-300:]),
-                          failed=True)
-                continue
-            record = {'database': 'postgres', 'layer': 'database',
-                      'call': call, 'done': counts['done'],
-                      'failed': counts.get('failed', 0),
-                      'rate': counts.get('rate'), 'seconds': s.duration,
-                      'slack': PGBENCH_CLIENTS, 'before': before['stats'],
-                      'how': ' '.join(argv)}
-            for _ in range(10):     # backends report their reads as they end
-                after = self.snapshot('postgres', session)
-                record.update(after=after['stats'], evidence={
-                    'session_ballots': after['session_ballots'],
-                    'reads': after['reads'][
-                        'stickers' if call == 'ranked' else 'server']
-                    - before['reads']['stickers' if call == 'ranked'
-                                      else 'server']})
-                if call not in ('ranked', 'stats') or \
-                        record['evidence']['reads'] >= counts['done']:
-                    break
-                time.sleep(0.3)
-            if call != 'pair':
-                del record['evidence']['session_ballots']
-            if call not in ('ranked', 'stats'):
-                del record['evidence']['reads']
-            self.add(record, cpu)
 
     def driver(self, database, driver):
         s = self.s
@@ -238,7 +163,7 @@ class Ceilings:
         for call in CALLS:
             self.m.progress.show('ceilings · %s · %s · %s' % (
                 database, driver, call))
-            before, cpu = self.snapshot(database), self.db_cpu()
+            before, cpu = self.snapshot(), self.db_cpu()
             spec = {'driver': driver, 'address': self.address, 'call': call,
                     'seconds': s.duration, 'in_flight': IN_FLIGHT}
             done = subprocess.run(
@@ -258,7 +183,7 @@ class Ceilings:
                       'failed': r['failed'], 'seconds': r['seconds'],
                       'client_us': r['cpu_s'] * 1e6 / max(r['done'], 1),
                       'before': before['stats'],
-                      'after': self.snapshot(database)['stats'],
+                      'after': self.snapshot()['stats'],
                       'evidence': r['evidence'],
                       'how': 'python -m bench.ceilings.driver: Python %s, '
                       '%d in flight' % (r['python'], IN_FLIGHT)}, cpu)

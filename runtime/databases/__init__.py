@@ -77,13 +77,13 @@ class Databases:
         self.managed.append(server)    # stopped by close() even if half-up
         await self._blocking(server.start)
 
-    async def _local(self, kind, directory, port):
+    async def _local(self, kind, port):
         """(app address, loader address, server) of the local database of
         `kind`: started if nothing answers at `port`, adopted if no server
         manages the one that does, else that one, with the passwords kept in
-        `directory` (neither watched nor stopped here)."""
+        its directory (neither watched nor stopped here)."""
         s = self.settings
-        server = managed(kind, directory, settings=s)
+        server = managed(kind, BY_NAME[kind].directory(s), settings=s)
         return (await self._run_here(server, port)) + (server,)
 
     async def _run_here(self, server, port):
@@ -109,8 +109,7 @@ class Databases:
         s = self.settings
         if self.tarantool_address is None:
             self.tarantool_address, self.tarantool_admin, server = (
-                await self._local('tarantool', s.tarantool_dir,
-                                  s.managed_tarantool_port))
+                await self._local('tarantool', s.managed_tarantool_port))
             # Started here, instance.lua checked it; the others may not be.
             await check_engine(self.tarantool_admin, s.tarantool_engine)
             for index in range(1, s.replicas + 1):
@@ -127,7 +126,7 @@ class Databases:
         s = self.settings
         if self.redis_address is None:
             self.redis_address, self.redis_admin, _ = await self._local(
-                'redis', s.redis_dir, s.redis_port)
+                'redis', s.redis_port)
         elif self.redis_admin is None:
             self.redis_admin = as_admin(self.redis_address)
         return self.redis_address
@@ -140,8 +139,8 @@ class Databases:
         if self.postgres_dsn is None:
             from data_interface.postgres.asyncpg_data import can_connect
             s = self.settings
-            server = await self._blocking(managed, 'postgres', s.postgres_dir,
-                                          None, s)
+            server = await self._blocking(
+                managed, 'postgres', BY_NAME['postgres'].directory(s), None, s)
             default = server.found_dsn()
             if await self._blocking(server.running):
                 if await self._blocking(server.adopt):

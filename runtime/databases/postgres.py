@@ -90,6 +90,16 @@ def bindir():
     return os.path.dirname(versions[-1])
 
 
+def program(name):
+    """A PostgreSQL program (pgbench) on PATH, else Debian's newest, else
+    None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob('/usr/lib/postgresql/*/bin/' + name))
+    return candidates[-1] if candidates else None
+
+
 def psql_literal(text):
     """text quoted for psql's set command: within quotes, a backslash
     escapes the next character."""

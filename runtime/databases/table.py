@@ -21,6 +21,9 @@ class Database:
     replicas = False        # read replicas: --replicas, --NAME-replica
     metavar = given = replica = None    # the address option's help
     managed_class = None    # 'module:Class' of the local server, under var/
+    # 'module:Class' of what bench.py --ceilings does on it (bench/ceilings/;
+    # named, not imported: runtime/ never imports bench); None: not measured.
+    ceilings_class = None
 
     @property
     def environment(self):
@@ -54,7 +57,11 @@ class Database:
 
     def directory(self, settings):
         """The local server's directory under var/."""
-        return getattr(settings, self.name + '_dir')
+        return os.path.join(settings.var, self.name)
+
+    def ceilings(self):
+        """What bench.py --ceilings does on it, or None."""
+        return self.ceilings_class and _load(self.ceilings_class)(self)
 
     def url(self, address):
         """The address as --NAME takes it, with its password (for an
@@ -113,9 +120,15 @@ class Tarantool(Database):
     replica = 'a read-only replica'
     pid_file = 'tarantool.pid'
     server_binary = 'tarantool'
+    ceilings_class = 'bench.ceilings.tarantool_db:TarantoolCeilings'
 
     def storages(self, asked):
         return list(asked)
+
+    def directory(self, settings):
+        # Each storage engine its own (settings.managed_tarantool_port).
+        return os.path.join(settings.var, self.name + {
+            'memtx': '', 'vinyl': '-vinyl'}[settings.tarantool_engine])
 
     def parse(self, text):
         return addresses.parse_tarantool(text)
@@ -143,6 +156,7 @@ class Postgres(Database):
     given = ('a PostgreSQL database (the schema is applied at start), '
              'instead of a local cluster under var/')
     replica = 'a hot standby'
+    ceilings_class = 'bench.ceilings.postgres_db:PostgresCeilings'
 
     def parse(self, text):
         return addresses.parse_postgres(text)
