@@ -89,13 +89,8 @@ def database_pids(engine, server, storage=None, replicas=0):
         s = settings.replace(s, tarantool_engine=storage)
     primary = db.managed(db.directory(s), settings=s)
     found = [primary]
-    for index in range(1, replicas + 1):
-        if db.name == 'tarantool':
-            from runtime.databases.tarantool import ManagedReplica
-            found.append(ManagedReplica(primary, index, s))
-        elif db.name == 'postgres':
-            from runtime.databases.postgres_standby import ManagedPostgresStandby
-            found.append(ManagedPostgresStandby(primary, index, s))
+    found += [db.managed_replica(primary, index, s)
+              for index in range(1, replicas + 1)]
     return [pid for pid in (m.ours() for m in found) if pid is not None]
 
 

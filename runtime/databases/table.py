@@ -21,6 +21,7 @@ class Database:
     replicas = False        # read replicas: --replicas, --NAME-replica
     metavar = given = replica = None    # the address option's help
     managed_class = None    # 'module:Class' of the local server, under var/
+    replica_class = None    # 'module:Class' of its local read replica
     # 'module:Class' of what bench.py --ceilings does on it (bench/ceilings/;
     # named, not imported: runtime/ never imports bench); None: not measured.
     ceilings_class = None
@@ -58,6 +59,10 @@ class Database:
     def directory(self, settings):
         """The local server's directory under var/."""
         return os.path.join(settings.var, self.name)
+
+    def managed_replica(self, primary, index, settings):
+        """Local read replica number `index` of the local `primary`."""
+        return _load(self.replica_class)(primary, index, settings)
 
     def ceilings(self):
         """What bench.py --ceilings does on it, or None."""
@@ -114,6 +119,7 @@ class Tarantool(Database):
     )
     replicas = True
     managed_class = 'runtime.databases.tarantool:ManagedTarantool'
+    replica_class = 'runtime.databases.tarantool:ManagedReplica'
     metavar = '[USER:PASS@]HOST:PORT'
     given = ('a Tarantool running data_interface/tarantool/instance.lua, '
              'instead of a local one under var/')
@@ -152,6 +158,8 @@ class Postgres(Database):
     )
     replicas = True
     managed_class = 'runtime.databases.postgres:ManagedPostgres'
+    replica_class = ('runtime.databases.postgres_standby:'
+                     'ManagedPostgresStandby')
     metavar = 'postgresql://USER:PASS@HOST:PORT/DB'
     given = ('a PostgreSQL database (the schema is applied at start), '
              'instead of a local cluster under var/')
