@@ -132,7 +132,7 @@ def database_ports(server_pid, listen_port):
             if inode in mine and state == ESTABLISHED and local != listen_port}
 
 
-def find_database(server_pid, listen_port, load=None, timeout=3.0):
+def find_database(server_pid, listen_port, load=None, timeout=10.0):
     """[(pid, name)] of the database servers the engine talks to (its
     primary first, then its read replicas, by port), or None. An engine
     that connects per request has no connection when idle: `load` (a

@@ -161,10 +161,14 @@ class ManagedPostgresStandby(ManagedPostgres):
             return
         log.info('%s: ending processes left running in %s: %s', self.name,
                  self.data, found)
-        # SIGINT: a postmaster's fast shutdown
+        # SIGINT: a postmaster's fast shutdown; SIGKILL for what ignores it
+        # (pg_basebackup started with SIGINT ignored, as `cmd &` does).
         if not end_all(found, signal.SIGINT, STOP_TIMEOUT):
-            raise RuntimeError('%s: processes left running in %s do not '
-                               'stop: %s' % (self.name, self.data, found))
+            log.warning('%s: processes left running in %s ignore SIGINT: '
+                        'killed', self.name, self.data)
+            if not end_all(found, signal.SIGKILL, STOP_TIMEOUT):
+                raise RuntimeError('%s: processes left running in %s do not '
+                                   'stop: %s' % (self.name, self.data, found))
         for name in ('postgres', 'pg_basebackup'):
             reap_orphans(name)
 
