@@ -16,6 +16,7 @@ BAD_LENGTH = text_response(400, 'Bad Content-Length.')
 SLOW = text_response(408, 'The request body came too slowly.')
 CLOSE = (b'connection', b'close')
 NO_COOKIES = {}     # shared: pages only read cookies
+NO_PARAMS = {}      # shared: never written
 EMPTY = {'type': 'http.response.body', 'body': b''}
 PARAM = re.compile(r'\{(\w+)\}')
 
@@ -139,7 +140,7 @@ def make_app(site, limits=None, every=True):
         head = method == 'HEAD'
         body = b''
         if chunked is not None or (length is not None and length != b'0'):
-            body = await _body(receive, length, body_timeout)
+            body = await bounded_body(receive, length, body_timeout)
             if body is None:    # the client left
                 return
             if not isinstance(body, bytes):     # refused
@@ -154,13 +155,8 @@ def make_app(site, limits=None, every=True):
                           agent.decode('utf-8', 'surrogateescape')
                           if agent else '', body,
                           forwarded.decode('latin-1') if forwarded else '')
-        handlers = exact.get(path)
-        handler = handlers.get(method) if handlers is not None else None
-        if handler is not None:
-            r = await handler(request)
-        else:
-            handler, params = _match(patterns, method, path)
-            r = await (handler or missing)(request, **params)
+        handler, params = route(exact, patterns, missing, method, path)
+        r = await handler(request, **params)
         found = made.get(id(r))
         if found is None or found[0] is not r:
             if len(made) >= 64:
@@ -180,8 +176,27 @@ def _match(patterns, method, path):
     return None, {}
 
 
-async def _body(receive, length, timeout):
-    """The request body, or the Response refusing it, or None."""
+def header_text(value):
+    """A header value a framework decoded as latin-1, as the pages take
+    it: UTF-8 with undecodable bytes escaped."""
+    return value.encode('latin-1').decode('utf-8', 'surrogateescape')
+
+
+def route(exact, patterns, missing, method, path):
+    """(handler, path parameters) of a request, from _table's tables;
+    `missing` where no route matches."""
+    handlers = exact.get(path)
+    handler = handlers.get(method) if handlers is not None else None
+    if handler is not None:
+        return handler, NO_PARAMS
+    handler, params = _match(patterns, method, path)
+    return handler or missing, params
+
+
+async def bounded_body(receive, length, timeout):
+    """The request body, or the Response refusing it, or None (the
+    client left); length: the Content-Length value (bytes or text), None
+    without one."""
     if length is not None:
         if not length.isdigit():
             return BAD_LENGTH

@@ -5,7 +5,7 @@ from blacksheep import Application, Content, Request, Response
 from blacksheep.server.routing import Router
 
 from runtime import edge
-from asgi_server import _body, parse_cookies
+from asgi_server import bounded_body, parse_cookies
 from pages import Request as PageRequest
 from pages.http import text_response
 from pages.static import unrouted
@@ -44,7 +44,7 @@ def _handler(page, body_timeout=None):
         body = b''
         if body_timeout is not None:
             # Bounded in size and time, as the bare ASGI application reads it.
-            body = await _body(request.content.receive,
+            body = await bounded_body(request.content.receive,
                                request.get_first_header(b'content-length'),
                                body_timeout)
             if body is None:

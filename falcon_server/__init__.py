@@ -6,19 +6,12 @@ import asyncio
 import falcon.asgi
 
 from runtime import edge
-from asgi_server import SLOW, TOO_LARGE
+from asgi_server import SLOW, TOO_LARGE, header_text
 from pages import MAX_BODY
 from pages import Request as PageRequest
 from pages.static import unrouted
 
 from uvicorn_server import serve_app
-
-
-def user_agent(req):
-    # Falcon decodes headers as latin-1; the pages take UTF-8 text with
-    # undecodable bytes escaped, as the other frameworks give it.
-    return (req.user_agent or '').encode('latin-1').decode(
-        'utf-8', 'surrogateescape')
 
 
 async def _body(req, timeout):
@@ -54,7 +47,8 @@ def _responder(page, body_timeout=None):
         client = req.scope.get('client')
         _answer(resp, await page(PageRequest(
             req.method, req.path, req.cookies, client[0] if client else '',
-            user_agent(req), body, req.get_header('X-Forwarded-For') or ''),
+            header_text(req.user_agent or ''), body,
+            req.get_header('X-Forwarded-For') or ''),
             **params))
     return responder
 

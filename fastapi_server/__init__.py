@@ -7,7 +7,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from runtime import edge
-from asgi_server import read_body
+from asgi_server import header_text, read_body
 from pages import MAX_BODY
 from pages import Request as PageRequest
 from pages.http import text_response
@@ -16,13 +16,6 @@ from pages.static import unrouted
 from uvicorn_server import serve_app
 
 GONE = text_response(400, 'The request body did not arrive')
-
-
-def user_agent(request):
-    # Starlette decodes headers as latin-1; the pages take UTF-8 text with
-    # undecodable bytes escaped, as the other frameworks give it.
-    return request.headers.get('user-agent', '').encode('latin-1').decode(
-        'utf-8', 'surrogateescape')
 
 
 def _answer(r):
@@ -48,7 +41,8 @@ def _endpoint(page, names, body_timeout=None):
         client = scope.get('client')
         r = await page(PageRequest(
             scope['method'], scope['path'], request.cookies,
-            client[0] if client else '', user_agent(request), body,
+            client[0] if client else '',
+            header_text(request.headers.get('user-agent', '')), body,
             request.headers.get('x-forwarded-for', '')), **params)
         return _answer(r)
     # The path parameters, declared to FastAPI as plain strings.

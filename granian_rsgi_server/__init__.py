@@ -7,7 +7,7 @@ from granian.constants import Interfaces
 from granian.rsgi import ProtocolClosed, ProtocolError
 
 from runtime import edge
-from asgi_server import _body, _match, _table, parse_cookies
+from asgi_server import _table, bounded_body, parse_cookies, route
 from granian_server import serve_app
 from pages import Request
 from pages.http import EVERY
@@ -79,7 +79,7 @@ def make_app(site, limits=None):
                 chunked = value
         body = b''
         if chunked is not None or (length is not None and length != b'0'):
-            body = await _body(receiver(protocol), length, body_timeout)
+            body = await bounded_body(receiver(protocol), length, body_timeout)
             if body is None:    # the client left
                 return
             if not isinstance(body, bytes):     # refused
@@ -92,13 +92,8 @@ def make_app(site, limits=None):
                           parse_cookies(cookie.encode('latin-1', 'replace'))
                           if cookie else NO_COOKIES,
                           client_ip(scope.client), agent, body, forwarded)
-        handlers = exact.get(path)
-        handler = handlers.get(method) if handlers is not None else None
-        if handler is not None:
-            r = await handler(request)
-        else:
-            handler, params = _match(patterns, method, path)
-            r = await (handler or missing)(request, **params)
+        handler, params = route(exact, patterns, missing, method, path)
+        r = await handler(request, **params)
         found = made.get(id(r))
         if found is None or found[0] is not r:
             if len(made) >= 64:

@@ -7,7 +7,7 @@ from litestar import Litestar, Request, Response, route
 from litestar.exceptions import NotFoundException
 
 from runtime import edge
-from asgi_server import TOO_LARGE, read_body
+from asgi_server import bounded_body, header_text
 from pages import MAX_BODY
 from pages import Request as PageRequest
 from pages.http import text_response
@@ -19,21 +19,10 @@ GONE = text_response(400, 'The request body did not arrive')
 PARAM = re.compile(r'\{(\w+)\}')
 
 
-def user_agent(request):
-    # Litestar decodes headers as latin-1; the pages take UTF-8 text with
-    # undecodable bytes escaped, as the other frameworks give it.
-    return request.headers.get('user-agent', '').encode('latin-1').decode(
-        'utf-8', 'surrogateescape')
-
-
 async def _body(request, timeout):
-    """The body bounded in size and time, as the bare ASGI application
-    reads it; else the Response refusing it, None if the client left."""
-    length = request.headers.get('content-length', '')
-    if length.isdigit() and (len(length) > edge.MAX_DIGITS
-                             or int(length) > MAX_BODY):
-        return TOO_LARGE
-    return await read_body(request.receive, timeout)
+    # Bounded in size and time, as the bare ASGI application reads it.
+    return await bounded_body(request.receive,
+                              request.headers.get('content-length'), timeout)
 
 
 def _answer(r):
@@ -47,7 +36,8 @@ def _page_request(request, body=b''):
     client = request.client
     return PageRequest(
         request.method, request.scope['path'], request.cookies,
-        client.host if client else '', user_agent(request), body,
+        client.host if client else '',
+        header_text(request.headers.get('user-agent', '')), body,
         request.headers.get('x-forwarded-for', ''))
 
 

@@ -7,6 +7,7 @@ import re
 from quart import Quart, Response, request
 
 from runtime import edge
+from asgi_server import header_text
 from pages import MAX_BODY
 from pages import Request as PageRequest
 from pages.static import unrouted
@@ -16,13 +17,6 @@ from uvicorn_server import serve_app
 PARAM = re.compile(r'\{(\w+)\}')
 
 
-def user_agent():
-    # Quart decodes headers as latin-1; the pages take UTF-8 text with
-    # undecodable bytes escaped, as the other frameworks give it.
-    return request.headers.get('User-Agent', '').encode('latin-1').decode(
-        'utf-8', 'surrogateescape')
-
-
 def _view(page, with_body=False):
     """A Quart view function for the page; with_body: it reads the request
     body (Quart bounds it: MAX_CONTENT_LENGTH, BODY_TIMEOUT)."""
@@ -30,7 +24,8 @@ def _view(page, with_body=False):
         body = await request.get_data() if with_body else b''
         r = await page(PageRequest(
             request.method, request.path, request.cookies,
-            request.remote_addr or '', user_agent(), body,
+            request.remote_addr or '',
+            header_text(request.headers.get('User-Agent', '')), body,
             request.headers.get('X-Forwarded-For', '')), **params)
         return Response(r.body, r.status, list(r.headers),
                         content_type=r.content_type)
