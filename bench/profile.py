@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 from runtime import frameworks
@@ -125,10 +126,28 @@ def _socket_inodes(pid):
     return {inode for _, inode in socket_fds(pid)}
 
 
+def _inodes_while(pid, work):
+    """(work(), every socket inode pid held while it ran). Reading the TCP
+    table takes long on a busy machine, longer than a connection made per
+    request lives: its sockets are watched the whole time."""
+    seen, done = _socket_inodes(pid), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.update(_socket_inodes(pid))
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return work(), seen
+    finally:
+        done.set()
+        watcher.join()
+
+
 def database_ports(server_pid, listen_port):
     """Ports the server has connections out to (its database)."""
-    mine = _socket_inodes(server_pid)
-    return {remote for local, remote, state, inode in tcp_table()
+    table, mine = _inodes_while(server_pid, tcp_table)
+    return {remote for local, remote, state, inode in table
             if inode in mine and state == ESTABLISHED and local != listen_port}
 
 
