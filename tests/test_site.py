@@ -999,7 +999,8 @@ async def test_only_a_fresh_cookie_of_the_site_reads_from_the_primary(
         session = session_in(cookie)
         for value, sid in [
                 ('1', cookie),                  # what it used to be
-                (fresh[:-1] + 'A', cookie),     # a signature made up
+                (fresh[:-1] + ('B' if fresh[-1] != 'B' else 'C'),
+                 cookie),                       # a signature made up
                 (fresh, other),                 # another session's
                 (fresh, None),
                 (site.sessions.fresh(session, -2), cookie),     # past
