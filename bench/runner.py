@@ -393,7 +393,7 @@ class Matrix:
         talks to."""
         def load():
             return subprocess.Popen(
-                self.s.pin['wrk'] + ['wrk', '-c4', '-t1', '-d5s',
+                self.s.pin['wrk'] + ['wrk', '-c16', '-t1', '-d5s',
                                      server.url + '/good'],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         pid = server.process.pid
