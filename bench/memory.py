@@ -4,7 +4,6 @@ database at rest and after each page's timed runs, and what an idle
 keep-alive connection costs it. All RSS in KiB, from /proc."""
 import os
 import resource
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -12,23 +11,28 @@ import urllib.request
 from runtime import settings
 from runtime.databases import table
 from runtime.processes import free_port
+from . import keepalive
 from .engine import EngineServer
 
 IDLE = 1000             # idle keep-alive connections opened
-BATCH = 50              # opened, asked and answered at a time
 READY_PATH = {'engine': '/good', 'hello': '/ugly', 'nginx': '/ugly'}
 
 
-def rss_kib(pid):
-    """VmRSS of process pid in KiB, or None if it is gone (a zombie: 0)."""
+def status_kib(pid, name):
+    """Field `name` ('VmRSS', 'RssAnon', ...) of process pid's status in
+    KiB, or None if it is gone (a zombie has none: 0)."""
     try:
         with open('/proc/%d/status' % pid) as f:
             for line in f:
-                if line.startswith('VmRSS:'):
+                if line.startswith(name + ':'):
                     return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         return None
     return 0
+
+
+def rss_kib(pid):
+    return status_kib(pid, 'VmRSS')
 
 
 def parents():
@@ -153,48 +157,21 @@ def idle_connections(port, n):
         want = n + 256 if hard == resource.RLIM_INFINITY else min(n + 256, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
         n = min(n, want - 256)
-    request = (b'GET /ugly HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n'
-               b'Connection: keep-alive\r\n\r\n' % port)
-    held = []
-    while len(held) < n:
-        batch = []
-        for _ in range(min(BATCH, n - len(held))):
-            s = socket.create_connection(('127.0.0.1', port), timeout=5)
-            s.sendall(request)
-            batch.append(s)
-        for s in batch:
-            if read_answer(s):
-                held.append(s)
-            else:
-                s.close()
-        if len(batch) and not held:
-            break
+    held, refused = [], 0
+    while len(held) < n and refused < max(n // 10, 1):
+        c = None
+        try:
+            c = keepalive.Connection(port, timeout=5)
+            status, headers, _ = c.get('/ugly')
+        except (OSError, keepalive.Closed, ValueError):
+            status, headers = None, {}
+        if status == 200 and headers.get('connection') != 'close':
+            held.append(c)
+        else:
+            refused += 1
+            if c is not None:
+                c.close()
     return held
-
-
-def read_answer(s):
-    """True once a whole answer (Content-Length or chunked) is read and the
-    connection stays open."""
-    data = b''
-    try:
-        while b'\r\n\r\n' not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                return False
-            data += chunk
-        head, _, body = data.partition(b'\r\n\r\n')
-        lines = head.lower().split(b'\r\n')
-        length = next((int(x.split(b':', 1)[1]) for x in lines
-                       if x.startswith(b'content-length:')), None)
-        while (len(body) < length if length is not None
-               else not body.endswith(b'0\r\n\r\n')):
-            chunk = s.recv(65536)
-            if not chunk:
-                return False
-            body += chunk
-        return not any(x.strip() == b'connection: close' for x in lines)
-    except (OSError, ValueError):
-        return False
 
 
 def timed_start(start, url):

@@ -31,6 +31,7 @@ import dataset
 from runtime import engines, options
 from runtime.databases import managed, table
 from runtime.processes import children, free_port, terminate
+from . import memory
 from .engine import EngineServer
 from runtime.settings import DEFAULTS, ROOT, replace
 
@@ -38,20 +39,9 @@ MIB = 1024 * 1024
 STAT = re.compile(r'id="stat-(\w+)">([\d,]+)<')
 
 
-def kib_field(path, name):
-    """A 'Name: N kB' field of a /proc file, in bytes (0 if gone)."""
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith(name + ':'):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def rss(pid):
-    return kib_field('/proc/%d/status' % pid, 'VmRSS')
+    """Bytes (0 if gone)."""
+    return (memory.rss_kib(pid) or 0) * 1024
 
 
 def private_tree(pid):
@@ -59,8 +49,8 @@ def private_tree(pid):
     memory one of them has touched (PostgreSQL's shared buffers: a fixed
     segment, filling up to shared_buffers as the tables are read)."""
     tree = [pid] + children(pid)
-    return (sum(kib_field('/proc/%d/status' % p, 'RssAnon') for p in tree),
-            max(kib_field('/proc/%d/status' % p, 'RssShmem') for p in tree))
+    return (sum((memory.status_kib(p, 'RssAnon') or 0) * 1024 for p in tree),
+            max((memory.status_kib(p, 'RssShmem') or 0) * 1024 for p in tree))
 
 
 def site_counters(url):
