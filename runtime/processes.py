@@ -5,6 +5,7 @@ import fcntl
 import os
 import pwd
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -30,10 +31,42 @@ def terminate(process, timeout, sig=signal.SIGTERM):
 
 
 def free_port(host='127.0.0.1'):
-    """A TCP port free on host now (the OS's pick)."""
-    with socket.socket() as s:
+    """A TCP port free on host now, outside the range the OS picks clients'
+    ports from: a client that connects to a port in that range while
+    nothing listens there may be connected to itself, and then holds it.
+    Ports up to 100 above it stay outside too (replicas: +10, +20, ...)."""
+    low, high = client_ports()
+    spans = [(max(1024, low - 12000), low - 100), (high + 1, 65436)]
+    span = max(spans, key=lambda span: span[1] - span[0])
+    for _ in range(200 if span[1] - span[0] >= 1000 else 0):
+        port = _pick.randrange(*span)
+        if bindable(host, port):
+            return port
+    with socket.socket() as s:    # no room outside it: the OS's pick
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+_pick = random.SystemRandom()    # not the seeded module-level generator
+
+
+def client_ports():
+    """The range (low, high) the OS picks clients' ports from."""
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+            low, high = map(int, f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999     # Linux's default
+
+
+def bindable(host, port):
+    try:
+        with socket.socket() as s:
+            s.bind((host, port))
+        return True
+    except OSError:
+        return False
 
 
 def answers(host, port, timeout=0.5):

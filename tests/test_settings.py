@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from runtime import engines
-from runtime import settings
+from runtime import processes, settings
 from conftest import ROOT, TEST_PACKS, tarantool_address
 from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import ManagedTarantool
@@ -82,3 +82,13 @@ async def test_one_data_interface_serves_after_the_site_stops(tarantool):
         await site.start()
         await site.stop()
         assert (await data.stats()).stickers == stickers
+
+
+def test_picked_ports_stay_outside_the_client_range():
+    """A client that connects to a port in the OS's client range while
+    nothing listens may be connected to itself and hold the port (a
+    database restarted on it fails to bind): picks stay outside it."""
+    low, high = processes.client_ports()
+    picks = {processes.free_port() for _ in range(200)}
+    assert all(not low - 100 <= port <= high for port in picks)
+    assert len(picks) > 150     # spread, not one port again and again

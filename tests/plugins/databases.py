@@ -2,7 +2,6 @@
 in a temporary directory on a free port with a small generated data set."""
 import asyncio
 import shutil
-import socket
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,27 +12,17 @@ from data_interface.address import TarantoolAddress, as_admin
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.redis import ManagedRedis
-from runtime.processes import free_port
+from runtime.processes import bindable, free_port
 
 TEST_PACKS = 10
 
 
-def bindable(port, host='127.0.0.1'):
-    try:
-        with socket.socket() as s:
-            s.bind((host, port))
-        return True
-    except OSError:
-        return False
-
-
 def replicas_port(count=2):
-    """A free port whose replicas' ports (+10, +20, ...) are free too: a
-    long run's client sockets hold ports near the OS's picks."""
+    """A free port whose replicas' ports (+10, +20, ...) are free too."""
     while True:
         port = free_port()
-        if port + 10 * count < 65536 and all(
-                bindable(port + 10 * k) for k in range(1, count + 1)):
+        if port + 10 * count < 65536 and all(bindable(
+                '127.0.0.1', port + 10 * k) for k in range(1, count + 1)):
             return port
 
 
