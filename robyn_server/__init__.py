@@ -7,7 +7,7 @@ import logging
 import sys
 from urllib.parse import unquote
 
-from robyn import Headers, Request, Response, Robyn
+from robyn import Headers, HttpMethod, Request, Response, Robyn
 from robyn.argument_parser import Config
 
 from runtime import edge
@@ -17,10 +17,14 @@ from pages.static import unrouted
 
 from . import held
 
-# Robyn logs a line per route added, at INFO.
+# Robyn logs a line per route added, at INFO; actix-web an error per
+# request it cannot parse (answered 400).
 logging.getLogger('robyn').setLevel(logging.WARNING)
-# Every method a request may have: those no page takes reach the 404 page.
-METHODS = ('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS')
+logging.getLogger('actix_http').setLevel(logging.CRITICAL)
+# Every method Robyn routes: those no page takes reach the 404 page.
+METHODS = tuple(getattr(HttpMethod, m) for m in (
+    'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'CONNECT',
+    'TRACE'))
 TOO_LARGE = text_response(413, 'Request body too large.')
 
 
@@ -92,7 +96,7 @@ def make_app(site):
             app.add_route('HEAD', path, _handler(route.handler, True))
     for method in METHODS:
         app.add_route(method, '/*tail',
-                      _handler(unrouted(site), method == 'HEAD'))
+                      _handler(unrouted(site), method == HttpMethod.HEAD))
     return app
 
 
@@ -100,8 +104,8 @@ async def serve(site, host, port, stopped, limits=edge.LIMITS):
     """Serve until the `stopped` event is set, then finish pending requests."""
     if stopped.is_set():
         return
-    await held.start(make_app(site), host, port, limits.reuse_port)
+    server = await held.start(make_app(site), host, port, limits.reuse_port)
     try:
         await stopped.wait()
     finally:
-        await held.stop(port)
+        await held.stop(server)

@@ -1,6 +1,6 @@
 """A Robyn application's Rust server (actix-web) started in the running
 asyncio loop of this process, as robyn.processpool.spawn_process starts it
-in a loop of its own, and stopped as actix-web stops on SIGTERM.
+in a loop of its own, and stopped without losing a request.
 
 - Robyn's Server.start(socket, workers) makes a loop with
   asyncio.new_event_loop(), keeps it for the handlers and runs it forever;
@@ -8,12 +8,12 @@ in a loop of its own, and stopped as actix-web stops on SIGTERM.
   at once.
 - Robyn's SocketHeld always binds with SO_REUSEPORT: the socket it holds
   is replaced by one bound as the settings say (runtime/edge.py).
-- actix-web takes SIGTERM (a graceful stop: no new connection, requests in
-  progress answered) and SIGINT (a forced one: they are dropped). SIGINT is
-  given back to this process's loop, and stop() sends SIGTERM itself.
-- actix-web's graceful stop waits up to 30 s for every open connection,
-  idle ones too: once no handler runs, stop() shuts the reading side of the
-  port's connections, and actix closes each after its last answer.
+- actix-web sets its own handlers of SIGINT (it then drops the requests in
+  progress) and SIGTERM (it may too, and waits up to 30 s for idle
+  connections). Both go back to the loop; stop() stops listening, lets the
+  requests in progress be answered, shuts the reading side of each
+  answered connection (actix-web closes it), and only then hands actix-web
+  its SIGTERM, with no connection left.
 """
 import asyncio
 import ctypes
@@ -21,18 +21,24 @@ import logging
 import os
 import signal
 import socket
+import struct
 import time
+from collections import namedtuple
 
 from robyn.robyn import Server, SocketHeld
 
 from runtime import edge
 
 log = logging.getLogger('robyn_server')
-# actix-web's own graceful stop waits 30 s at most.
-STOP_TIMEOUT = 35.0
+STOP_TIMEOUT = 30.0     # seconds for the requests in progress
 TAKEN_TIMEOUT = 10.0    # seconds for actix-web to set its signal handlers
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _libc = ctypes.CDLL(None, use_errno=True)
 busy = [0]      # handlers in progress (the adapter counts them)
+
+# A started server: Robyn's socket, its descriptor, the port, and actix-web's
+# action on SIGTERM.
+Held = namedtuple('Held', 'socket fd port sigterm')
 
 
 class _Borrowed:
@@ -62,8 +68,8 @@ def _sockets():
 
 
 def _held_socket(host, port, reuse_port):
-    """A SocketHeld that holds a socket bound as edge binds (SO_REUSEPORT
-    only when asked)."""
+    """(a SocketHeld, its descriptor): it holds a socket bound as edge binds
+    (SO_REUSEPORT only when asked)."""
     before = _sockets()
     held = SocketHeld('127.0.0.1', 0)   # replaced below
     new = sorted(_sockets() - before)
@@ -74,15 +80,16 @@ def _held_socket(host, port, reuse_port):
         os.dup2(sock.fileno(), new[0])
     finally:
         sock.close()
-    return held
+    return held, new[0]
 
 
-def _handler_of(sig):
-    """The address of the process's handler of `sig` (sigaction)."""
-    action = ctypes.create_string_buffer(256)   # a struct sigaction and more
-    if _libc.sigaction(sig, None, action):
+def _sigaction(sig, new=None):
+    """The process's action on `sig` (a struct sigaction, as bytes, its
+    handler first); `new` (such bytes) set in its place."""
+    old = ctypes.create_string_buffer(256)      # a struct sigaction and more
+    if _libc.sigaction(sig, new, old):
         raise OSError(ctypes.get_errno(), 'sigaction')
-    return ctypes.c_void_p.from_buffer(action).value
+    return old.raw
 
 
 def _server(app):
@@ -105,10 +112,10 @@ def _server(app):
 
 async def start(app, host, port, reuse_port=False):
     """Serve the robyn.Robyn `app` on host:port from the running loop, on
-    one actix worker thread; returns once actix-web has set its signal
-    handlers (SIGINT is then this loop's again)."""
+    one actix worker thread; returns a Held for stop() once actix-web has
+    set its signal handlers (and the loop has taken them back)."""
     server = _server(app)
-    held = _held_socket(host, port, reuse_port)
+    held, fd = _held_socket(host, port, reuse_port)
     loop = asyncio.get_running_loop()
     policy = asyncio.get_event_loop_policy()
 
@@ -119,20 +126,65 @@ async def start(app, host, port, reuse_port=False):
         def set_event_loop(self, _loop):
             pass
 
-    ours = _handler_of(signal.SIGINT)
+    ours = [_sigaction(sig)[:8] for sig in SIGNALS]
     asyncio.set_event_loop_policy(Policy())
     try:
         server.start(held, 1)
     finally:
         asyncio.set_event_loop_policy(policy)
     deadline = time.monotonic() + TAKEN_TIMEOUT
-    while _handler_of(signal.SIGINT) == ours:
+    while any(_sigaction(sig)[:8] == o for sig, o in zip(SIGNALS, ours)):
         if time.monotonic() > deadline:
             raise RuntimeError('actix-web did not start')
         await asyncio.sleep(0.01)
-    # Python's own handler again: its loop's handler runs, actix's does not.
-    signal.signal(signal.SIGINT, signal.getsignal(signal.SIGINT))
-    return held
+    actix = _sigaction(signal.SIGTERM)
+    for sig in SIGNALS:     # Python's own handler again
+        signal.signal(sig, signal.getsignal(sig))
+    return Held(held, fd, port, actix)
+
+
+def _connections(port):
+    """The connected TCP sockets of this process on local port `port`
+    (duplicates, to be closed)."""
+    found = []
+    for fd in _sockets():
+        try:
+            sock = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        try:
+            if (sock.type == socket.SOCK_STREAM
+                    and sock.getsockname()[1] == port):
+                sock.getpeername()      # connected: not the listener
+                found.append(sock)
+                continue
+        except (OSError, IndexError):
+            pass
+        sock.close()
+    return found
+
+
+def _answered(sock):
+    """Whether nothing came on the connection since it last sent (its last
+    request answered), or nothing came at all (Linux TCP_INFO)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 136)
+    last_sent, last_received = struct.unpack_from('I4xI', info, 44)
+    received, = struct.unpack_from('Q', info, 128)
+    return received == 0 or last_sent <= last_received
+
+
+def _close_answered(port):
+    """Shut the reading side of each answered connection (actix-web then
+    closes it); True when none is left."""
+    left = _connections(port)
+    for sock in left:
+        try:
+            if not busy[0] and _answered(sock):
+                sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+        sock.close()
+    return not left
 
 
 def _actix_threads():
@@ -149,25 +201,6 @@ def _actix_threads():
     return names
 
 
-def _stop_reading(port):
-    """Shut the reading side of every connection to `port` in this process:
-    actix-web closes each once it has answered what it read."""
-    for fd in _sockets():
-        try:
-            sock = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
-        try:
-            if (sock.type == socket.SOCK_STREAM
-                    and sock.getsockname()[1] == port):
-                sock.getpeername()      # connected: not the listener
-                sock.shutdown(socket.SHUT_RD)
-        except (OSError, IndexError):
-            pass
-        finally:
-            sock.close()
-
-
 async def _until(done, deadline):
     while not done():
         if time.monotonic() > deadline:
@@ -176,18 +209,22 @@ async def _until(done, deadline):
     return True
 
 
-async def stop(port):
-    """Stop actix-web as SIGTERM does (no new connection, the requests in
-    progress answered), close the idle connections, and wait until its
+async def stop(held):
+    """Stop listening, answer the requests in progress, close the
+    connections, then stop actix-web as SIGTERM does and wait until its
     threads have ended."""
-    os.kill(os.getpid(), signal.SIGTERM)
+    # Its accept loop then fails once (EINVAL), and says so.
+    logging.getLogger('actix_server.accept').setLevel(logging.CRITICAL)
+    listener = socket.socket(fileno=os.dup(held.fd))
+    try:
+        listener.shutdown(socket.SHUT_RD)   # no new connection
+    except OSError:
+        pass
+    listener.close()
     deadline = time.monotonic() + STOP_TIMEOUT
-    if not await _until(lambda: not busy[0], deadline):
+    if not await _until(lambda: _close_answered(held.port), deadline):
         log.warning('%d requests still pending', busy[0])
-
-    def stopped():
-        # Again each time: a connection actix took before it saw SIGTERM.
-        _stop_reading(port)
-        return not _actix_threads()
-    if not await _until(stopped, deadline):
-        log.warning('actix-web did not stop within %g s', STOP_TIMEOUT)
+    _sigaction(signal.SIGTERM, held.sigterm)
+    os.kill(os.getpid(), signal.SIGTERM)
+    if not await _until(lambda: not _actix_threads(), deadline + 5):
+        log.warning('actix-web did not stop')

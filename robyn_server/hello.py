@@ -23,7 +23,7 @@ def serve(loop, host, port):
         stopped = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stopped.set)
-        await held.start(app, host, port)
+        server = await held.start(app, host, port)
         await stopped.wait()
-        await held.stop(port)
+        await held.stop(server)
     loop.run_until_complete(run())
