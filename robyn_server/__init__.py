@@ -11,6 +11,7 @@ from robyn import Headers, HttpMethod, Request, Response, Robyn
 from robyn.argument_parser import Config
 
 from runtime import edge
+from asgi_server import parse_cookies
 from pages import MAX_BODY, Request as PageRequest
 from pages.http import EVERY, text_response
 from pages.static import unrouted
@@ -26,16 +27,6 @@ METHODS = tuple(getattr(HttpMethod, m) for m in (
     'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'CONNECT',
     'TRACE'))
 TOO_LARGE = text_response(413, 'Request body too large.')
-
-
-def _cookies(header):
-    cookies = {}
-    for part in header.split(';'):
-        name, eq, value = part.partition('=')
-        name = name.strip()
-        if eq and name and name not in cookies:
-            cookies[name] = value.strip()
-    return cookies
 
 
 def _decoded(raw):
@@ -55,8 +46,9 @@ def _answer(r, head=False):
 
 def _handler(page, head=False):
     async def handler(request: Request):
-        body = request.body
-        if body and len(body) > MAX_BODY:
+        body = request.body     # str when it is UTF-8
+        body = body if isinstance(body, bytes) else body.encode()
+        if len(body) > MAX_BODY:
             return _answer(TOO_LARGE)
         h = request.headers
         params = {k: _decoded(v) for k, v in request.path_params.items()}
@@ -64,9 +56,8 @@ def _handler(page, head=False):
         try:
             r = await page(PageRequest(
                 request.method, _decoded(request.url.path),
-                _cookies(h.get('cookie') or ''), request.ip_addr or '',
-                h.get('user-agent') or '',
-                body if isinstance(body, bytes) else body.encode(),
+                parse_cookies((h.get('cookie') or '').encode()),
+                request.ip_addr or '', h.get('user-agent') or '', body,
                 h.get('x-forwarded-for') or ''), **params)
         finally:
             held.busy[0] -= 1
