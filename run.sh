@@ -65,7 +65,8 @@ make_venv() {
     say "creating $dir with $("$python" -V 2>&1) from $requirements"
     rm -rf "$dir"
     "$python" -m venv "$dir"
-    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    # Every dependency is pinned in the file: --no-deps (see requirements.txt).
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
     echo "$stamp" > "$dir/.installed"
 }
 

@@ -104,13 +104,20 @@ def pins(path):
         return [x.split('#')[0].strip() for x in f if x.split('#')[0].strip()]
 
 
+# Pins whose own requirements the pins do not meet (robyn: uvloop~=0.22.1).
+UNMET = ('robyn',)
+
+
 def install(env_python, pins_file, say):
     """Install the pins; where that fails, each alone, then with what it
     needs here (held to the pins), noting which ones have no build for this
     interpreter and why."""
     pip = [env_python, '-m', 'pip', 'install', '--disable-pip-version-check']
     missing, held = {}, {}
-    if subprocess.run(pip + ['-q', '-r', pins_file], capture_output=True).returncode:
+    # Every dependency is pinned in the file: --no-deps (robyn asks for
+    # another uvloop than the one pinned, and runs on it).
+    if subprocess.run(pip + ['-q', '--no-deps', '-r', pins_file],
+                      capture_output=True).returncode:
         wanted = pins(pins_file)
         say('  not all of them install here: one at a time')
         for i, pin in enumerate(wanted, 1):
@@ -119,6 +126,8 @@ def install(env_python, pins_file, say):
                                    capture_output=True, text=True)
             if alone.returncode:
                 missing[name] = pip_reason(pin, alone.stderr + alone.stdout)
+            elif name in UNMET:
+                continue
             else:
                 done = subprocess.run(pip + ['-c', pins_file, pin],
                                       capture_output=True, text=True)

@@ -35,6 +35,7 @@ FOLDERS = (
     'socketify_server',
     'blacksheep_server',
     'granian_rsgi_server',
+    'robyn_server',
 )
 
 # name: as in engine names; modules: what must be importable; legacy /

@@ -169,6 +169,8 @@ def test_without_legacy_environment_one_line_says_how(monkeypatch, tmp_path,
     ('litestar-tarantool-one-uvloop', signal.SIGINT),
     ('falcon-tarantool-one-uvloop', signal.SIGTERM),
     ('quart-tarantool-one-uvloop', signal.SIGINT),
+    ('robyn-tarantool-one', signal.SIGTERM),
+    ('robyn-postgres-pool-uvloop', signal.SIGINT),
 ])
 async def test_signal_stops_cleanly(request, tmp_path, engine, sig):
     server = ServerProcess(engine, engine_args(request, engine),

@@ -144,9 +144,11 @@ def data_of(request, engine):
         request.getfixturevalue('tarantool')))
 
 
+# Robyn's actix-web takes the signals itself and binds its own way.
 @pytest.mark.parametrize('engine, sig', [
     pytest.param(*p.values[:1], sig, marks=p.marks) for p, sig in
-    zip(params(), ['SIGTERM', 'SIGINT'] * 6)])
+    zip(params(), ['SIGTERM', 'SIGINT'] * 6)]
+    + [('robyn-tarantool-one-uvloop', 'SIGINT')])
 async def test_workers_share_the_port_count_votes_once_and_stop(
         request, tmp_path, engine, sig):
     server = start(request, tmp_path, engine)
