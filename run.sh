@@ -65,8 +65,12 @@ make_venv() {
     say "creating $dir with $("$python" -V 2>&1) from $requirements"
     rm -rf "$dir"
     "$python" -m venv "$dir"
-    # Every dependency is pinned in the file: --no-deps (see requirements.txt).
-    "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
+    # Pins marked "# no-deps" go in after the rest, alone (requirements.txt).
+    local pip=("$dir/bin/python" -m pip install -q --disable-pip-version-check)
+    "${pip[@]}" -r <(grep -v '# no-deps' "$requirements")
+    if grep -q '# no-deps' "$requirements"; then
+        "${pip[@]}" --no-deps $(sed -n 's/ *# no-deps.*//p' "$requirements")
+    fi
     echo "$stamp" > "$dir/.installed"
 }
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import sys
 import time
 from collections import namedtuple
@@ -104,8 +105,12 @@ def pins(path):
         return [x.split('#')[0].strip() for x in f if x.split('#')[0].strip()]
 
 
-# Pins whose own requirements the pins do not meet (robyn: uvloop~=0.22.1).
-UNMET = ('robyn',)
+def unmet(path):
+    """The pins marked `# no-deps`: their own requirements are not the
+    pins' (robyn asks for another uvloop than the one pinned, and runs on
+    it), so they go in alone, after the rest."""
+    with open(path) as f:
+        return [x.split('#')[0].strip() for x in f if '# no-deps' in x]
 
 
 def install(env_python, pins_file, say):
@@ -114,10 +119,17 @@ def install(env_python, pins_file, say):
     interpreter and why."""
     pip = [env_python, '-m', 'pip', 'install', '--disable-pip-version-check']
     missing, held = {}, {}
-    # Every dependency is pinned in the file: --no-deps (robyn asks for
-    # another uvloop than the one pinned, and runs on it).
-    if subprocess.run(pip + ['-q', '--no-deps', '-r', pins_file],
-                      capture_output=True).returncode:
+    alone_pins = unmet(pins_file)
+    with tempfile.NamedTemporaryFile('w', suffix='.txt') as rest:
+        rest.write(''.join(p + '\n' for p in pins(pins_file)
+                           if p not in alone_pins))
+        rest.flush()
+        failed = subprocess.run(pip + ['-q', '-r', rest.name],
+                                capture_output=True).returncode
+    if not failed and alone_pins:
+        failed = subprocess.run(pip + ['-q', '--no-deps'] + alone_pins,
+                                capture_output=True).returncode
+    if failed:
         wanted = pins(pins_file)
         say('  not all of them install here: one at a time')
         for i, pin in enumerate(wanted, 1):
@@ -126,7 +138,7 @@ def install(env_python, pins_file, say):
                                    capture_output=True, text=True)
             if alone.returncode:
                 missing[name] = pip_reason(pin, alone.stderr + alone.stdout)
-            elif name in UNMET:
+            elif pin in alone_pins:
                 continue
             else:
                 done = subprocess.run(pip + ['-c', pins_file, pin],
