@@ -19,6 +19,12 @@ def combos(plan, kind):
                 yield page, mode
 
 
+def offers_rates(plan, page):
+    """Does this page get fixed-rate runs after its closed-loop ones?"""
+    return bool(plan.latency) and (plan.fixed_pages is None
+                                   or page in plan.fixed_pages)
+
+
 def series_guess(plan, page):
     if page == 'mix':   # one closed loop of loadgen, then the fixed rates only
         runs, warmup = plan.duration + RUN_GUESS, 0
@@ -26,7 +32,7 @@ def series_guess(plan, page):
         runs, warmup = plan.runs * (plan.duration + RUN_GUESS), plan.warmup
     if page == 'vote':
         runs += plan.runs * VOTE_GUESS
-    if plan.latency:    # the rate steps and the search's probes
+    if offers_rates(plan, page):    # the rate steps and the search's probes
         steps = len(plan.rates or plan.fractions) + budget.PROBES
         runs += plan.runs * steps * (plan.duration + 0.5)
     return warmup + runs
