@@ -27,6 +27,7 @@ FIRST = {'engines': ['aiohttp-tarantool-one-uvloop', 'granian-tarantool-one-uvlo
                      'fastapi-tarantool-one-uvloop', 'aiohttp-postgres-pool-uvloop'],
          'pages': ['ugly', 'good', 'index', mixed.PAGE], 'modes': ['plain'],
          'duration': 2, 'warmup': 1, 'runs': 1}
+FIRST_FRACTIONS = (0.5, 0.9)    # the mix's rate steps, then the probes
 
 
 def rates(text):
@@ -420,6 +421,7 @@ def plan(argv):
         oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),
         oha_version=args.latency and oha.version(args.oha), remotes=remotes,
         fixed_pages=fixed_pages, core_hour_price=args.core_hour_price,
+        fractions=FIRST_FRACTIONS if fixed_pages else RunPlan.fractions,
         dry_run=args.dry_run)
 
 
@@ -428,7 +430,7 @@ def instruction_plan(args, pages_given, fail):
     addresses = tuple(d.name for d in databases.TABLE)    # --NAME
     for option in ('target', 'profile', 'ceilings', 'latency', 'pythons',
                    'storages', 'replicas', 'modes') + addresses + (
-                   'packs', 'delay', 'redis_fsync'):
+                   'packs', 'delay', 'redis_fsync', 'dry_run'):
         if getattr(args, option):
             fail('--instructions counts the engines the bench starts, one '
                  'process each, on their default options: leave out --%s'

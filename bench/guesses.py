@@ -5,6 +5,15 @@ from .latency import budget
 from .nginx import NGINX_PAGES
 
 START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
+# Beyond its duration, a fixed-rate run: oha's start and the CPU reads; a
+# mix's also the vote totals settling before and after, and loadgen
+# waiting for its last answers (measured 4-5 s on the 2-core VM, loaded).
+POINT_GUESS, MIX_POINT_GUESS = 0.5, 3.0
+
+
+def point_guess(plan, page):
+    """Seconds of one fixed-rate run of a page."""
+    return plan.duration + (MIX_POINT_GUESS if page == 'mix' else POINT_GUESS)
 
 
 def combos(plan, kind):
@@ -34,7 +43,7 @@ def series_guess(plan, page):
         runs += plan.runs * VOTE_GUESS
     if offers_rates(plan, page):    # the rate steps and the search's probes
         steps = len(plan.rates or plan.fractions) + budget.PROBES
-        runs += plan.runs * steps * (plan.duration + 0.5)
+        runs += plan.runs * steps * point_guess(plan, page)
     return warmup + runs
 
 

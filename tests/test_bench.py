@@ -324,7 +324,7 @@ def test_first_run_prints_its_plan_and_estimate_and_starts_nothing(tmp_path):
     assert 'each with its bare hello on ugly, nginx' in plan
     assert '  pages ugly, good, index: plain, 1 run of 2 s after 1 s of warmup' in lines
     if mixed.find() and oha.find():
-        assert ('  fixed rates for mix: 25, 50, 75, 90 % of saturation, then '
+        assert ('  fixed rates for mix: 50, 90 % of saturation, then '
                 'up to 3 probes for the capacity at p99 ≤ 10 ms; 2 s each, '
                 '1 time') in lines
     else:
