@@ -18,6 +18,7 @@ from .latency.noise import NOISE, noisy, triple
 # An assumption, not a quote: about what one vCPU-hour costs on demand at a
 # large cloud (a general-purpose instance's hourly price / its vCPUs).
 PRICE = 0.04
+SOURCE = "an assumption: about a large cloud's on-demand vCPU-hour"
 HOURS = 730             # a month of hours
 MAX_CORES = 64
 PROG = 'bench.py advise'
@@ -111,9 +112,15 @@ def row(name, found, rate, workers, price, max_cores):
     else:
         notes.append('measured on %d core%s' % (workers, 's' if workers > 1 else ''))
     monthly = cores * HOURS * price if cores else None
-    per_million = cores * price / (rate * 3600.0) * 1e6 if cores else None
+    per_million = cores * million_price(price, rate) if cores else None
     return {'engine': name, 'per_core': per_core, 'cores': cores,
             'monthly': monthly, 'per_million': per_million, 'notes': notes}
+
+
+def million_price(price, rate):
+    """$ per million requests of one core-hour at `price` serving `rate`
+    requests/s."""
+    return price / (rate * 3600.0) * 1e6
 
 
 def advise(results, rate, slo=None, workload=None, price=PRICE,
@@ -196,6 +203,7 @@ def text(header, rows):
 
 
 def number(value, what):
+    """A positive finite number; Refused says why not."""
     try:
         n = float(value)
     except ValueError:
@@ -215,8 +223,7 @@ def main(argv):
     p.add_argument('--workload', metavar='mix|PAGE',
                    help='mix (default when the run has it) or a page the run measured')
     p.add_argument('--core-hour-price', metavar='DOLLARS', default=str(PRICE),
-                   help='$ per core-hour (default %g: an assumption, about a '
-                        "large cloud's on-demand vCPU-hour)" % PRICE)
+                   help='$ per core-hour (default %g: %s)' % (PRICE, SOURCE))
     p.add_argument('--max-cores', metavar='N', default=str(MAX_CORES),
                    help='the most cores to consider (default %d)' % MAX_CORES)
     args = p.parse_args(argv)

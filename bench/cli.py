@@ -8,10 +8,11 @@ import subprocess
 import sys
 import time
 
-from . import instructions, instructions_run, pythons, remote, storage
+from . import (advise, instructions, instructions_run, outline, pythons,
+               remote, storage)
 from .latency import budget, mixed, oha
 from .profile import py_spy
-from .runner import RunPlan
+from .runner import RunPlan, planned
 from .wrk import PAGES, PLAIN_ONLY
 from runtime import options
 from runtime.databases import table as databases
@@ -19,6 +20,14 @@ from runtime.settings import DEFAULTS as SITE, ROOT, STORAGES
 
 QUICK = {'duration': 1, 'warmup': 1, 'runs': 1}
 DEFAULTS = {'duration': 10, 'warmup': 2, 'runs': 3}
+# A first run: three frameworks on Tarantool over one connection, one on a
+# PostgreSQL pool, the pages that show the framework, a read and a write,
+# then the mix of visitors who vote at fixed rates (its capacity).
+FIRST = {'engines': ['aiohttp-tarantool-one-uvloop', 'granian-tarantool-one-uvloop',
+                     'fastapi-tarantool-one-uvloop', 'aiohttp-postgres-pool-uvloop'],
+         'pages': ['ugly', 'good', 'index', mixed.PAGE], 'modes': ['plain'],
+         'duration': 2, 'warmup': 1, 'runs': 1}
+FIRST_FRACTIONS = (0.5, 0.9)    # the mix's rate steps, then the probes
 
 
 def rates(text):
@@ -35,6 +44,13 @@ def slo(text):
     try:
         return budget.parse(text)
     except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def price(text):
+    try:
+        return advise.number(text, 'dollars per core-hour (e.g. 0.04)')
+    except advise.Refused as e:
         raise argparse.ArgumentTypeError(str(e))
 
 
@@ -84,6 +100,19 @@ def parser():
     p.add_argument('--quick', action='store_true',
                    help='CI smoke run: %(duration)d s runs, %(warmup)d s warmup, '
                         '%(runs)d run' % QUICK)
+    p.add_argument('--first', action='store_true',
+                   help='a first run of a few minutes: %s; pages %s (plain, '
+                        '%d run of %d s), the mix at fixed rates (its '
+                        'capacity); explicit flags still win' % (
+                            ', '.join(FIRST['engines']),
+                            ','.join(FIRST['pages']), FIRST['runs'],
+                            FIRST['duration']))
+    p.add_argument('--dry-run', action='store_true',
+                   help='print the plan and its expected duration, then exit')
+    p.add_argument('--core-hour-price', type=price, default=advise.PRICE,
+                   metavar='DOLLARS',
+                   help='$ per core-hour for the cost per million requests '
+                        '(default %g: %s)' % (advise.PRICE, advise.SOURCE))
     p.add_argument('--profile', action='store_true',
                    help='one extra run per engine and page under py-spy: '
                         'CPU per request by layer (framework, pages, '
@@ -247,17 +276,40 @@ def pinning(no_pin, workers=1):
             'wrk': ['taskset', '-c', ','.join(map(str, client))]}
 
 
+def first_run(args, fail):
+    """Fill what --first sets and was not given; its fixed-rate pages (the
+    mix), or None without the tools it needs (then it runs closed loop
+    only)."""
+    if args.quick or args.instructions:
+        fail('--first is a run of its own: leave out --%s'
+             % ('quick' if args.quick else 'instructions'))
+    for key, value in FIRST.items():
+        if getattr(args, key) is None:
+            setattr(args, key, list(value) if isinstance(value, list) else value)
+    if mixed.PAGE not in args.pages or args.latency:
+        return None
+    missing = [why for found, why in ((oha.find(), oha.INSTALL),
+                                      (mixed.find(), mixed.INSTALL)) if not found]
+    if missing:
+        print('--first: without the mix: %s' % '; '.join(missing), file=sys.stderr)
+        args.pages = [x for x in args.pages if x != mixed.PAGE]
+        return None
+    args.latency = True
+    return [mixed.PAGE]
+
+
 def plan(argv):
     p = parser()
     args = p.parse_args(argv)
-    pages_given = args.pages is not None
-    args.pages = list(PAGES) if args.pages is None else args.pages
 
     def fail(message):
         p.print_usage(sys.stderr)
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
+    fixed_pages = first_run(args, fail) if args.first else None
+    pages_given = args.pages is not None
+    args.pages = list(PAGES) if args.pages is None else args.pages
     if args.instructions:
         return instruction_plan(args, pages_given, fail)
     if (args.rates or args.slo) and not args.latency:
@@ -266,7 +318,7 @@ def plan(argv):
         if args.modes == ['pipelined']:
             fail('--latency: oha sends one request at a time per connection; '
                  'its runs are plain')
-        if 'vote' in args.pages:
+        if 'vote' in args.pages and fixed_pages is None:
             if pages_given:
                 fail('--latency: the vote page needs the ballot of the answer '
                      'before it, which a fixed-rate generator of independent '
@@ -367,7 +419,10 @@ def plan(argv):
         profile=args.profile, workers=args.workers, ceilings=args.ceilings,
         latency=args.latency, rates=args.rates, slo=args.slo,
         oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),
-        oha_version=args.latency and oha.version(args.oha), remotes=remotes)
+        oha_version=args.latency and oha.version(args.oha), remotes=remotes,
+        fixed_pages=fixed_pages, core_hour_price=args.core_hour_price,
+        fractions=FIRST_FRACTIONS if fixed_pages else RunPlan.fractions,
+        dry_run=args.dry_run)
 
 
 def instruction_plan(args, pages_given, fail):
@@ -375,7 +430,7 @@ def instruction_plan(args, pages_given, fail):
     addresses = tuple(d.name for d in databases.TABLE)    # --NAME
     for option in ('target', 'profile', 'ceilings', 'latency', 'pythons',
                    'storages', 'replicas', 'modes') + addresses + (
-                   'packs', 'delay', 'redis_fsync'):
+                   'packs', 'delay', 'redis_fsync', 'dry_run'):
         if getattr(args, option):
             fail('--instructions counts the engines the bench starts, one '
                  'process each, on their default options: leave out --%s'
@@ -407,11 +462,14 @@ def interrupt(signum, frame):
 
 
 def main(argv=None):
-    from . import charts, html, report
+    from . import charts, cost, html, report
     from .runner import Matrix
     s = plan(sys.argv[1:] if argv is None else argv)
     if getattr(s, 'instructions', False):
         return instructions_run.bench(s)
+    print('\n'.join(outline.lines(s, planned(s))), file=sys.stderr, flush=True)
+    if s.dry_run:
+        return 0
     matrix = Matrix(s)
     if s.profile:
         print('profiling: one extra run per engine and page under py-spy, '
@@ -427,11 +485,15 @@ def main(argv=None):
         results['interrupted'] = True
         matrix.save()
         print('interrupted: writing what was measured', file=sys.stderr)
+    results['settings']['core_hour_price'] = s.core_hour_price
+    results['cost'] = cost.records(results, s.core_hour_price)
+    matrix.save()
     markdown = report.write(results, s.out)
     pictures = charts.write(results, s.out)
-    print('results: %s\n         %s\n         %s\ncharts:  %s' % (
-        os.path.join(s.out, 'results.json'), markdown, html.write(s.out),
-        ', '.join(os.path.basename(p) for p in pictures) or 'none'))
+    print('results: %s\n         %s\ncharts:  %s\nopen:    %s' % (
+        os.path.join(s.out, 'results.json'), markdown,
+        ', '.join(os.path.basename(p) for p in pictures) or 'none',
+        html.write(s.out)))
     if results.get('interrupted'):
         return 130
     failed = [t['name'] for t in results['targets'] if t['status'] == 'failed']

@@ -5,6 +5,15 @@ from .latency import budget
 from .nginx import NGINX_PAGES
 
 START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
+# Beyond its duration, a fixed-rate run: oha's start and the CPU reads; a
+# mix's also the vote totals settling before and after, and loadgen
+# waiting for its last answers (measured 4-5 s on the 2-core VM, loaded).
+POINT_GUESS, MIX_POINT_GUESS = 0.5, 3.0
+
+
+def point_guess(plan, page):
+    """Seconds of one fixed-rate run of a page."""
+    return plan.duration + (MIX_POINT_GUESS if page == 'mix' else POINT_GUESS)
 
 
 def combos(plan, kind):
@@ -19,6 +28,12 @@ def combos(plan, kind):
                 yield page, mode
 
 
+def offers_rates(plan, page):
+    """Does this page get fixed-rate runs after its closed-loop ones?"""
+    return bool(plan.latency) and (plan.fixed_pages is None
+                                   or page in plan.fixed_pages)
+
+
 def series_guess(plan, page):
     if page == 'mix':   # one closed loop of loadgen, then the fixed rates only
         runs, warmup = plan.duration + RUN_GUESS, 0
@@ -26,9 +41,9 @@ def series_guess(plan, page):
         runs, warmup = plan.runs * (plan.duration + RUN_GUESS), plan.warmup
     if page == 'vote':
         runs += plan.runs * VOTE_GUESS
-    if plan.latency:    # the rate steps and the search's probes
+    if offers_rates(plan, page):    # the rate steps and the search's probes
         steps = len(plan.rates or plan.fractions) + budget.PROBES
-        runs += plan.runs * steps * (plan.duration + 0.5)
+        runs += plan.runs * steps * point_guess(plan, page)
     return warmup + runs
 
 

@@ -14,7 +14,7 @@ from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
 from .engine import EngineServer, tail, wait_until
 from .guesses import (RUN_GUESS, START_GUESS, VERIFY_GUESS, VOTE_GUESS, combos,
-                      series_guess, target_guess)
+                      offers_rates, series_guess, target_guess)
 from .nginx import Nginx
 from .progress import Progress
 from .storage import DEFAULT as DEFAULT_STORAGES, label as variant_name, tagged
@@ -55,6 +55,9 @@ class RunPlan:
     latency: bool = False
     rates: list = None                  # requests/s; None: fractions of saturation
     fractions: tuple = (0.25, 0.5, 0.75, 0.9)
+    fixed_pages: list = None            # pages offered fixed rates; None: all
+    core_hour_price: float = None       # for the cost per million requests
+    dry_run: bool = False               # the plan printed, nothing run
     slo: dict = None                    # {'percentile': 'p99', 'ms': 10.0}
     oha: str = None                     # its path
     oha_version: str = None
@@ -73,6 +76,30 @@ def used_pythons(settings):
     given = [i.version for i in settings.pythons or [pythons.MAIN]]
     used = {i.version for where in settings.where.values() for i in where}
     return [v for v in given if v in used] + sorted(used - set(given))
+
+
+def variants(settings, engine):
+    """(storage engine, replicas) an engine is served with: each Tarantool
+    storage engine (None for the others), each with no replica and, with
+    --replicas N, with N (not Redis)."""
+    db = table.of(engine)
+    storages = db.storages(settings.storages)
+    counts = [0, settings.replicas] if settings.replicas and db.replicas \
+        else [0]
+    return [(storage, n) for storage in storages for n in counts]
+
+
+def planned(settings):
+    """The run's expected seconds, from bench/guesses.py."""
+    total = sum(target_guess(settings, 'engine') * len(
+        settings.where.get(e.name) or [None]) * len(variants(settings, e))
+        for e in settings.engines)
+    total += len(settings.remotes) * target_guess(settings, 'remote')
+    if any(True for _ in combos(settings, 'nginx')):
+        total += target_guess(settings, 'nginx')
+    if settings.ceilings:
+        total += ceilings.guess(settings)
+    return total
 
 
 class Matrix:
@@ -104,6 +131,8 @@ class Matrix:
                     'generator': 'oha %s' % settings.oha_version,
                     'rates': settings.rates,
                     'fractions': None if settings.rates else list(settings.fractions),
+                    # None: every page; else only these (the rest closed loop)
+                    'pages': settings.fixed_pages,
                     'slo': settings.slo, 'probes': budget.PROBES,
                     'latency_correction': True,
                     'headroom': oha.HEADROOM, 'noise': NOISE,
@@ -124,15 +153,7 @@ class Matrix:
         self.python_of = {}     # target name -> its interpreter's version
         self.storage_of = {}    # target name -> its Tarantool storage engine
         self.replicas_of = {}   # target name -> its read replicas, if any
-        planned = sum(target_guess(settings, 'engine') * len(
-            settings.where.get(e.name) or [None]) * len(self.variants(e))
-            for e in settings.engines)
-        planned += len(settings.remotes) * target_guess(settings, 'remote')
-        if any(True for _ in combos(settings, 'nginx')):
-            planned += target_guess(settings, 'nginx')
-        if settings.ceilings:
-            planned += ceilings.guess(settings)
-        self.progress = Progress(planned, stream)
+        self.progress = Progress(planned(settings), stream)
         self.about = None
         os.makedirs(os.path.join(settings.out, 'logs'), exist_ok=True)
 
@@ -173,14 +194,7 @@ class Matrix:
         self.progress.drop(guess_left)
 
     def variants(self, engine):
-        """(storage engine, replicas) an engine is served with: each
-        Tarantool storage engine (None for the others), each with no
-        replica and, with --replicas N, with N (not Redis)."""
-        db = table.of(engine)
-        storages = db.storages(self.s.storages)
-        counts = [0, self.s.replicas] if self.s.replicas and db.replicas \
-            else [0]
-        return [(storage, n) for storage in storages for n in counts]
+        return variants(self.s, engine)
 
     def engine(self, engine):
         """Start the engine once per interpreter (and per Tarantool storage
@@ -518,7 +532,7 @@ class Matrix:
                 self.timed(name, server.url, page, mode, run, pair=pair,
                            guess=self.s.duration + RUN_GUESS if pair else None)
         dead |= {name for name, server, _ in members if not server.alive()}
-        if self.s.latency and mode == 'plain':
+        if offers_rates(self.s, page) and mode == 'plain':
             dead |= fixed_rate.turns(
                 self, [m for m in members if m[0] not in dead], page, mode)
         return dead

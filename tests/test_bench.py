@@ -17,6 +17,7 @@ from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import (cli, profile, pythons, references, report, stats, tables,
                    verify)
 from bench.charts import label
+from bench.latency import mixed, oha
 from runtime import frameworks
 from runtime.processes import answers
 from bench.progress import Progress, clock
@@ -276,6 +277,11 @@ def test_help_lists_every_option(capsys):
     (['--pipelined', '--pages', 'vote'], 'nothing to time'),
     (['--workers', '0'], 'must be 1..256'),
     (['--workers', '2', '--profile'], 'leave out --workers'),
+    (['--core-hour-price', 'abc'], "argument --core-hour-price: dollars per "
+     "core-hour (e.g. 0.04): 'abc' is not a number"),
+    (['--core-hour-price', '0'], '(e.g. 0.04) must be above zero (got 0)'),
+    (['--core-hour-price=-0.5'], 'must be above zero (got -0.5)'),
+    (['--first', '--quick'], '--first is a run of its own: leave out --quick'),
 ])
 @pytest.mark.bench
 def test_bad_arguments_exit_2(argv, message, capsys):
@@ -298,6 +304,49 @@ def test_quick_fills_only_what_was_not_given():
     assert s.modes == ['plain']
     assert [e.name for e in s.engines] == ['sanic-tarantool-one',
                                            'sanic-tarantool-one-uvloop']
+
+
+@pytest.mark.bench
+def test_first_run_prints_its_plan_and_estimate_and_starts_nothing(tmp_path):
+    """bench.py --first --dry-run: the engines, pages and durations of the
+    first run and its expected duration (at most 5 minutes), nothing run."""
+    out = tmp_path / 'out'
+    done = subprocess.run(
+        [sys.executable, 'bench.py', '--first', '--dry-run', '--port',
+         str(free_port()), '--out', str(out)], cwd=ROOT, capture_output=True,
+        text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    plan = next(x for x in lines if x.startswith('plan: '))
+    for engine in cli.FIRST['engines']:
+        assert engine in plan
+    assert plan.startswith('plan: 4 engines (')
+    assert 'each with its bare hello on ugly, nginx' in plan
+    assert '  pages ugly, good, index: plain, 1 run of 2 s after 1 s of warmup' in lines
+    if mixed.find() and oha.find():
+        assert ('  fixed rates for mix: 50, 90 % of saturation, then '
+                'up to 3 probes for the capacity at p99 ≤ 10 ms; 2 s each, '
+                '1 time') in lines
+    else:
+        assert '--first: without the mix' in done.stderr
+    expected = re.search(r'^expected: about (\d+) min \(estimate from '
+                         r'bench/guesses.py; done near \d\d:\d\d\)$',
+                         done.stderr, re.M)
+    assert expected and 2 <= int(expected.group(1)) <= 5, done.stderr
+    assert lines[-1] == 'results: %s' % out
+    assert not out.exists() and '[bench]' not in done.stderr
+
+
+@pytest.mark.bench
+def test_first_fills_only_what_was_not_given():
+    s = cli.plan(['--first', '--runs', '2', '--engines', 'aiohttp-tarantool-one-uvloop',
+                  '--out', '/nonexistent'])
+    assert [e.name for e in s.engines] == ['aiohttp-tarantool-one-uvloop']
+    assert (s.duration, s.warmup, s.runs, s.modes) == (2, 1, 2, ['plain'])
+    if mixed.find() and oha.find():
+        assert s.pages == ['ugly', 'good', 'index', 'mix']
+        assert s.latency and s.fixed_pages == ['mix']
+    assert not cli.plan(['--first', '--pages', 'good', '--out', '/x']).latency
 
 
 @pytest.mark.bench
@@ -367,6 +416,38 @@ def test_quick_run_writes_every_file(quick_run):
             'chart-%s.png' % p for p in QUICK_PAGES]:
         assert (out / name).is_file(), name
     assert '[bench]' in done.stderr and 'ETA' in done.stderr
+
+
+@pytest.mark.timeout(600)
+def test_quick_run_says_its_plan_first_and_its_page_last(quick_run):
+    done, out = quick_run
+    err = done.stderr
+    assert re.search(r'^expected: about \d+ (s|min) ', err, re.M), err
+    assert err.index('expected: about') < err.index('[bench]')
+    assert done.stdout.splitlines()[-1] == 'open:    %s' % (out / 'results.html')
+
+
+@pytest.mark.timeout(600)
+def test_quick_run_costs_each_engine_at_its_req_per_core(quick_run):
+    _, out = quick_run
+    results = json.loads((out / 'results.json').read_text())
+    cost = results['cost']
+    assert cost['core_hour_price'] == 0.04 and cost['price_source'].startswith(
+        'an assumption')
+    rows = {(r['target'], r['page']): r for r in cost['rows']}
+    assert {name for name, _ in rows} == set(QUICK_ENGINES)
+    table = tables.cells(results)
+    for (name, page), r in rows.items():
+        rps = table[(name, page, 'plain')]['rps']
+        assert r['basis'] == 'saturation' and r['per_core'] == round(rps, 1)
+        # a core-hour's $0.04 over the requests of an hour, per million
+        assert r['per_million'] == pytest.approx(0.04e6 / (rps * 3600), rel=1e-3)
+    aiohttp_good = '%.4f' % rows['aiohttp-tarantool-one', 'good']['per_million']
+    md = (out / 'results.md').read_text()
+    assert '## Cost per million requests' in md
+    assert re.search(r'^\| aiohttp-tarantool-one \| [0-9.]+ \| %s \|'
+                     % re.escape(aiohttp_good), md, re.M), md
+    assert '<td class="n">%s</td>' % aiohttp_good in (out / 'results.html').read_text()
 
 
 @pytest.mark.timeout(600)

@@ -8,6 +8,7 @@ its points is checked against the site's vote total."""
 import statistics
 
 from .. import profile
+from ..guesses import point_guess
 from ..wrk import path
 from . import budget, mixed, oha
 
@@ -152,5 +153,5 @@ def point(matrix, member, page, run, rate, label):
     generator = record.get('generator') or {}
     record['headroom'] = generator.get('share', 0.0) < oha.HEADROOM
     matrix.results['latency'].append(record)
-    matrix.progress.advance(s.duration + 0.5)
+    matrix.progress.advance(point_guess(s, page))
     return record

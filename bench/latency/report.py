@@ -115,10 +115,12 @@ def header_line(results):
                if lat['rates'] else
                ', '.join('%d%%' % round(f * 100) for f in lat['fractions'])
                + ' of each page\'s saturation rate')
-    return ('- Fixed rates: %s with latency correction (each request timed '
+    only = lat.get('pages')     # the others were timed closed loop only
+    return ('- Fixed rates%s: %s with latency correction (each request timed '
             'from when it was due), %s, %d s each, at most %d connections, '
             'timeout %d s; then up to %d probes searching the capacity at %s'
-            % (lat['generator'], offered, s['duration'], s['connections'],
+            % (' (%s only)' % ', '.join(only) if only else '',
+               lat['generator'], offered, s['duration'], s['connections'],
                s['wrk_timeout'], lat['probes'], budget.label(lat['slo']))
             + mix_line(lat.get('mix')))
 
