@@ -27,8 +27,7 @@ async def browser():
         await b.close()
 
 
-# Screenshots of the first engine in test-artifacts/, of the others in
-# test-artifacts/ENGINE/.
+# Screenshots of the first engine in test-artifacts/.
 BROWSED = one_of_each(['aiohttp-tarantool-one', 'granian-tarantool-one',
            'fastapi-tarantool-one-uvloop', 'socketify-tarantool-multi-uvloop',
            'sanic-redis-pool-uvloop'])
@@ -38,10 +37,13 @@ BROWSED = one_of_each(['aiohttp-tarantool-one', 'granian-tarantool-one',
 async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
                                                 engine):
     site = shared_server(engine).url
-    shots = ARTIFACTS if engine == BROWSED[0] else os.path.join(ARTIFACTS,
-                                                                engine)
-    os.makedirs(shots, exist_ok=True)
     page = await browser.new_page(viewport={'width': 1200, 'height': 900})
+
+    async def screenshot(name, **options):
+        """Of the first engine only: the others' pages are the same."""
+        if engine == BROWSED[0]:
+            os.makedirs(ARTIFACTS, exist_ok=True)
+            await page.screenshot(path=os.path.join(ARTIFACTS, name), **options)
 
     await page.goto(site + '/')
     choice = page.locator('button.sticker-choice').first
@@ -50,14 +52,14 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
             .get_attribute('href')).rsplit('/', 1)[1]
     image = page.locator('button.sticker-choice img').first
     assert await image.evaluate('img => img.naturalWidth') > 0
-    await page.screenshot(path=os.path.join(shots, 'index.png'))
+    await screenshot('index.png')
 
     before = json.loads(await (await page.request.get(
         '%s/stickers/%s/%d' % (site, pack, sticker_id))).text())
     await choice.click()
     await page.wait_for_load_state()
     assert 'Vote counted' in await page.locator('[role=status]').inner_text()
-    await page.screenshot(path=os.path.join(shots, 'voted.png'))
+    await screenshot('voted.png')
     after = json.loads(await (await page.request.get(
         '%s/stickers/%s/%d' % (site, pack, sticker_id))).text())
     assert after['votes_plus'] == before['votes_plus'] + 1
@@ -66,8 +68,7 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
     for name in ('good', 'bad', 'about', 'ugly'):
         response = await page.goto('%s/%s' % (site, name))
         assert response.status == 200
-        await page.screenshot(path=os.path.join(shots, name + '.png'),
-                              full_page=True)
+        await screenshot(name + '.png', full_page=True)
     # From /good to a sticker's pack, on to the sticker, and back.
     await page.goto(site + '/good')
     link = page.locator('article.card .pack a').first
@@ -76,19 +77,19 @@ async def test_click_a_sticker_and_see_the_vote(browser, shared_server,
     await page.wait_for_load_state()
     assert page.url == site + href and href.startswith('/packs/')
     assert await page.locator('h1.page-title').inner_text() == title
-    await page.screenshot(path=os.path.join(shots, 'pack.png'), full_page=True)
+    await screenshot('pack.png', full_page=True)
     await page.locator('article.card .card-image a').first.click()
     await page.wait_for_load_state()
     assert await page.locator('.sticker-page img').evaluate(
         'img => img.naturalWidth') > 0
     assert 'No. 1 of' in await page.locator('.sticker-facts').inner_text()
-    await page.screenshot(path=os.path.join(shots, 'sticker.png'))
+    await screenshot('sticker.png')
     await page.go_back()
     await page.go_back()
     assert page.url == site + '/good'
     await page.set_viewport_size({'width': 390, 'height': 800})
     await page.goto(site + '/')
-    await page.screenshot(path=os.path.join(shots, 'index-phone.png'))
+    await screenshot('index-phone.png')
 
 
 async def test_results_html_reads_in_chromium_without_network(browser, tmp_path):

@@ -353,7 +353,7 @@ async def test_clients_that_never_read_are_closed(request, engine,
 
 # Bodies that never come, each sent on 20 sockets at a cap of 20: a head
 # announcing a chunked body, a length in odd capitals, and a chunked body
-# dribbled a chunk every 2 s.
+# dribbled a chunk every DRIP s.
 CHUNKED_HEAD = (b'POST / HTTP/1.1\r\nHost: x\r\n'
                 b'Transfer-Encoding: chunked\r\n\r\n')
 BODILESS = {
@@ -362,16 +362,17 @@ BODILESS = {
                      b'\r\n\r\n', b''),
     'trickle': (CHUNKED_HEAD, b'1\r\nw\r\n'),
 }
-BODY_TIMEOUT = 3
+BODY_TIMEOUT = 2
+DRIP = 0.5
 
 
 async def _ends(reader, writer, drip, within):
     """True if the server ends the connection within `within` seconds
-    while `drip` is sent every 2 s."""
+    while `drip` is sent every DRIP s."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            if not await asyncio.wait_for(reader.read(65536), 2):
+            if not await asyncio.wait_for(reader.read(65536), DRIP):
                 return True
         except asyncio.TimeoutError:
             if drip:
@@ -388,7 +389,7 @@ async def test_bodies_that_never_come_do_not_lock_visitors_out(
     trickle does not extend it)."""
     no_timeouts(engine)
     server = start_server(engine, *(engine_args(request, engine) + [
-        '--max-connections', '20', '--header-timeout', '3',
+        '--max-connections', '20', '--header-timeout', str(BODY_TIMEOUT),
         '--body-timeout', str(BODY_TIMEOUT), '--keepalive-timeout', '10']))
     # uWebSockets: its own fixed 10 s and no cap.
     closes_within = (10 if engine in UWS else BODY_TIMEOUT) + 2

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.skipif(instructions.valgrind() is None,
               pytest.mark.server, pytest.mark.bench]
 ENGINE = 'aiohttp-tarantool-one-uvloop'
 SMALL = ['--packs', '20']           # a copy's first start loads its data set
-LOOP = 20000                        # iterations of the work added to /ugly
+LOOP = 2000                         # iterations of the work added to /ugly
 ADDED = '''
     @page('GET', '/ugly', waits=False, guarded=False)
     async def ugly(self, request):
