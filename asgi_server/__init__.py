@@ -7,6 +7,7 @@ import re
 from runtime import edge
 from pages import MAX_BODY, Request
 from pages.http import NOSNIFF, SERVER, text_response
+from pages.http import parse_cookies as cookies_of
 from pages.static import unrouted
 
 EVERY = [(b'server', SERVER.encode()),
@@ -22,15 +23,9 @@ PARAM = re.compile(r'\{(\w+)\}')
 
 
 def parse_cookies(header):
-    """name -> value from a Cookie header (bytes); the first of a name
-    wins, malformed parts are left out."""
-    cookies = {}
-    for part in header.decode('latin-1').split(';'):
-        name, eq, value = part.partition('=')
-        name = name.strip()
-        if eq and name and name not in cookies:
-            cookies[name] = value.strip()
-    return cookies
+    """name -> value from a Cookie header (bytes); see
+    pages.http.parse_cookies."""
+    return cookies_of(header.decode('latin-1'))
 
 
 def _pattern(path):

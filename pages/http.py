@@ -41,6 +41,18 @@ SLUG = re.compile(r'\A[a-z0-9_]{1,64}\Z')
 STICKER_ID = re.compile(r'\A[0-9]{1,9}\Z')
 
 
+def parse_cookies(header):
+    """name -> value from a Cookie header's text; the first of a name
+    wins, malformed parts are left out."""
+    cookies = {}
+    for part in header.split(';'):
+        name, eq, value = part.partition('=')
+        name = name.strip()
+        if eq and name and name not in cookies:
+            cookies[name] = value.strip()
+    return cookies
+
+
 def new_session():
     """A random (version 4) uuid as text: what str(uuid.uuid4()) gives,
     without building a uuid.UUID."""
