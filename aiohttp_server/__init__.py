@@ -6,8 +6,8 @@ import aiohttp
 from aiohttp import http_exceptions, web, web_response
 
 from runtime import edge
-from pages import MAX_BODY, Request
-from pages.http import NOSNIFF, SERVER, parse_cookies
+from pages import MAX_BODY
+from pages.http import NOSNIFF, SERVER, cookies_of, new_request
 from pages.static import unrouted
 
 # The Server header of every answer, aiohttp's own (400, 405, 413) too.
@@ -37,7 +37,7 @@ class _Lazy:
 
 def _cookies(request):
     header = request.headers.get('Cookie')
-    return parse_cookies(header) if header else NO_COOKIES
+    return cookies_of(header) if header else NO_COOKIES
 
 
 def _headers(r):
@@ -67,10 +67,10 @@ def _handler(page, waits=True):
         conn.enter()
         try:
             headers = request.headers
-            r = await page(Request(
+            r = await page(new_request((
                 request.method, request.path, _cookies(request), request.remote,
                 headers.get('User-Agent', ''), body,
-                headers.get('X-Forwarded-For', '')),
+                headers.get('X-Forwarded-For', ''))),
                 **request.match_info)
         finally:
             conn.leave()
