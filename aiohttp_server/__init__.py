@@ -6,16 +6,58 @@ import aiohttp
 from aiohttp import http_exceptions, web, web_response
 
 from runtime import edge
-from pages import MAX_BODY, Request
-from pages.http import NOSNIFF, SERVER
+from pages import MAX_BODY
+from pages.http import NOSNIFF, SERVER, cookies_of, new_request
 from pages.static import unrouted
 
 # The Server header of every answer, aiohttp's own (400, 405, 413) too.
 web_response.SERVER_SOFTWARE = SERVER
+NO_COOKIES = {}     # shared: pages only read cookies
+# id(Response) -> (Response, its headers): see _headers.
+HEADERS = {}
+
+
+class _Lazy:
+    """A pages.http.Request whose fields are read from aiohttp's request
+    only when a page reads them: /ugly and /about read none. For pages that
+    never wait, on requests without a body."""
+    __slots__ = ('r',)
+
+    def __init__(self, request):
+        self.r = request
+
+    method = property(lambda self: self.r.method)
+    path = property(lambda self: self.r.path)
+    cookies = property(lambda self: _cookies(self.r))
+    ip = property(lambda self: self.r.remote)
+    user_agent = property(lambda self: self.r.headers.get('User-Agent', ''))
+    body = b''
+    forwarded = property(lambda self: self.r.headers.get('X-Forwarded-For', ''))
+
+
+def _cookies(request):
+    header = request.headers.get('Cookie')
+    return cookies_of(header) if header else NO_COOKIES
+
+
+def _headers(r):
+    """The headers of an answer to r (a pages Response), made once for the
+    Responses the pages answer many requests with (/ugly, /about)."""
+    found = HEADERS.get(id(r))
+    if found is None or found[0] is not r:
+        if len(HEADERS) >= 64:
+            HEADERS.clear()
+        found = HEADERS[id(r)] = (r, (('Content-Type', r.content_type), NOSNIFF)
+                                  + tuple(r.headers))
+    return found[1]
 
 
 def _handler(page, waits=True):
     async def handle(request):
+        if not waits and not request.body_exists:
+            r = await page(_Lazy(request), **request.match_info)
+            return web.Response(status=r.status, body=r.body,
+                                headers=_headers(r))
         try:
             body = await request.read() if request.body_exists else b''
         except ConnectionError:     # the client left, or edge timed it out
@@ -24,17 +66,16 @@ def _handler(page, waits=True):
         conn = edge.protocol_of(request.transport) if waits else edge.GONE
         conn.enter()
         try:
-            r = await page(Request(
-                request.method, request.path, request.cookies, request.remote,
-                request.headers.get('User-Agent', ''), body,
-                request.headers.get('X-Forwarded-For', '')),
+            headers = request.headers
+            r = await page(new_request((
+                request.method, request.path, _cookies(request), request.remote,
+                headers.get('User-Agent', ''), body,
+                headers.get('X-Forwarded-For', ''))),
                 **request.match_info)
         finally:
             conn.leave()
         # Server: aiohttp adds SERVER_SOFTWARE itself.
-        headers = [('Content-Type', r.content_type), NOSNIFF]
-        headers.extend(r.headers)
-        return web.Response(status=r.status, body=r.body, headers=headers)
+        return web.Response(status=r.status, body=r.body, headers=_headers(r))
     return handle
 
 

@@ -5,8 +5,9 @@ import asyncio
 import re
 
 from runtime import edge
-from pages import MAX_BODY, Request
+from pages import MAX_BODY
 from pages.http import NOSNIFF, SERVER, text_response
+from pages.http import cookies_of, new_request
 from pages.static import unrouted
 
 EVERY = [(b'server', SERVER.encode()),
@@ -22,15 +23,9 @@ PARAM = re.compile(r'\{(\w+)\}')
 
 
 def parse_cookies(header):
-    """name -> value from a Cookie header (bytes); the first of a name
-    wins, malformed parts are left out."""
-    cookies = {}
-    for part in header.decode('latin-1').split(';'):
-        name, eq, value = part.partition('=')
-        name = name.strip()
-        if eq and name and name not in cookies:
-            cookies[name] = value.strip()
-    return cookies
+    """name -> value from a Cookie header (bytes); see
+    pages.http.parse_cookies."""
+    return cookies_of(header.decode('latin-1'))
 
 
 def _pattern(path):
@@ -149,14 +144,18 @@ def make_app(site, limits=None, every=True):
                 await send(empty if head else rest)
                 return
         client = scope['client']
-        request = Request(method, path,
-                          parse_cookies(cookie) if cookie else NO_COOKIES,
-                          client[0] if client else '',
-                          agent.decode('utf-8', 'surrogateescape')
-                          if agent else '', body,
-                          forwarded.decode('latin-1') if forwarded else '')
-        handler, params = route(exact, patterns, missing, method, path)
-        r = await handler(request, **params)
+        request = new_request((
+            method, path, cookies_of(cookie) if cookie else NO_COOKIES,
+            client[0] if client else '',
+            agent.decode('utf-8', 'surrogateescape') if agent else '', body,
+            forwarded.decode('latin-1') if forwarded else ''))
+        handlers = exact.get(path)     # route(), in line
+        handler = handlers.get(method) if handlers is not None else None
+        if handler is not None:
+            r = await handler(request)
+        else:
+            handler, params = _match(patterns, method, path)
+            r = await (handler or missing)(request, **params)
         found = made.get(id(r))
         if found is None or found[0] is not r:
             if len(made) >= 64:

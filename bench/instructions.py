@@ -165,15 +165,21 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
     out_file = os.path.join(folder, 'callgrind.%s.out' % engine)
     tool = [valgrind(), '--tool=callgrind', '--instr-atstart=no',
             '--callgrind-out-file=' + out_file]
-    server = EngineServer(engine, free_port(), args, os.path.join(folder, engine + '.log'),
-                          pin=tool, env=environment(), python=python, root=root)
+    log = os.path.join(folder, engine + '.log')
+    hello = engine.startswith('hello-')
+    if hello:
+        server = HelloServer(engine, free_port(), log, tool, python, environment())
+    else:
+        server = EngineServer(engine, free_port(), args, log, pin=tool,
+                              env=environment(), python=python, root=root)
     server.start(timeout=600)
     pid, found, dumps = server.process.pid, [], 0
     conn = None
     try:
         paths = {p: page_path(server.url, p) for p in pages}
         conn = Connection(server.port)
-        send(conn, 'good', '/good', 1)      # the session every request carries
+        if not hello:
+            send(conn, 'good', '/good', 1)      # the session every request carries
         control(pid, '-i', 'on')
         for page in pages:
             send(conn, page, paths[page], warmup)
@@ -197,6 +203,17 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
             conn.close()
         server.stop(timeout=120)
     return found
+
+
+class HelloServer(EngineServer):
+    """A bare hello world ('hello-FRAMEWORK[-uvloop]', bench/references.py)
+    counted like an engine: it answers /ugly only."""
+
+    def __init__(self, label, port, log_path, pin, python, env):
+        framework, _, loop = label[len('hello-'):].partition('-')
+        super().__init__(label, port, [], log_path, pin, env=env)
+        self.argv = list(pin) + [python, '-m', 'bench.hello', framework,
+                                 '-p', str(port)] + (['--uvloop'] if loop else [])
 
 
 def record(engine, page, path, n1, n2, warmup, windows):
@@ -233,17 +250,25 @@ def section(results):
              'request after another. The databases are not counted; waiting '
              'costs no instructions. How to read it: docs/benchmark.md.'
              % results.get('valgrind', 'valgrind'), '']
+    from .references import of_engine
     from .tables import table_md
+    hellos = {r['engine']: r['per_request'] for r in records
+              if r['engine'].startswith('hello-') and 'per_request' in r}
+
+    def bare(r):
+        """The bare hello's count ÷ this /ugly's (1.0: no cost beyond it)."""
+        hello = r.get('page') == 'ugly' and hellos.get(of_engine(r['engine']))
+        return '%.2f' % (hello / float(r['per_request'])) if hello else '–'
     rows = [[r['engine'], r.get('page', '–'), r.get('path', '–'),
              '{:,}'.format(r['per_request']) if 'per_request' in r else
              'failed: ' + r['failed'].replace('|', '/').replace('\n', ' '),
              '%g%%' % r['spread'] if r.get('spread') is not None else '–',
-             where(r.get('parts') or {}),
+             bare(r), where(r.get('parts') or {}),
              '%s, %s' % (r['n1'], r['n2']) if 'n1' in r else '–']
             for r in records]
     return lines + table_md(['engine', 'page', 'path', 'instructions/request',
-                             'spread of 3', 'where (per request)', 'N1, N2'],
-                            rows, numeric=False)
+                             'spread of 3', 'hello ÷ this', 'where (per request)',
+                             'N1, N2'], rows, numeric=False)
 
 
 def where(parts, shown=5):

@@ -7,6 +7,7 @@ import time
 
 from . import html, machine, report
 from .instructions import WARMUP, RequestFailed, measure, version
+from .references import of_engine
 
 
 def bench(args):
@@ -22,16 +23,20 @@ def bench(args):
                'valgrind': version()}
     results.update(machine.describe())
     status = 0
-    for e in args.runnable:
+    counted = [(e.name, args.pages, args.where[e.name][0].python)
+               for e in args.runnable]
+    if 'ugly' in args.pages:    # each engine's bare hello world, on /ugly
+        hellos = {of_engine(name): python for name, _, python in counted}
+        counted += [(h, ['ugly'], python) for h, python in hellos.items() if h]
+    for name, pages, python in counted:
         try:
             results['instructions'] += measure(
-                e.name, args.pages, args.requests[0], args.requests[1],
-                folder=os.path.join(args.out, 'logs'),
-                python=args.where[e.name][0].python,
+                name, pages, args.requests[0], args.requests[1],
+                folder=os.path.join(args.out, 'logs'), python=python,
                 say=lambda line: print(line, file=sys.stderr))
         except (RuntimeError, RequestFailed, OSError) as err:
-            print('%s: %s' % (e.name, err), file=sys.stderr)
-            results['instructions'].append({'engine': e.name, 'failed': str(err)})
+            print('%s: %s' % (name, err), file=sys.stderr)
+            results['instructions'].append({'engine': name, 'failed': str(err)})
             status = 1
     results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
     with open(os.path.join(args.out, 'results.json'), 'w') as f:

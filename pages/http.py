@@ -1,5 +1,6 @@
 """Framework-neutral request and response, and the small parsers pages use."""
 import base64
+import functools
 import json
 import os
 import re
@@ -13,6 +14,9 @@ from urllib.parse import parse_qsl
 # front server named in --proxy is believed (Site.client).
 Request = namedtuple('Request', 'method path cookies ip user_agent body forwarded',
                      defaults=('',))
+# Request(*fields) from a tuple of all seven, without the Python-level
+# __new__ of a namedtuple.
+new_request = functools.partial(tuple.__new__, Request)
 Response = namedtuple('Response', 'status content_type body headers')
 # A page as adapters serve it: method, path (parameters in {braces}), the
 # handler (Request and path parameters -> Response), kind ('html' or 'json':
@@ -39,6 +43,39 @@ FRAMING = (('X-Frame-Options', 'DENY'),
 _TOKEN = re.compile(r'\A[A-Za-z0-9_-]{22}\Z')
 SLUG = re.compile(r'\A[a-z0-9_]{1,64}\Z')
 STICKER_ID = re.compile(r'\A[0-9]{1,9}\Z')
+
+
+def parse_cookies(header):
+    """name -> value from a Cookie header's text; the first of a name
+    wins, malformed parts are left out."""
+    cookies = {}
+    for part in header.split(';'):
+        name, eq, value = part.partition('=')
+        name = name.strip()
+        if eq and name and name not in cookies:
+            cookies[name] = value.strip()
+    return cookies
+
+
+# Cookie header -> parse_cookies' dict, for the headers seen lately: a
+# keep-alive client sends the same one with each request. Shared, as pages
+# only read cookies; bounded (emptied when full, long headers not kept).
+PARSED = {}
+MAX_PARSED, MAX_KEPT_HEADER = 1024, 512
+
+
+def cookies_of(header):
+    """parse_cookies(header), of a header given as text or bytes
+    (latin-1), kept in PARSED."""
+    found = PARSED.get(header)
+    if found is None:
+        found = parse_cookies(header if isinstance(header, str)
+                              else header.decode('latin-1'))
+        if len(header) <= MAX_KEPT_HEADER:
+            if len(PARSED) >= MAX_PARSED:
+                PARSED.clear()
+            PARSED[header] = found
+    return found
 
 
 def new_session():

@@ -864,3 +864,19 @@ def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
     assert row and float(row.group(1)) == round(status[engine]['start_s'], 2)
     assert float(row.group(2)) == round(m['server_rest_kib'] / 1024, 1)
     assert 'Start and memory' in (out / 'results.html').read_text()
+
+
+def test_instructions_table_gives_the_bare_hello_over_the_sites_ugly():
+    from bench import instructions
+    records = [{'engine': e, 'page': p, 'path': '/' + p, 'per_request': n,
+                'n1': 50, 'n2': 250, 'spread': 0.5, 'parts': {'interpreter': n}}
+               for e, p, n in [('aiohttp-tarantool-one-uvloop', 'ugly', 200000),
+                               ('aiohttp-tarantool-one-uvloop', 'good', 500000),
+                               ('hello-aiohttp-uvloop', 'ugly', 170000)]]
+    lines = instructions.section({'instructions': records})
+    table = [line.split(' | ') for line in lines if line.startswith('| ')]
+    column = table[0].index('hello ÷ this')
+    ratio = {(row[0].strip('| '), row[1]): row[column] for row in table[2:]}
+    assert ratio == {('aiohttp-tarantool-one-uvloop', 'ugly'): '0.85',
+                     ('aiohttp-tarantool-one-uvloop', 'good'): '–',
+                     ('hello-aiohttp-uvloop', 'ugly'): '–'}

@@ -13,23 +13,26 @@ from pages.http import EVERY
 class _Http(HttpToolsProtocol):
     """uvicorn's protocol with a bound on a request head, which httptools
     does not have: beyond edge.MAX_HEAD, a 400 and the connection closes
-    (edge's head timeout alone would let a fast client send gigabytes)."""
-
-    def on_message_begin(self):
-        self.head_size = 0
-        super().on_message_begin()
+    (edge's head timeout alone would let a fast client send gigabytes).
+    The count starts at a message's first piece of URL (uvicorn's
+    on_message_begin empties self.url); on_header does what uvicorn's does,
+    in one call."""
 
     def on_url(self, url):
-        self.head_size += len(url)
-        if self.head_size > edge.MAX_HEAD:
+        size = len(url) + self.head_size if self.url else len(url)
+        if size > edge.MAX_HEAD:
             raise ValueError('request head too large')
+        self.head_size = size
         self.url += url
 
     def on_header(self, name, value):
         self.head_size += len(name) + len(value) + 4
         if self.head_size > edge.MAX_HEAD:
             raise ValueError('request head too large')
-        super().on_header(name, value)
+        name = name.lower()
+        if name == b'expect' and value.lower() == b'100-continue':
+            self.expect_100_continue = True
+        self.headers.append((name, value))
 
 
 class _Edge(edge.Edge):
