@@ -57,25 +57,11 @@ def parse_cookies(header):
     return cookies
 
 
-# Cookie header -> parse_cookies' dict, for the headers seen lately: a
-# keep-alive client sends the same one with each request. Shared, as pages
-# only read cookies; bounded (emptied when full, long headers not kept).
-PARSED = {}
-MAX_PARSED, MAX_KEPT_HEADER = 1024, 512
-
-
 def cookies_of(header):
     """parse_cookies(header), of a header given as text or bytes
-    (latin-1), kept in PARSED."""
-    found = PARSED.get(header)
-    if found is None:
-        found = parse_cookies(header if isinstance(header, str)
-                              else header.decode('latin-1'))
-        if len(header) <= MAX_KEPT_HEADER:
-            if len(PARSED) >= MAX_PARSED:
-                PARSED.clear()
-            PARSED[header] = found
-    return found
+    (latin-1). Parsed on every request: nothing is kept between them."""
+    return parse_cookies(header if isinstance(header, str)
+                         else header.decode('latin-1'))
 
 
 def new_session():

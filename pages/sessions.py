@@ -21,7 +21,6 @@ SIGNATURE = 16        # bytes of the HMAC kept: 128 bits, 22 characters
 COOKIE = re.compile(r'\A([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                     r'[0-9a-f]{12})\.([A-Za-z0-9_-]{22})\Z')
 LENGTH = 36 + 1 + 22
-MAX_CHECKED = 4096     # cookie values whose check is kept
 FRESH = re.compile(r'\A(\d{1,12})\.([A-Za-z0-9_-]{22})\Z')
 SET_COOKIE = '%s=%%s; Path=/; Max-Age=%d; HttpOnly; SameSite=Lax' % (
     SESSION_COOKIE, COOKIE_MAX_AGE)
@@ -44,11 +43,6 @@ class Sessions:
         key = os.urandom(32) if key is None else usable_key(key)
         # Keyed once: a copy per cookie costs less than hmac.digest().
         self._hmac = hmac.new(key, digestmod=hashlib.sha256)
-        # Cookie value -> its session uuid, for values this key signed
-        # that came lately (a visitor sends the same one each request):
-        # the check's answer depends on nothing else. Bounded: emptied
-        # when full.
-        self._checked = {}
 
     def sign(self, session):
         mac = self._hmac.copy()
@@ -65,17 +59,11 @@ class Sessions:
         # Length first: a huge value costs nothing more.
         if not isinstance(value, str) or len(value) != LENGTH:
             return None
-        session = self._checked.get(value)
-        if session is not None:
-            return session
         found = COOKIE.match(value)
         if found is None:
             return None
         session, signature = found.groups()
         if hmac.compare_digest(self.sign(session), signature):
-            if len(self._checked) >= MAX_CHECKED:
-                self._checked.clear()
-            self._checked[value] = session
             return session
         return None
 

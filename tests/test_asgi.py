@@ -8,7 +8,6 @@ import pytest
 
 from runtime import edge
 from asgi_server import make_app, parse_cookies
-from pages import http
 from pages import MAX_BODY, Route
 from pages.http import text_response
 
@@ -86,20 +85,6 @@ def test_cookies_are_parsed_leniently():
     assert parse_cookies(b'sid=abc; a=b;sid=x; bad; =v; c=; d = e ') == {
         'sid': 'abc', 'a': 'b', 'c': '', 'd': 'e'}
     assert parse_cookies(b'sid=\xff\x00;;;') == {'sid': '\xff\x00'}
-
-
-def test_parsed_cookie_headers_are_kept_within_bounds():
-    http.PARSED.clear()
-    header = b'sid=abc; a=b'
-    assert http.cookies_of(header) == {'sid': 'abc', 'a': 'b'}
-    assert http.cookies_of(header) is http.PARSED[header]
-    assert http.cookies_of('sid=abc') == {'sid': 'abc'}     # text too
-    long = b'a=' + b'x' * http.MAX_KEPT_HEADER
-    assert http.cookies_of(long) == {'a': 'x' * http.MAX_KEPT_HEADER}
-    assert long not in http.PARSED
-    for n in range(http.MAX_PARSED + 10):
-        assert http.cookies_of(b'n=%d' % n) == {'n': str(n)}
-        assert len(http.PARSED) <= http.MAX_PARSED
 
 
 async def test_cookies_and_body_reach_the_page(app):
