@@ -182,6 +182,12 @@ def test_a_ceiling_whose_calls_do_no_work_fails(tarantool, postgres,
         (d, c) for d in ('tarantool', 'postgres') for c in CALLS}
     for r in runs:
         assert r['failure'], r
+    # Failed inside the database, the calls are not tried again through the
+    # drivers and HTTP: the run says so and ends sooner.
+    assert {r['layer'] for r in runs} == {'database'}
+    skipped = results['ceilings']['skipped']
+    assert {(x['database'], x['layer']) for x in skipped if x['failed']} == {
+        (d, 'drivers and http') for d in ('tarantool', 'postgres')}
     md = (out / 'results.md').read_text()
     assert '| ceilings | failed |' in md
     assert '⚠ postgres database vote: the vote total moved by 0' in md
