@@ -30,6 +30,16 @@ FIRST = {'engines': ['aiohttp-tarantool-one-uvloop', 'granian-tarantool-one-uvlo
 FIRST_FRACTIONS = (0.5, 0.9)    # the mix's rate steps, then the probes
 
 
+def fractions(text):
+    try:
+        values = [float(x) for x in comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a list of fractions' % text)
+    if not values or min(values) <= 0 or max(values) > 1.5:
+        raise argparse.ArgumentTypeError('fractions must be above 0 and up to 1.5')
+    return tuple(sorted(set(values)))
+
+
 def rates(text):
     try:
         values = [float(x) for x in comma_list(text)]
@@ -131,6 +141,13 @@ def parser():
                    help='with --latency: requests/s to offer (default %s of '
                         'each page\'s own saturation rate)' % ', '.join(
                             '%d%%%%' % (f * 100) for f in RunPlan.fractions))
+    p.add_argument('--fractions', type=fractions, metavar='F,…',
+                   help='with --latency: the rate steps as fractions of each '
+                        'page\'s own saturation rate, above 0 and up to 1.5 '
+                        '(default %s)' % ','.join('%g' % f for f in RunPlan.fractions))
+    p.add_argument('--rate-pages', type=comma_list, metavar='P,…',
+                   help='with --latency: the pages offered fixed rates (default '
+                        'every page); the others are timed closed loop only')
     p.add_argument('--slo', type=slo, metavar='PCT=BUDGET',
                    help='with --latency: the latency budget of the capacity '
                         'search (default %s; percentiles %s)' % (
@@ -307,13 +324,29 @@ def plan(argv):
         print('bench.py: error: ' + message, file=sys.stderr)
         sys.exit(2)
 
-    fixed_pages = first_run(args, fail) if args.first else None
+    fixed_pages = first_pages = first_run(args, fail) if args.first else None
     pages_given = args.pages is not None
     args.pages = list(PAGES) if args.pages is None else args.pages
     if args.instructions:
         return instruction_plan(args, pages_given, fail)
-    if (args.rates or args.slo) and not args.latency:
-        fail('--rates and --slo go with --latency')
+    if (args.rates or args.slo or args.fractions or args.rate_pages) \
+            and not args.latency:
+        fail('--rates, --fractions, --rate-pages and --slo go with --latency')
+    if args.rates and args.fractions:
+        fail('--rates or --fractions: the steps are either rates or fractions')
+    if args.rate_pages:
+        if fixed_pages is not None:
+            fail('--first offers fixed rates to %s only: leave out --rate-pages'
+                 % mixed.PAGE)
+        stray = sorted(set(args.rate_pages) - set(args.pages) | (
+            {'vote'} & set(args.rate_pages)))
+        if stray:
+            fail('--rate-pages %s: not among the pages that can be offered '
+                 'fixed rates (%s)' % (','.join(stray), ','.join(
+                     x for x in args.pages if x != 'vote')))
+        # the mix has no closed-loop runs: it is always offered fixed rates
+        fixed_pages = list(dict.fromkeys(args.rate_pages + [
+            x for x in args.pages if x == mixed.PAGE]))
     if args.latency:
         if args.modes == ['pipelined']:
             fail('--latency: oha sends one request at a time per connection; '
@@ -332,9 +365,6 @@ def plan(argv):
         args.loadgen = mixed.find() if mixed.PAGE in args.pages else None
         if mixed.PAGE in args.pages and args.loadgen is None:
             fail('--pages %s: %s' % (mixed.PAGE, mixed.INSTALL))
-        if mixed.PAGE in args.pages and args.profile:
-            fail('--profile samples closed-loop wrk runs, which %s has none '
-                 'of: leave one out' % mixed.PAGE)
     remotes = remote_sites(args, fail)
     if remotes and args.engines is None:
         # Options of the servers the bench starts; a site runs what it runs.
@@ -421,7 +451,8 @@ def plan(argv):
         oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),
         oha_version=args.latency and oha.version(args.oha), remotes=remotes,
         fixed_pages=fixed_pages, core_hour_price=args.core_hour_price,
-        fractions=FIRST_FRACTIONS if fixed_pages else RunPlan.fractions,
+        fractions=args.fractions or (
+            FIRST_FRACTIONS if first_pages else RunPlan.fractions),
         dry_run=args.dry_run)
 
 

@@ -45,7 +45,8 @@ def lines(s, seconds):
                        budget.label(s.slo), s.duration, s.runs,
                        '' if s.runs == 1 else 's'))
     if s.profile:
-        out.append('  plus one profiled run per engine and page')
+        out.append('  plus one profiled run per engine and page%s' % (
+            ' (not %s: no closed loop)' % mixed.PAGE if mixed.PAGE in s.pages else ''))
     if s.ceilings:
         out.append('  then the ceilings under the pages')
     out.append('expected: %s (estimate from bench/guesses.py; done near %s)'

@@ -237,7 +237,8 @@ class Matrix:
                         if ref:
                             ref.stop()      # idle, but some poll
                     refs = {}
-                if self.s.profile and mode == profile_mode(self.s, page):
+                if (self.s.profile and page != mixed.PAGE
+                        and mode == profile_mode(self.s, page)):
                     for t, server, _ in crew:
                         if server.alive():
                             self.profiled(t['name'], server, page, mode,

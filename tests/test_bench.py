@@ -14,8 +14,8 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import (cli, profile, pythons, references, report, stats, tables,
-                   verify)
+from bench import (cli, guesses, outline, profile, pythons, references,
+                   report, stats, tables, verify)
 from bench.charts import label
 from bench.latency import mixed, oha
 from runtime import frameworks
@@ -347,6 +347,37 @@ def test_first_fills_only_what_was_not_given():
         assert s.pages == ['ugly', 'good', 'index', 'mix']
         assert s.latency and s.fixed_pages == ['mix']
     assert not cli.plan(['--first', '--pages', 'good', '--out', '/x']).latency
+
+
+@pytest.mark.bench
+def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
+    if not (mixed.find() and oha.find()):
+        pytest.skip('oha or loadgen is not built')
+    base = ['--engines', 'aiohttp-tarantool-one-uvloop', '--latency', '--plain',
+            '--out', '/nonexistent']
+    s = cli.plan(base + ['--pages', 'ugly,good,mix', '--rate-pages', 'good',
+                         '--fractions', '0.9,0.5', '--profile'])
+    # the mix has no closed loop: it is offered rates whether named or not
+    assert s.fixed_pages == ['good', 'mix'] and s.fractions == (0.5, 0.9)
+    assert [p for p in s.pages if guesses.offers_rates(s, p)] == ['good', 'mix']
+    lines = outline.lines(s, 0)
+    assert '  fixed rates for good, mix: 50, 90 % of saturation, then up to ' \
+        '3 probes for the capacity at p99 ≤ 10 ms; 10 s each, 3 times' in lines
+    assert ('  plus one profiled run per engine and page (not mix: no closed '
+            'loop)') in lines
+    assert cli.plan(base + ['--pages', 'good']).fixed_pages is None
+    for wrong, said in (
+            (['--pages', 'good', '--rate-pages', 'ugly'], '--rate-pages ugly: not'),
+            (['--pages', 'good,vote', '--rate-pages', 'vote'], '--rate-pages vote: not'),
+            (['--pages', 'good', '--fractions', '0.5', '--rates', '100'],
+             '--rates or --fractions'),
+            (['--pages', 'good', '--fractions', '2'], 'up to 1.5')):
+        with pytest.raises(SystemExit) as exit:
+            cli.plan(base + wrong)
+        assert exit.value.code == 2 and said in capsys.readouterr().err, wrong
+    with pytest.raises(SystemExit):
+        cli.plan(['--rate-pages', 'good', '--out', '/nonexistent'])
+    assert 'go with --latency' in capsys.readouterr().err
 
 
 @pytest.mark.bench
