@@ -89,9 +89,20 @@ def reread(results, page, slo):
             for name, found in runs.items()}
 
 
-def row(name, found, rate, workers, price, max_cores):
+def memory_mib(target, cores, workers):
+    """MiB for `cores` server processes and the database, from the run's
+    RSS after load (a process's share of it with --workers), or None."""
+    m = (target or {}).get('memory') or {}
+    if not cores or not m.get('server_peak_kib'):
+        return None
+    kib = cores * m['server_peak_kib'] / workers + (m.get('database_peak_kib') or 0)
+    return kib / 1024.0
+
+
+def row(name, found, rate, workers, price, max_cores, target=None):
     """One engine's figures: capacity per core, cores (None past
-    max_cores or with no capacity), monthly $, $/M requests, notes."""
+    max_cores or with no capacity), monthly $, $/M requests, memory MiB,
+    notes."""
     per_core = (found['rate']['median'] or 0.0) / workers
     cores = int(math.ceil(rate / per_core)) if per_core else None
     notes = []
@@ -114,7 +125,8 @@ def row(name, found, rate, workers, price, max_cores):
     monthly = cores * HOURS * price if cores else None
     per_million = cores * million_price(price, rate) if cores else None
     return {'engine': name, 'per_core': per_core, 'cores': cores,
-            'monthly': monthly, 'per_million': per_million, 'notes': notes}
+            'monthly': monthly, 'per_million': per_million,
+            'memory_mib': memory_mib(target, cores, workers), 'notes': notes}
 
 
 def million_price(price, rate):
@@ -147,7 +159,8 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                'below the lowest that missed it, median of the runs (as coarse '
                'as the rates tried)' % (budget.label(measured), budget.label(slo)))
     workers = (results.get('settings') or {}).get('workers') or 1
-    rows = [row(n, found[n], rate, workers, price, max_cores)
+    by_name = {t['name']: t for t in results.get('targets') or []}
+    rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n))
             for n in names if n in found]
     rows.sort(key=lambda r: (r['cores'] is None, r['cores'] or 0, -r['per_core']))
     if not any(r['cores'] for r in rows):
@@ -177,8 +190,12 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
         'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
                           if price == PRICE else 'as given',
                           '{:,.0f}'.format(rate)),
-        'Memory: not measured (results.json records none; python -m '
-        'bench.soak measures an engine\'s).']
+        ('Memory: the cores\' server processes and the database they use, '
+         'each as the run measured it after its load (RSS); more processes '
+         'assumed to take as much each, not measured' if any(
+             r['memory_mib'] for r in rows) else
+         'Memory: not measured (results.json records none; python -m '
+         'bench.soak measures an engine\'s).')]
     if page == mixed.PAGE:
         header.append('mix: requests/s counts every request of a visit '
                       '(GET /, then a vote or a page).')
@@ -194,7 +211,8 @@ def text(header, rows):
         table.append([r['engine'], '{:,.0f}'.format(r['per_core']),
                       '–' if r['cores'] is None else str(r['cores']),
                       money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
-                      'not measured', '; '.join(r['notes'])])
+                      'not measured' if r['memory_mib'] is None else
+                      '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])])
     widths = [max(len(line[i]) for line in table) for i in range(6)]
     lines = ['  '.join(c.rjust(w) if 0 < i < 5 else c.ljust(w)
                        for i, (c, w) in enumerate(zip(line, widths))) + '  ' + line[6]

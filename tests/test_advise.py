@@ -100,6 +100,25 @@ def test_cores_cost_and_cost_per_million(run):
     assert float(a[4]) == pytest.approx(3 * 0.05 / 36000000 * 1e6, abs=1e-4)
     assert a[5] == 'not measured'
     assert 'x 730 h x $0.05 per core-hour' in out
+    assert 'Memory: not measured' in out
+
+
+def test_memory_is_the_cores_servers_and_their_database(run):
+    data = results()
+    a = data['targets'][0]
+    assert a['name'] == 'a-tarantool-one'
+    a['memory'] = {'server_rest_kib': 40 * 1024, 'server_peak_kib': 60 * 1024,
+                   'database_rest_kib': 290 * 1024,
+                   'database_peak_kib': 300 * 1024}
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
+    # 3 cores: 3 server processes of 60 MiB after load, and 300 MiB of database
+    assert rows(out)['a-tarantool-one'][5] == '480 MiB'
+    assert rows(out)['b-postgres-pool'][5] == 'not measured'
+    assert "Memory: the cores' server processes" in out
+    data['settings']['workers'] = 2     # the run's RSS was of 2 processes
+    data['capacity'] = [dict(c, rate=c['rate'] * 2) for c in data['capacity']]
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
+    assert rows(out)['a-tarantool-one'][5] == '390 MiB'     # 3 x 30 + 300
 
 
 def test_default_price_is_stated_as_an_assumption(run):
@@ -208,7 +227,9 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
     path, data = committed()[-1]
     folder = os.path.dirname(path)
     engines = {t['name'] for t in data['targets'] if t['kind'] == 'engine'}
-    for page in data['settings']['pages']:
+    pages = {p for (_, p) in capacities(data)}
+    assert pages
+    for page in sorted(pages):      # the pages offered fixed rates
         measured = {n for (n, p) in capacities(data) if p == page and n in engines}
         # through bench.py's command line, as a folder
         monkeypatch.setattr(sys, 'argv', ['bench.py', 'advise', folder,
