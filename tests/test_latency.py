@@ -217,7 +217,9 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
     first = md.split('\n## ')[1]
     assert first.startswith('Capacity at p50 ≤ 20 ms'), md[:2000]
     assert 'oha %s' % oha.VERSION in md
-    assert (out / 'chart-latency-good.png').read_bytes()[:4] == b'\x89PNG'
+    for chart in ('chart-latency-good.png', 'chart-capacity-good.png'):
+        assert (out / chart).read_bytes()[:4] == b'\x89PNG'
+    assert '![capacity good](chart-capacity-good.png)' in first
     page = (out / 'results.html').read_text()
     assert 'data:image/png;base64,' in page
     assert not re.search(r'(src|href)\s*=\s*["\']?(\w+:)?//', page)   # no network

@@ -1,12 +1,14 @@
 """Per page: latency (log scale) against offered load, one line per
 target through its rate steps (medians of the runs), the search's probes as
-dots, the budget as a dashed line."""
+dots, the budget as a dashed line; and the capacity within the budget, one
+bar per target, highest first."""
 import os
 
 from ..plotting import plt, short
 from ..tables import targets
 from . import budget
-from .cells import steps
+from ..tables import FLAG
+from .cells import capacities, steps
 
 
 def page_chart(results, page, path):
@@ -49,9 +51,51 @@ def page_chart(results, page, path):
     return path
 
 
+def capacity_chart(results, page, path):
+    found = capacities(results)
+    cells = sorted(((c['rate']['median'] or 0, n, c) for (n, p), c in found.items()
+                    if p == page), key=lambda x: (-x[0], x[1]))
+    if not cells:
+        return None
+    fig, ax = plt.subplots(figsize=(8.5, 1.6 + 0.32 * len(cells)), dpi=110)
+    ys = range(len(cells))
+    ax.barh(ys, [m for m, _, _ in cells], 0.7, color='#3b75af',
+            xerr=[[m - (c['rate']['min'] or 0) for m, _, c in cells],
+                  [(c['rate']['max'] or 0) - m for m, _, c in cells]],
+            capsize=2, error_kw={'elinewidth': 1, 'ecolor': '#333333'})
+    for y, (m, _, c) in zip(ys, cells):
+        ax.annotate('%s%s%s' % ('≥ ' if c['open'] else '', short(m),
+                                ' ' + FLAG if c['noisy'] else ''),
+                    ((c['rate']['max'] or m), y), xytext=(4, 0),
+                    textcoords='offset points', va='center', fontsize=8)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([n for _, n, _ in cells], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max((c['rate']['max'] or m) for m, _, c in cells) * 1.15 or 1)
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: short(v)))
+    ax.grid(axis='x', alpha=0.3)
+    ax.set_axisbelow(True)
+    slo = results['settings']['latency']['slo']
+    ax.set_title('%s: the highest rate with %s, requests/s, higher is better'
+                 % ('GET / then a vote or a read (mix)' if page == 'mix'
+                    else '/' + (page if page != 'index' else ''),
+                    budget.label(slo)), fontsize=10, loc='left')
+    fig.text(0.01, 0.01, 'median of %d searches, whiskers min-max; one server '
+             'process and its database on one core' % results['settings']['runs'],
+             fontsize=7.5, color='#555555', va='bottom')
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write(results, out):
     if not results['settings'].get('latency'):
         return []
-    paths = [page_chart(results, page, os.path.join(out, 'chart-latency-%s.png' % page))
-             for page in results['settings']['pages']]
+    paths = []
+    for page in results['settings']['pages']:
+        paths += [capacity_chart(results, page, os.path.join(
+                      out, 'chart-capacity-%s.png' % page)),
+                  page_chart(results, page, os.path.join(
+                      out, 'chart-latency-%s.png' % page))]
     return [p for p in paths if p]

@@ -37,6 +37,8 @@ def capacity_table(results, names, pages):
              '%d connections) measured in the same run.'
              % (slo['percentile'], slo['ms'],
                 results['settings']['connections']), '']
+    lines += ['![capacity %s](chart-capacity-%s.png)' % (p, p) for p in pages]
+    lines += [''] if pages else []
     rows, notes = [], []
     for name in present:
         cells = []
