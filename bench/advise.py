@@ -192,7 +192,7 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                           '{:,.0f}'.format(rate)),
         ('Memory: the cores\' server processes and the database they use, '
          'each as the run measured it after its load (RSS); more processes '
-         'assumed to take as much each, not measured' if any(
+         'assumed to take as much each, not measured.' if any(
              r['memory_mib'] for r in rows) else
          'Memory: not measured (results.json records none; python -m '
          'bench.soak measures an engine\'s).')]
