@@ -240,8 +240,14 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
         assert done.value.code == 0 and measured
         table = rows(out)
         assert set(table) == measured
-        cores = [int(r[2]) for r in table.values()]
+        # rows that fit in --max-cores first, by cores; then those that do not
+        fits = [r[2] != '–' for r in table.values()]
+        assert fits == sorted(fits, reverse=True) and any(fits)
+        cores = [int(r[2]) for r in table.values() if r[2] != '–']
         assert cores == sorted(cores) and all(c >= 1 for c in cores)
+        for r in table.values():
+            if r[2] == '–':
+                assert 'more than --max-cores' in r[6] or 'no rate' in r[6], r
 
 
 def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
