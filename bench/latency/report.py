@@ -118,13 +118,18 @@ def header_line(results):
                ', '.join('%d%%' % round(f * 100) for f in lat['fractions'])
                + ' of each page\'s saturation rate')
     only = lat.get('pages')     # the others were timed closed loop only
+    fixed = only or s['pages']
+    mix = lat.get('mix')
+    tools = ([lat['generator']] if any(p != 'mix' for p in fixed) else []) + (
+        ['%s for mix' % mix['generator']] if mix and 'mix' in fixed else [])
     return ('- Fixed rates%s: %s with latency correction (each request timed '
             'from when it was due), %s, %d s each, at most %d connections, '
             'timeout %d s; then up to %d probes searching the capacity at %s'
             % (' (%s only)' % ', '.join(only) if only else '',
-               lat['generator'], offered, s['duration'], s['connections'],
+               ' and '.join(tools) or lat['generator'], offered,
+               s['duration'], s['connections'],
                s['wrk_timeout'], lat['probes'], budget.label(lat['slo']))
-            + mix_line(lat.get('mix')))
+            + mix_line(mix))
 
 
 def mix_line(mix):
