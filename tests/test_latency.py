@@ -244,9 +244,11 @@ def test_compare_marks_a_slower_build_worse_and_exits_1(latency_runs):
 
 def test_compare_works_on_the_committed_runs():
     runs = sorted(os.path.join(ROOT, 'docs', d) for d in os.listdir(
-        os.path.join(ROOT, 'docs')) if d.startswith('results-'))
-    lines, worse = compare.compare(compare.load(runs[-1]), compare.load(runs[-1]))
-    assert worse == 0 and '| req/s |' in '\n'.join(lines)
+        os.path.join(ROOT, 'docs')) if d == 'results' or d.startswith('results-'))
+    assert runs
+    for run in runs:
+        lines, worse = compare.compare(compare.load(run), compare.load(run))
+        assert worse == 0 and '| req/s |' in '\n'.join(lines), run
 
 
 @pytest.mark.bench
