@@ -2,7 +2,7 @@
 then per page the figures at each fixed rate."""
 from .. import tables
 from ..stats import ratio
-from . import budget
+from . import budget, mixed
 from .cells import capacities, steps
 from .noise import NOISE
 
@@ -120,8 +120,9 @@ def header_line(results):
     only = lat.get('pages')     # the others were timed closed loop only
     fixed = only or s['pages']
     mix = lat.get('mix')
-    tools = ([lat['generator']] if any(p != 'mix' for p in fixed) else []) + (
-        ['%s for mix' % mix['generator']] if mix and 'mix' in fixed else [])
+    tools = ([lat['generator']] if any(p != mixed.PAGE for p in fixed) else []) + (
+        ['%s for %s' % (mix['generator'], mixed.PAGE)] if mix and mixed.PAGE in fixed
+        else [])
     return ('- Fixed rates%s: %s with latency correction (each request timed '
             'from when it was due), %s, %d s each, at most %d connections, '
             'timeout %d s; then up to %d probes searching the capacity at %s'
