@@ -222,7 +222,10 @@ async def test_ranked_stickers_walk_the_rating_index(postgres, best, driver):
 
 async def test_a_flood_is_served_in_the_order_it_came(postgres, driver):
     """Callers arriving faster than a pool of two serves them reach the
-    database in the order they came: no one waits while later ones pass."""
+    database in the order they came: no one waits while later ones pass.
+    A stall of the machine can hold one server process past its turn while
+    the other serves two more, so the flood may be tried three times; a
+    pool that lets newcomers pass fails every time."""
     data = driver(postgres.dsn, min_size=2, max_size=2)
     await data.start()
 
@@ -230,13 +233,18 @@ async def test_a_flood_is_served_in_the_order_it_came(postgres, driver):
         await asyncio.sleep(i * 0.001)
         return await data._query(
             'fetchval', 'SELECT clock_timestamp() FROM pg_sleep(0.004)')
+    tries = []
     try:
-        began = await asyncio.gather(*[caller(i) for i in range(120)])
+        for _ in range(3):
+            began = await asyncio.gather(*[caller(i) for i in range(120)])
+            # The two connections run side by side: i and i+1 may swap.
+            tries.append([i for i in range(len(began) - 2)
+                          if began[i] > began[i + 2]])
+            if not tries[-1]:
+                break
     finally:
         await data.close()
-    # The two connections run side by side: i and i+1 may swap, no more.
-    passed = [i for i in range(len(began) - 2) if began[i] > began[i + 2]]
-    assert not passed, passed
+    assert not tries[-1], 'passed, in each try: %s' % tries
 
 
 async def test_the_gate_takes_turns_times_out_and_passes_places_on():
