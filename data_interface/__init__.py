@@ -5,6 +5,7 @@ or psycopg, Redis via redis-py) implements `DataInterface` with the same
 semantics; tests/test_contract.py holds them to it.
 """
 import abc
+import asyncio
 import socket
 from collections import namedtuple
 
@@ -63,6 +64,18 @@ def keep_alive(sock):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     for option, value in KEEPALIVE.items():
         sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+async def cancel(task):
+    """Cancel an asyncio task and wait until it has ended. Up to Python
+    3.11, asyncio.wait_for returns its result when a cancel meets its
+    end, and a task in a loop goes on: it is cancelled again until it
+    ends. Its own error, if any, is raised here."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait((task,), timeout=0.05)
+    if not task.cancelled():
+        task.result()
 
 
 LOAD_BATCH = 2000   # stickers per call of load_batch

@@ -26,7 +26,7 @@ import collections
 import logging
 import time
 
-from . import REFUSED, DataInterface, DataUnavailable
+from . import REFUSED, DataInterface, DataUnavailable, cancel
 
 log = logging.getLogger('replicas')
 
@@ -149,11 +149,7 @@ class Replicated(DataInterface):
     async def close(self):
         for task in [self._checker] + self._starting:
             if task is not None:
-                task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
+                await cancel(task)
         self._checker, self._starting = None, []
         for replica in self.replicas:
             await replica.data.close()

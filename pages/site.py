@@ -12,7 +12,7 @@ import os
 import time
 import types
 
-from data_interface import DataUnavailable, Visit, VoteOutcome
+from data_interface import DataUnavailable, Visit, VoteOutcome, cancel
 from .http import (FRAMING, HTML, SESSION_COOKIE, SLUG, STICKER_ID, Response,
                    Route, ballot_form, ballot_tokens, clean_text,
                    json_response, text_response)
@@ -191,11 +191,7 @@ class Site:
     async def stop(self):
         """After serving: stop refreshing, write the visits left."""
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await cancel(self._task)
         await self.visits.close()
 
     async def refresh(self):

@@ -1,6 +1,4 @@
-"""What keeps a child running: the delays between restarts, and ending the
-task that watches it."""
-import asyncio
+"""What keeps a child running: the delays between restarts."""
 
 FIRST_DELAY, MAX_DELAY = 0.5, 10.0     # seconds before a restart
 STAYED_UP = 30.0        # seconds up after which a death is a new one
@@ -25,12 +23,3 @@ class Backoff:
         self.since = None
         delay, self.delay = self.delay, min(self.delay * 2, MAX_DELAY)
         return delay
-
-
-async def cancel(task):
-    """Cancel an asyncio task and wait until it has ended."""
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass

@@ -31,12 +31,12 @@ import sys
 import time
 from contextlib import asynccontextmanager
 
-from data_interface import DataUnavailable
+from data_interface import DataUnavailable, cancel
 from pages.outage import Outage
 from .databases import WATCH_EVERY, open_databases, table
 from .databases.local import GUARDED, guard_all
 from .processes import LISTEN, exit_reason, tcp_sockets
-from .supervise import Backoff, cancel
+from .supervise import Backoff
 
 log = logging.getLogger('workers')
 SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

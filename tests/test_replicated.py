@@ -12,7 +12,7 @@ import pytest
 
 from conftest import (load_small_dataset, start_tarantool, tarantool_address,
                       until)
-from data_interface import DataUnavailable, Visit
+from data_interface import DataUnavailable, Visit, cancel
 from data_interface.address import as_admin
 from data_interface import replicated as replicated_module
 from data_interface.replicated import CHECK_EVERY, START_TIMEOUT, Replicated
@@ -283,3 +283,67 @@ async def test_a_slow_primary_lets_no_lagging_replica_in(lagging):
     finally:
         os.kill(primary.pid, signal.SIGCONT)
         await data.close()
+
+
+class Held:
+    """A primary whose position() waits for the test once `hold` is set."""
+
+    def __init__(self, data):
+        self.data, self.hold = data, False
+        self.asked, self.answer = asyncio.Event(), None
+
+    def __getattr__(self, name):
+        return getattr(self.data, name)
+
+    async def position(self):
+        if not self.hold:
+            return await self.data.position()
+        self.answer = asyncio.get_event_loop().create_future()
+        self.asked.set()
+        return await self.answer
+
+
+async def test_close_ends_a_check_answered_as_it_is_cancelled(tarantool):
+    """Up to Python 3.11, asyncio.wait_for returns an answer that comes in
+    the turn its task is cancelled: the checker went on checking, and
+    close() waited for it for ever."""
+    primary = Held(AsynctntData(tarantool_address(tarantool)))
+    data = Replicated(primary, [], max_lag=LAG)
+    await data.start()
+    try:
+        position = await primary.data.position()
+        primary.hold = True
+        await asyncio.wait_for(primary.asked.wait(), 10 * CHECK_EVERY)
+        primary.answer.set_result(position)
+        closing = asyncio.ensure_future(data.close())   # cancels in this turn
+        await asyncio.wait((closing,), timeout=5)
+        assert closing.done(), 'close() still waits for the checker'
+        closing.result()
+        assert data._checker is None
+    finally:
+        primary.hold = False
+        await data.close()
+
+
+async def test_cancel_ends_a_task_that_goes_on_after_a_cancel():
+    turns = []
+
+    async def stubborn():
+        while True:
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                turns.append('cancelled')
+                if len(turns) == 3:
+                    raise
+    task = asyncio.ensure_future(stubborn())
+    await asyncio.sleep(0.02)
+    await asyncio.wait_for(cancel(task), 5)
+    assert task.cancelled() and turns == ['cancelled'] * 3
+
+    async def failing():
+        raise ValueError('its own error')
+    task = asyncio.ensure_future(failing())
+    await asyncio.sleep(0)
+    with pytest.raises(ValueError, match='its own error'):
+        await cancel(task)

@@ -10,11 +10,11 @@ import logging
 import time
 from contextlib import asynccontextmanager
 
-from data_interface import NotSetUp
+from data_interface import NotSetUp, cancel
 from data_interface.address import as_admin
 from ..processes import answers
 from ..settings import DEFAULTS
-from ..supervise import Backoff, cancel
+from ..supervise import Backoff
 from .load import load_if_empty
 from .table import BY_NAME, data_for, of, replicated
 from .tarantool import ManagedReplica, check_engine
