@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -100,8 +101,9 @@ def start_server(tmp_path_factory):
         started.append(server)
         return server
     yield start
-    for server in started:
-        server.stop()
+    # Side by side: each waits for its own visits to be written.
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(ServerProcess.stop, started))
 
 
 @pytest.fixture(scope='session')
