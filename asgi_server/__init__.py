@@ -36,10 +36,11 @@ def _pattern(path):
     return re.compile(regex + r'\Z')
 
 
-def _table(site):
-    """(path -> {method: handler}, [(regex, {method: handler})])."""
+def _table(site, routes=None):
+    """(path -> {method: handler}, [(regex, {method: handler})]) of
+    `routes` (by default the site's)."""
     exact, patterns = {}, {}
-    for route in site.routes():
+    for route in site.routes() if routes is None else routes:
         methods = ('GET', 'HEAD') if route.method == 'GET' else (route.method,)
         if PARAM.search(route.path):
             handlers = patterns.setdefault(route.path, {})
@@ -48,6 +49,61 @@ def _table(site):
         for method in methods:
             handlers[method] = route.handler
     return exact, [(_pattern(path), h) for path, h in patterns.items()]
+
+
+def scan(headers):
+    """(cookie, user agent, forwarded, content-length, transfer-encoding)
+    of ASGI headers: b'' for the first three when absent, None for the
+    last two. Repeated Cookie headers are joined."""
+    cookie = agent = forwarded = b''
+    length = chunked = None
+    for name, value in headers:
+        if name == b'cookie':
+            cookie = cookie + b'; ' + value if cookie else value
+        elif name == b'user-agent':
+            agent = value
+        elif name == b'x-forwarded-for':
+            forwarded = value
+        elif name == b'content-length':
+            length = value
+        elif name == b'transfer-encoding':
+            chunked = value
+    return cookie, agent, forwarded, length, chunked
+
+
+def request_of(scope, body, cookie, agent, forwarded):
+    """The pages.http.Request of an ASGI scope and what scan() found."""
+    client = scope['client']
+    return new_request((
+        scope['method'], scope['path'],
+        cookies_of(cookie) if cookie else NO_COOKIES,
+        client[0] if client else '',
+        agent.decode('utf-8', 'surrogateescape') if agent else '', body,
+        forwarded.decode('latin-1') if forwarded else ''))
+
+
+class _Lazy:
+    """A pages.http.Request whose fields are read from the ASGI scope only
+    when a page reads one: /ugly and /about read none. For pages that never
+    wait, on requests without a body."""
+    __slots__ = ('scope',)
+
+    def __init__(self, scope):
+        self.scope = scope
+
+    def __getattr__(self, name):
+        cookie, agent, forwarded, _, _ = scan(self.scope['headers'])
+        return getattr(request_of(self.scope, b'', cookie, agent, forwarded),
+                       name)
+
+
+def _bodiless(headers):
+    """True if no header announces a body (Content-Length or
+    Transfer-Encoding, of any value)."""
+    for name, _ in headers:
+        if name == b'content-length' or name == b'transfer-encoding':
+            return False
+    return True
 
 
 async def read_body(receive, timeout):
@@ -85,7 +141,11 @@ def make_app(site, limits=None, every=True):
     """The ASGI 3 application serving site's routes, else the unrouted
     page (static files, 404). every: add Server and nosniff (false where
     the server adds them to every answer, its own ones too)."""
-    exact, patterns = _table(site)
+    routes = site.routes()
+    exact, patterns = _table(site, routes)
+    # The pages that never wait, with no path parameters: a request to one
+    # without a body gets a _Lazy request.
+    still, _ = _table(site, [r for r in routes if not r.waits])
     # Where edge.py cannot wrap the server (granian), the body time limit
     # is kept here.
     body_timeout = (limits or edge.LIMITS).body
@@ -119,43 +179,33 @@ def make_app(site, limits=None, every=True):
                 await lifespan(receive, send)
             return
         method, path = scope['method'], scope['path']
-        cookie = agent = forwarded = b''
-        length = chunked = None
-        for name, value in scope['headers']:
-            if name == b'cookie':
-                cookie = cookie + b'; ' + value if cookie else value
-            elif name == b'user-agent':
-                agent = value
-            elif name == b'x-forwarded-for':
-                forwarded = value
-            elif name == b'content-length':
-                length = value
-            elif name == b'transfer-encoding':
-                chunked = value
         head = method == 'HEAD'
-        body = b''
-        if chunked is not None or (length is not None and length != b'0'):
-            body = await bounded_body(receive, length, body_timeout)
-            if body is None:    # the client left
-                return
-            if not isinstance(body, bytes):     # refused
-                _, start, rest, empty = messages(body, close=True)
-                await send(start)
-                await send(empty if head else rest)
-                return
-        client = scope['client']
-        request = new_request((
-            method, path, cookies_of(cookie) if cookie else NO_COOKIES,
-            client[0] if client else '',
-            agent.decode('utf-8', 'surrogateescape') if agent else '', body,
-            forwarded.decode('latin-1') if forwarded else ''))
-        handlers = exact.get(path)     # route(), in line
+        headers = scope['headers']
+        handlers = still.get(path)
         handler = handlers.get(method) if handlers is not None else None
-        if handler is not None:
-            r = await handler(request)
+        if handler is not None and _bodiless(headers):
+            r = await handler(_Lazy(scope))
         else:
-            handler, params = _match(patterns, method, path)
-            r = await (handler or missing)(request, **params)
+            cookie, agent, forwarded, length, chunked = scan(headers)
+            body = b''
+            if chunked is not None or (length is not None
+                                       and length != b'0'):
+                body = await bounded_body(receive, length, body_timeout)
+                if body is None:    # the client left
+                    return
+                if not isinstance(body, bytes):     # refused
+                    _, start, rest, empty = messages(body, close=True)
+                    await send(start)
+                    await send(empty if head else rest)
+                    return
+            request = request_of(scope, body, cookie, agent, forwarded)
+            handlers = exact.get(path)     # route(), in line
+            handler = handlers.get(method) if handlers is not None else None
+            if handler is not None:
+                r = await handler(request)
+            else:
+                handler, params = _match(patterns, method, path)
+                r = await (handler or missing)(request, **params)
         found = made.get(id(r))
         if found is None or found[0] is not r:
             if len(made) >= 64:

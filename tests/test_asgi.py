@@ -9,7 +9,7 @@ import pytest
 from runtime import edge
 from asgi_server import make_app, parse_cookies
 from pages import MAX_BODY, Route
-from pages.http import text_response
+from pages.http import Request, text_response
 
 
 class Pages:
@@ -21,13 +21,19 @@ class Pages:
                 Route('POST', '/', self.echo, 'html', True),
                 Route('GET', '/stickers/{pack}', self.echo, 'json', True),
                 Route('GET', '/stickers/{pack}/{sticker}', self.echo,
-                      'json', True)]
+                      'json', True),
+                Route('GET', '/fields', self.fields, 'html', True),
+                Route('GET', '/still', self.fields, 'html', False)]
 
     async def echo(self, request, **params):
         return text_response(200, repr((request.method, request.path,
                                         sorted(request.cookies.items()),
                                         request.user_agent, request.body,
                                         sorted(params.items()))))
+
+    async def fields(self, request):
+        return text_response(200, repr(tuple(
+            getattr(request, name) for name in Request._fields[2:])))
 
     async def not_found(self, request, **params):
         return text_response(404, 'none: ' + request.method)
@@ -79,6 +85,26 @@ async def test_routes_parameters_and_head(app):
                          ('POST', '/stickers/a'), ('GET', '/stickers/')]:
         status, _, body = await call(app, method, path)
         assert (status, body) == (404, b'none: ' + method.encode())
+
+
+async def test_a_page_that_never_waits_reads_the_same_fields(app):
+    """Its request's fields are read only when it reads them (a _Lazy
+    request), and are those of any other page; with a body, it gets the
+    whole request."""
+    headers = [(b'cookie', b'sid=1'), (b'user-agent', b'ua \xe2\x98\x83'),
+               (b'cookie', b'x=2'), (b'x-forwarded-for', b'10.9.9.9')]
+    _, _, waits = await call(app, 'GET', '/fields', headers)
+    status, _, still = await call(app, 'GET', '/still', headers)
+    assert status == 200 and still == waits
+    assert still == repr(({'sid': '1', 'x': '2'}, '10.0.0.1', 'ua \u2603',
+                          b'', '10.9.9.9')).encode()
+    status, _, body = await call(
+        app, 'GET', '/still', headers + [(b'content-length', b'3')], [b'abc'])
+    assert status == 200 and b"b'abc'" in body and b'10.9.9.9' in body
+    status, sent, _ = await call(
+        app, 'GET', '/still', [(b'transfer-encoding', b'chunked')],
+        [b'x' * 5000] * 2)
+    assert status == 413 and sent[b'connection'] == b'close'
 
 
 def test_cookies_are_parsed_leniently():
