@@ -287,8 +287,9 @@ def keyed(records):
 
 
 def judge(before, after, threshold):
-    """(lines, rises): each count against the baseline's."""
-    lines, rises = [], 0
+    """(lines, number of rises, keys that rose): each count against the
+    baseline's."""
+    lines, rises = [], []
     for key, now in sorted(after.items()):
         was = before.get(key)
         if was is None:
@@ -296,11 +297,12 @@ def judge(before, after, threshold):
             continue
         change = 100.0 * (now - was) / was
         rose = change > threshold
-        rises += rose
+        if rose:
+            rises.append(key)
         lines.append('%s: before %s, after %s (%+.2f%%)%s' % (
             key, '{:,}'.format(was), '{:,}'.format(now), change,
             '  ROSE above %g%%' % threshold if rose else ''))
-    return lines, rises
+    return lines, len(rises), rises
 
 
 def check(baseline, update=False, threshold=THRESHOLD, root=ROOT, args=()):
@@ -310,13 +312,27 @@ def check(baseline, update=False, threshold=THRESHOLD, root=ROOT, args=()):
         saved = json.load(f)
     n1, n2 = saved['n1'], saved['n2']
     started = time.monotonic()
-    records = []
-    with tempfile.TemporaryDirectory(prefix='instructions-') as folder:
-        for engine in saved.get('engines', CHECK_ENGINES):
-            records += measure(engine, saved.get('pages', PAGES), n1, n2,
-                               saved.get('warmup', WARMUP), root=root,
-                               folder=folder, args=args)
-    after = keyed(records)
+
+    def count(engines):
+        records = []
+        with tempfile.TemporaryDirectory(prefix='instructions-') as folder:
+            for engine in engines:
+                records += measure(engine, saved.get('pages', PAGES), n1, n2,
+                                   saved.get('warmup', WARMUP), root=root,
+                                   folder=folder, args=args)
+        return keyed(records)
+    after = count(saved.get('engines', CHECK_ENGINES))
+    if not update:
+        # An engine with a count that rose is counted again, and the lower
+        # counts kept: now and then a count lands 2-3 % high on a build that
+        # did not change (+2.45 % seen); a real rise shows both times.
+        rose = judge(saved['counts'], after, threshold)[2]
+        engines = sorted({key.split(' ')[0] for key in rose})
+        if engines:
+            print('counted again: %s (%s rose)' % (', '.join(engines),
+                                                   ', '.join(rose)))
+            for key, n in count(engines).items():
+                after[key] = min(after[key], n)
     print('instructions per request (%d s):' % (time.monotonic() - started))
     if update:
         saved['counts'] = after
@@ -326,7 +342,7 @@ def check(baseline, update=False, threshold=THRESHOLD, root=ROOT, args=()):
         print('\n'.join('%s: %s' % (k, '{:,}'.format(v)) for k, v in sorted(after.items())))
         print('baseline updated: ' + baseline)
         return 0
-    lines, rises = judge(saved['counts'], after, threshold)
+    lines, rises, _ = judge(saved['counts'], after, threshold)
     print('\n'.join(lines))
     if rises:
         print('%d count(s) rose more than %g%% (a deliberate rise: %s)' % (

@@ -118,3 +118,26 @@ def test_check_passes_on_the_committed_baseline_and_fails_on_a_lower_one(
     said = capsys.readouterr().out
     assert '%s: before %s' % (key, '{:,}'.format(lower)) in said
     assert 'ROSE above 3%' in said
+    assert 'counted again: %s (%s rose)' % (ENGINE, key) in said
+
+
+@pytest.mark.parametrize('counts, status', [
+    ([104, 101], 0),    # one count high, the next as before: kept the lower
+    ([104, 105], 1),    # high both times: a rise
+    ([101], 0),         # within the threshold: counted once
+])
+def test_a_count_that_rose_is_counted_again(tmp_path, monkeypatch, capsys,
+                                            counts, status):
+    key = ENGINE + ' ugly'
+    left = list(counts)
+
+    def measure(engine, pages, *args, **kwargs):
+        return [{'engine': engine, 'page': 'ugly',
+                 'per_request': left.pop(0) * 1000}]
+    monkeypatch.setattr(instructions, 'measure', measure)
+    ours = baseline(str(tmp_path / 'b.json'), {key: 100000})
+    assert instructions.check(ours) == status
+    assert not left
+    said = capsys.readouterr().out
+    assert ('counted again' in said) == (len(counts) == 2)
+    assert 'after {:,}'.format(min(counts) * 1000) in said
