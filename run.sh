@@ -123,9 +123,16 @@ install_loadgen() {
 # --fast: the fast lane (unit tests, and the contract on memtx Tarantool
 # and Redis), and of the legacy lane only its unit tests (its collection
 # imports every module on 3.7); the rest of the options go to pytest.
+# A whole run (no arguments) takes the modules that mostly wait (timeouts,
+# restarts, replication) in a second pytest beside the main one, with a
+# database set of its own, and the instruction check beside the legacy
+# lane, whose load does not change what it counts.
+side=""
+WAITING=(test_edge test_supervision test_workers test_replicas
+         test_local_databases test_postgres_standby test_durability)
 run_tests() {
     local status=0 fast=0 arg main=(--durations=15) legacy=(-m legacy)
-    local rest=()
+    local rest=() check="" log="test-artifacts/waiting-lane.log" waiting=()
     for arg in "$@"; do
         if [ "$arg" = --fast ]; then fast=1; else rest+=("$arg"); fi
     done
@@ -133,13 +140,21 @@ run_tests() {
         main=(-m fast)
         legacy=(-m 'legacy and unit')
     fi
-    "$VENV/bin/python" -m pytest "${main[@]}" ${rest[@]+"${rest[@]}"} || status=$?
-    # A whole run's instruction check goes beside the legacy lane: it counts
-    # instructions, which the other lane's load does not change.
-    local check="" counts
     if [ $# -eq 0 ]; then
-        counts=$(mktemp)
-        check_instructions > "$counts" 2>&1 &
+        mkdir -p test-artifacts
+        for arg in "${WAITING[@]}"; do
+            waiting+=("tests/$arg.py")
+            main+=("--ignore=tests/$arg.py")
+        done
+        say "${WAITING[*]} run beside the rest; their report comes at the end ($log)"
+        "$VENV/bin/python" -m pytest -p no:cacheprovider --durations=5 \
+            "${waiting[@]}" > "$log" 2>&1 &
+        side=$!
+        trap 'kill "$side" 2>/dev/null || true' EXIT   # on ^C, the main lane's end
+    fi
+    "$VENV/bin/python" -m pytest "${main[@]}" ${rest[@]+"${rest[@]}"} || status=$?
+    if [ $# -eq 0 ]; then
+        check_instructions > test-artifacts/instructions.log 2>&1 &
         check=$!
     fi
     if [ -x "$LEGACY_VENV/bin/python" ]; then
@@ -148,10 +163,15 @@ run_tests() {
     else
         say "legacy tests skipped: no $LEGACY_VENV (needs CPython 3.7)"
     fi
+    if [ -n "$side" ]; then
+        say "the waiting modules (${WAITING[*]})"
+        wait "$side" || status=1
+        side=""
+        cat "$log"
+    fi
     if [ -n "$check" ]; then
         wait "$check" || status=1
-        cat "$counts"
-        rm -f "$counts"
+        cat test-artifacts/instructions.log
     fi
     return $status
 }
