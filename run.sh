@@ -124,15 +124,16 @@ install_loadgen() {
 # and Redis), and of the legacy lane only its unit tests (its collection
 # imports every module on 3.7); the rest of the options go to pytest.
 # A whole run (no arguments) takes the modules that mostly wait (timeouts,
-# restarts, replication) in a second pytest beside the main one, with a
-# database set of its own, and the instruction check beside the legacy
-# lane, whose load does not change what it counts.
+# restarts, replication), then the instruction check, in a side lane
+# beside the main suite and the legacy lane: a second pytest with a
+# database set of its own; valgrind's counts do not change with the load.
 side=""
 WAITING=(test_edge test_supervision test_workers test_replicas
-         test_local_databases test_postgres_standby test_durability)
+         test_local_databases test_postgres_standby test_durability
+         test_pythons)
 run_tests() {
     local status=0 fast=0 arg main=(--durations=15) legacy=(-m legacy)
-    local rest=() check="" log="test-artifacts/waiting-lane.log" waiting=()
+    local rest=() log="test-artifacts/side-lane.log" waiting=()
     for arg in "$@"; do
         if [ "$arg" = --fast ]; then fast=1; else rest+=("$arg"); fi
     done
@@ -146,17 +147,13 @@ run_tests() {
             waiting+=("tests/$arg.py")
             main+=("--ignore=tests/$arg.py")
         done
-        say "${WAITING[*]} run beside the rest; their report comes at the end ($log)"
-        "$VENV/bin/python" -m pytest -p no:cacheprovider --durations=5 \
-            "${waiting[@]}" > "$log" 2>&1 &
+        say "side lane: ${WAITING[*]}, then the instruction check; its report comes at the end ($log)"
+        side_lane "${waiting[@]}" > "$log" 2>&1 &
         side=$!
-        trap 'kill "$side" 2>/dev/null || true' EXIT   # on ^C, the main lane's end
+        # Interrupted: the side lane ends too, its databases stopped.
+        trap 'pkill -INT -P "$side" 2>/dev/null && wait "$side" || true' EXIT
     fi
     "$VENV/bin/python" -m pytest "${main[@]}" ${rest[@]+"${rest[@]}"} || status=$?
-    if [ $# -eq 0 ]; then
-        check_instructions > test-artifacts/instructions.log 2>&1 &
-        check=$!
-    fi
     if [ -x "$LEGACY_VENV/bin/python" ]; then
         say "legacy tests in $LEGACY_VENV ($("$LEGACY_VENV/bin/python" -V 2>&1))"
         "$LEGACY_VENV/bin/python" -m pytest -q "${legacy[@]}" || status=$?
@@ -164,15 +161,21 @@ run_tests() {
         say "legacy tests skipped: no $LEGACY_VENV (needs CPython 3.7)"
     fi
     if [ -n "$side" ]; then
-        say "the waiting modules (${WAITING[*]})"
+        say "side lane (${WAITING[*]}, the instruction check)"
         wait "$side" || status=1
         side=""
         cat "$log"
     fi
-    if [ -n "$check" ]; then
-        wait "$check" || status=1
-        cat test-artifacts/instructions.log
-    fi
+    return $status
+}
+
+# The side lane's tests (their SIGINT not ignored, as a job's is), then the
+# instruction check; fails if either does.
+side_lane() {
+    local status=0
+    env --default-signal=INT "$VENV/bin/python" -m pytest -p no:cacheprovider \
+        --durations=5 "$@" || status=1
+    check_instructions || status=1
     return $status
 }
 
