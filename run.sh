@@ -150,10 +150,10 @@ run_tests() {
         say "side lane: ${WAITING[*]}, then the instruction check; its report comes at the end ($log)"
         side_lane "${waiting[@]}" > "$log" 2>&1 &
         side=$!
-        # Interrupted: the side lane ends too, its databases stopped.
-        trap 'pkill -INT -P "$side" 2>/dev/null && wait "$side" || true' EXIT
+        trap '[ -z "$side" ] || stop_tree "$side"' EXIT
     fi
     "$VENV/bin/python" -m pytest "${main[@]}" ${rest[@]+"${rest[@]}"} || status=$?
+    [ $status = 2 ] && return 2     # interrupted (^C): the side lane goes too
     if [ -x "$LEGACY_VENV/bin/python" ]; then
         say "legacy tests in $LEGACY_VENV ($("$LEGACY_VENV/bin/python" -V 2>&1))"
         "$LEGACY_VENV/bin/python" -m pytest -q "${legacy[@]}" || status=$?
@@ -167,6 +167,14 @@ run_tests() {
         cat "$log"
     fi
     return $status
+}
+
+# A process and all it started (the side lane when the run is interrupted:
+# its pytest, the servers of its tests and their databases).
+stop_tree() {
+    local child
+    for child in $(pgrep -P "$1"); do stop_tree "$child"; done
+    kill -TERM "$1" 2>/dev/null || true
 }
 
 # The side lane's tests (their SIGINT not ignored, as a job's is), then the
