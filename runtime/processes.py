@@ -37,7 +37,7 @@ def free_port(host='127.0.0.1'):
     Ports up to 100 above it stay outside too (replicas: +10, +20, ...)."""
     low, high = client_ports()
     spans = [(max(1024, low - 12000), low - 100), (high + 1, 65436)]
-    span = max(spans, key=lambda span: span[1] - span[0])
+    span = share(max(spans, key=lambda span: span[1] - span[0]))
     for _ in range(200 if span[1] - span[0] >= 1000 else 0):
         port = _pick.randrange(*span)
         if bindable(host, port):
@@ -48,6 +48,26 @@ def free_port(host='127.0.0.1'):
 
 
 _pick = random.SystemRandom()    # not the seeded module-level generator
+
+
+def share(span, setting=None):
+    """The part of span (low, high) that STICKERS_PORT_SHARE=K/N gives this
+    process: the K-th of N, with room for +100 below the next. Processes
+    that pick ports at once (the test run's lanes) each take their own."""
+    setting = os.environ.get('STICKERS_PORT_SHARE') if setting is None \
+        else setting
+    if not setting:
+        return span
+    try:
+        k, n = map(int, setting.split('/'))
+        if not 1 <= k <= n:
+            raise ValueError
+    except ValueError:
+        raise ValueError('STICKERS_PORT_SHARE=%r: expected K/N, 1 <= K <= N'
+                         % setting)
+    size = (span[1] - span[0]) // n
+    low = span[0] + (k - 1) * size
+    return low, low + size - 100
 
 
 def client_ports():

@@ -92,3 +92,21 @@ def test_picked_ports_stay_outside_the_client_range():
     picks = {processes.free_port() for _ in range(200)}
     assert all(not low - 100 <= port <= high for port in picks)
     assert len(picks) > 150     # spread, not one port again and again
+
+
+def test_lanes_pick_ports_from_parts_apart(monkeypatch):
+    """STICKERS_PORT_SHARE=K/N: the test run's two lanes pick from their
+    own parts of the span, each with room for replicas (+100) below the
+    next; a bad value is refused, saying what is expected."""
+    span = (20000, 32000)
+    first, second = (processes.share(span, '%d/2' % k) for k in (1, 2))
+    assert first == (20000, 25900) and second == (26000, 31900)
+    assert processes.share(span, '') == span
+    for bad in ('3/2', '0/2', 'half', '1/0'):
+        with pytest.raises(ValueError, match='expected K/N'):
+            processes.share(span, bad)
+    picks = []
+    for k in (1, 2):
+        monkeypatch.setenv('STICKERS_PORT_SHARE', '%d/2' % k)
+        picks.append({processes.free_port() for _ in range(100)})
+    assert max(picks[0]) + 100 <= min(picks[1])
