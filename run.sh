@@ -124,10 +124,12 @@ install_loadgen() {
 # and Redis), and of the legacy lane only its unit tests (its collection
 # imports every module on 3.7); the rest of the options go to pytest.
 # A whole run (no arguments) takes the modules that mostly wait (timeouts,
-# restarts, replication), then the instruction check, in a side lane
-# beside the main suite and the legacy lane: a second pytest with a
-# database set of its own; valgrind's counts do not change with the load.
+# restarts, replication) in a side lane beside the main suite: a second
+# pytest, with a database set and ports of its own. The instruction check
+# (the checkout's var/, as a main-lane test) goes beside the legacy lane:
+# valgrind's counts do not change with the load.
 side=""
+check=""
 WAITING=(test_edge test_supervision test_workers test_replicas
          test_local_databases test_postgres_standby test_durability
          test_pythons)
@@ -147,13 +149,22 @@ run_tests() {
             waiting+=("tests/$arg.py")
             main+=("--ignore=tests/$arg.py")
         done
-        say "side lane: ${WAITING[*]}, then the instruction check; its report comes at the end ($log)"
-        side_lane "${waiting[@]}" > "$log" 2>&1 &
+        say "side lane: ${WAITING[*]}; its report comes at the end ($log)"
+        # Its SIGINT not ignored, as a job's is; each lane picks its ports
+        # from its own half.
+        STICKERS_PORT_SHARE=2/2 env --default-signal=INT "$VENV/bin/python" \
+            -m pytest -p no:cacheprovider --durations=5 "${waiting[@]}" \
+            > "$log" 2>&1 &
         side=$!
-        trap '[ -z "$side" ] || stop_tree "$side"' EXIT
+        trap 'for job in $side $check; do stop_tree "$job"; done' EXIT
+        export STICKERS_PORT_SHARE=1/2
     fi
     "$VENV/bin/python" -m pytest "${main[@]}" ${rest[@]+"${rest[@]}"} || status=$?
     [ $status = 2 ] && return 2     # interrupted (^C): the side lane goes too
+    if [ $# -eq 0 ]; then
+        check_instructions > test-artifacts/instructions.log 2>&1 &
+        check=$!
+    fi
     if [ -x "$LEGACY_VENV/bin/python" ]; then
         say "legacy tests in $LEGACY_VENV ($("$LEGACY_VENV/bin/python" -V 2>&1))"
         "$LEGACY_VENV/bin/python" -m pytest -q "${legacy[@]}" || status=$?
@@ -161,10 +172,15 @@ run_tests() {
         say "legacy tests skipped: no $LEGACY_VENV (needs CPython 3.7)"
     fi
     if [ -n "$side" ]; then
-        say "side lane (${WAITING[*]}, the instruction check)"
+        say "side lane: ${WAITING[*]}"
         wait "$side" || status=1
         side=""
         cat "$log"
+    fi
+    if [ -n "$check" ]; then
+        wait "$check" || status=1
+        check=""
+        cat test-artifacts/instructions.log
     fi
     return $status
 }
@@ -175,16 +191,6 @@ stop_tree() {
     local child
     for child in $(pgrep -P "$1"); do stop_tree "$child"; done
     kill -TERM "$1" 2>/dev/null || true
-}
-
-# The side lane's tests (their SIGINT not ignored, as a job's is), then the
-# instruction check; fails if either does.
-side_lane() {
-    local status=0
-    env --default-signal=INT "$VENV/bin/python" -m pytest -p no:cacheprovider \
-        --durations=5 "$@" || status=1
-    check_instructions || status=1
-    return $status
 }
 
 # The instruction counts per request against their committed baseline.
