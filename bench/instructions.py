@@ -24,8 +24,8 @@ import sys
 import tempfile
 import time
 
-from .engine import EngineServer, own_ports
-from .keepalive import Connection
+from .engine import EngineServer, own_ports, tail
+from .keepalive import Closed, Connection
 from .wrk import path as page_path
 from runtime.processes import free_port
 from runtime.settings import REFRESH_ENVIRONMENT, ROOT
@@ -198,11 +198,22 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
             if say:
                 say('%s %s: %s instructions per request' % (
                     engine, page, '{:,}'.format(found[-1]['per_request'])))
+    except Closed as err:
+        raise RuntimeError(closed(err, log))
     finally:
         if conn is not None:
             conn.close()
         server.stop(timeout=120)
     return found
+
+
+def closed(err, log):
+    """Why a server under valgrind closed the connection, from its log."""
+    text = tail(log, 200)
+    if 'unhandled instruction bytes' in text:
+        return ('valgrind cannot run it: it stopped the server at a machine '
+                'instruction it does not emulate (SIGILL; see %s)' % log)
+    return '%s; the end of its log (%s):\n%s' % (err, log, tail(log))
 
 
 class HelloServer(EngineServer):

@@ -141,3 +141,23 @@ def test_a_count_that_rose_is_counted_again(tmp_path, monkeypatch, capsys,
     said = capsys.readouterr().out
     assert ('counted again' in said) == (len(counts) == 2)
     assert 'after {:,}'.format(min(counts) * 1000) in said
+
+
+@pytest.mark.parametrize('log, said', [
+    ('==1== Command: python server.py\nvex amd64->IR: unhandled instruction '
+     'bytes: 0x66 0xF 0x3A 0x61\nWorker crashed on signal SIGILL!\n',
+     'valgrind cannot run it: it stopped the server at a machine instruction '
+     'it does not emulate (SIGILL; see '),
+    ('2026-11-26 INFO server: serving\nTraceback: something else\n',
+     'the server closed the connection; the end of its log ('),
+])
+def test_a_server_that_closes_is_failed_with_why(tmp_path, log, said):
+    """A server valgrind cannot run (japronto's parser: an SSE 4.2 form it
+    does not emulate), or that dies otherwise, fails with the reason from
+    its log, not a traceback."""
+    path = tmp_path / 'server.log'
+    path.write_text(log)
+    why = instructions.closed(instructions.Closed(
+        'the server closed the connection'), str(path))
+    assert why.startswith(said) and str(path) in why
+    assert ('something else' in why) == ('Traceback' in log)
