@@ -82,28 +82,17 @@ def request_of(scope, body, cookie, agent, forwarded):
         forwarded.decode('latin-1') if forwarded else ''))
 
 
-class _Lazy:
+class _Lazy(tuple):
     """A pages.http.Request whose fields are read from the ASGI scope only
     when a page reads one: /ugly and /about read none. For pages that never
-    wait, on requests without a body."""
-    __slots__ = ('scope',)
-
-    def __init__(self, scope):
-        self.scope = scope
+    wait, on requests without a body. _Lazy((scope,)): a tuple, built in C."""
+    __slots__ = ()
 
     def __getattr__(self, name):
-        cookie, agent, forwarded, _, _ = scan(self.scope['headers'])
-        return getattr(request_of(self.scope, b'', cookie, agent, forwarded),
+        scope = self[0]
+        cookie, agent, forwarded, _, _ = scan(scope['headers'])
+        return getattr(request_of(scope, b'', cookie, agent, forwarded),
                        name)
-
-
-def _bodiless(headers):
-    """True if no header announces a body (Content-Length or
-    Transfer-Encoding, of any value)."""
-    for name, _ in headers:
-        if name == b'content-length' or name == b'transfer-encoding':
-            return False
-    return True
 
 
 async def read_body(receive, timeout):
@@ -183,8 +172,13 @@ def make_app(site, limits=None, every=True):
         headers = scope['headers']
         handlers = still.get(path)
         handler = handlers.get(method) if handlers is not None else None
-        if handler is not None and _bodiless(headers):
-            r = await handler(_Lazy(scope))
+        if handler is not None:
+            for name, _ in headers:     # a body announced: the whole way
+                if name == b'content-length' or name == b'transfer-encoding':
+                    handler = None
+                    break
+        if handler is not None:
+            r = await handler(_Lazy((scope,)))
         else:
             cookie, agent, forwarded, length, chunked = scan(headers)
             body = b''
