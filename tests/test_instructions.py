@@ -161,3 +161,13 @@ def test_a_server_that_closes_is_failed_with_why(tmp_path, log, said):
         'the server closed the connection'), str(path))
     assert why.startswith(said) and str(path) in why
     assert ('something else' in why) == ('Traceback' in log)
+
+
+def test_a_hello_gets_a_cookie_of_the_site_s_session_shape():
+    """The hello's /ugly gets the bytes the site's does: a Cookie of a
+    session's length and form (uuid.signature)."""
+    from pages import sessions
+    value = instructions.HELLO_COOKIE
+    assert len(value) == sessions.LENGTH
+    session, _, signature = value.partition('.')
+    assert len(session) == 36 and len(signature) == 22
