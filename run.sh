@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 SERVE_PACKAGES="tarantool postgresql redis-server python3-venv libuv1"
-TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core valgrind"
+TEST_PACKAGES="$SERVE_PACKAGES wrk nginx-light chromium fonts-dejavu-core valgrind procps"
 VENV=.venv
 OHA_VERSION=1.16.0      # bench.py --latency's load generator, from crates.io
 LEGACY_VENV=.venv37

@@ -110,3 +110,19 @@ def test_lanes_pick_ports_from_parts_apart(monkeypatch):
         monkeypatch.setenv('STICKERS_PORT_SHARE', '%d/2' % k)
         picks.append({processes.free_port() for _ in range(100)})
     assert max(picks[0]) + 100 <= min(picks[1])
+
+
+def test_install_md_lists_every_package_run_sh_installs():
+    """install.md's apt-get line and its table name each Debian package
+    `./run.sh test` installs, so that a manual set-up misses none."""
+    import re
+    with open(os.path.join(ROOT, 'run.sh')) as f:
+        script = f.read()
+    named = dict(re.findall(r'^(\w+_PACKAGES)="([^"]*)"', script, re.M))
+    packages = set(named['SERVE_PACKAGES'].split()) | {
+        p for p in named['TEST_PACKAGES'].split() if not p.startswith('$')}
+    with open(os.path.join(ROOT, 'install.md')) as f:
+        text = f.read()
+    line = re.search(r'^apt-get install -y (.*)$', text, re.M).group(1)
+    assert packages <= set(line.split()), packages - set(line.split())
+    assert all('| `%s` |' % p in text for p in packages)
