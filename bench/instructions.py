@@ -216,11 +216,12 @@ HELLO_COOKIE = '00000000-0000-4000-8000-000000000000.' + 'A' * 22
 
 def closed(err, log):
     """Why a server under valgrind closed the connection, from its log."""
-    text = tail(log, 200)
-    if 'unhandled instruction bytes' in text:
+    lines = tail(log, 200).splitlines()
+    if any('unhandled instruction bytes' in line for line in lines):
         return ('valgrind cannot run it: it stopped the server at a machine '
                 'instruction it does not emulate (SIGILL; see %s)' % log)
-    return '%s; the end of its log (%s):\n%s' % (err, log, tail(log))
+    return '%s; the end of its log (%s):\n%s' % (err, log,
+                                                  '\n'.join(lines[-15:]))
 
 
 class HelloServer(EngineServer):
