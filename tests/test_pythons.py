@@ -9,6 +9,7 @@ import pytest
 
 from bench import pythons
 from conftest import ROOT
+from runtime import processes
 from test_bench import quick_bench
 
 MAIN_MINOR = pythons.short(pythons.MAIN.version)
@@ -182,19 +183,21 @@ def test_results_md_has_the_engine_by_interpreter_table(two_pythons):
         assert (out / ('chart-pythons-%s.png' % page)).is_file()
 
 
-def server_pids(python):
-    """Pids of server.py processes run by this interpreter."""
-    found = []
-    for pid in os.listdir('/proc'):
-        try:
-            with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                argv = f.read().split(b'\0')
-        except OSError:
-            continue
-        if pid.isdigit() and argv[0] == python.encode() and any(
-                a.endswith(b'server.py') for a in argv):
-            found.append(int(pid))
+def server_pids(parent, python):
+    """Pids of the server.py processes under parent run by this
+    interpreter (only this run's: another lane's may be running)."""
+    found, todo = [], [parent]
+    while todo:
+        kids = processes.children(todo.pop())
+        todo += kids
+        found += [pid for pid in kids if is_server(pid, python)]
     return found
+
+
+def is_server(pid, python):
+    argv = processes.command_line(pid)
+    return argv[:1] == [python.encode()] and any(
+        a.endswith(b'server.py') for a in argv)
 
 
 def test_an_interpreter_s_server_that_dies_fails_alone(tarantool, tmp_path):
@@ -219,7 +222,7 @@ def test_an_interpreter_s_server_that_dies_fails_alone(tarantool, tmp_path):
             said.append(line)
             if '@3.7 · ugly · plain · run 1/2' in line:
                 break                   # verified, into its timed runs
-        for pid in server_pids(LEGACY_PYTHON):
+        for pid in server_pids(bench.pid, LEGACY_PYTHON):
             os.kill(pid, signal.SIGKILL)
         said = ''.join(said) + bench.communicate(timeout=180)[0]
     finally:
