@@ -145,6 +145,9 @@ def parser():
                    help='with --latency: the rate steps as fractions of each '
                         'page\'s own saturation rate, above 0 and up to 1.5 '
                         '(default %s)' % ','.join('%g' % f for f in RunPlan.fractions))
+    p.add_argument('--point-duration', type=options.SECONDS, metavar='SECONDS',
+                   help='with --latency: seconds per fixed-rate point '
+                        '(default --duration)')
     p.add_argument('--rate-pages', type=comma_list, metavar='P,…',
                    help='with --latency: the pages offered fixed rates (default '
                         'every page); the others are timed closed loop only')
@@ -329,9 +332,10 @@ def plan(argv):
     args.pages = list(PAGES) if args.pages is None else args.pages
     if args.instructions:
         return instruction_plan(args, pages_given, fail)
-    if (args.rates or args.slo or args.fractions or args.rate_pages) \
-            and not args.latency:
-        fail('--rates, --fractions, --rate-pages and --slo go with --latency')
+    if (args.rates or args.slo or args.fractions or args.rate_pages
+            or args.point_duration) and not args.latency:
+        fail('--rates, --fractions, --rate-pages, --point-duration and --slo '
+             'go with --latency')
     if args.rates and args.fractions:
         fail('--rates or --fractions: the steps are either rates or fractions')
     if args.rate_pages:
@@ -451,6 +455,7 @@ def plan(argv):
         oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),
         oha_version=args.latency and oha.version(args.oha), remotes=remotes,
         fixed_pages=fixed_pages, core_hour_price=args.core_hour_price,
+        point_duration=args.point_duration or args.duration,
         fractions=args.fractions or (
             FIRST_FRACTIONS if first_pages else RunPlan.fractions),
         dry_run=args.dry_run)

@@ -14,7 +14,7 @@ POINT_GUESS, MIX_POINT_GUESS = 0.5, 3.0
 
 def point_guess(plan, page):
     """Seconds of one fixed-rate run of a page."""
-    return plan.duration + (MIX_POINT_GUESS if page == 'mix' else POINT_GUESS)
+    return plan.point_duration + (MIX_POINT_GUESS if page == 'mix' else POINT_GUESS)
 
 
 def combos(plan, kind):
@@ -42,8 +42,9 @@ def series_guess(plan, page):
         runs, warmup = plan.runs * (plan.duration + RUN_GUESS), plan.warmup
     if page == 'vote':
         runs += plan.runs * VOTE_GUESS
-    if offers_rates(plan, page):    # the rate steps and the search's probes
-        steps = len(plan.rates or plan.fractions) + budget.PROBES
+    if offers_rates(plan, page):    # the rate steps, the probes, second tries
+        steps = ((len(plan.rates or plan.fractions) + budget.PROBES)
+                 * (1 + budget.RETRIED))
         runs += plan.runs * steps * point_guess(plan, page)
     return warmup + runs
 

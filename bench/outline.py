@@ -40,9 +40,10 @@ def lines(s, seconds):
                  ', '.join('%d' % round(f * 100) for f in s.fractions)
                  + ' % of saturation')
         out.append('  fixed rates for %s: %s, then up to %d probes for the '
-                   'capacity at %s; %d s each, %d time%s' % (
+                   'capacity at %s (a point that misses on it alone is run '
+                   'again); %d s each, %d time%s' % (
                        ', '.join(fixed), steps, budget.PROBES,
-                       budget.label(s.slo), s.duration, s.runs,
+                       budget.label(s.slo), s.point_duration, s.runs,
                        '' if s.runs == 1 else 's'))
     if s.profile:
         out.append('  plus one profiled run per engine and page%s' % (

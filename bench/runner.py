@@ -56,6 +56,7 @@ class RunPlan:
     rates: list = None                  # requests/s; None: fractions of saturation
     fractions: tuple = (0.25, 0.5, 0.75, 0.9)
     fixed_pages: list = None            # pages offered fixed rates; None: all
+    point_duration: int = 10            # seconds per fixed-rate point
     core_hour_price: float = None       # for the cost per million requests
     dry_run: bool = False               # the plan printed, nothing run
     slo: dict = None                    # {'percentile': 'p99', 'ms': 10.0}
@@ -133,7 +134,8 @@ class Matrix:
                     'fractions': None if settings.rates else list(settings.fractions),
                     # None: every page; else only these (the rest closed loop)
                     'pages': settings.fixed_pages,
-                    'slo': settings.slo, 'probes': budget.PROBES,
+                    'slo': settings.slo, 'probes': budget.PROBES, 'again': True,
+                    'duration': settings.point_duration,
                     'latency_correction': True,
                     'headroom': oha.HEADROOM, 'noise': NOISE,
                     'mix': mixed.PAGE in settings.pages and {

@@ -325,8 +325,8 @@ def test_first_run_prints_its_plan_and_estimate_and_starts_nothing(tmp_path):
     assert '  pages ugly, good, index: plain, 1 run of 2 s after 1 s of warmup' in lines
     if mixed.find() and oha.find():
         assert ('  fixed rates for mix: 50, 90 % of saturation, then '
-                'up to 3 probes for the capacity at p99 ≤ 10 ms; 2 s each, '
-                '1 time') in lines
+                'up to 3 probes for the capacity at p99 ≤ 10 ms (a point that '
+                'misses on it alone is run again); 2 s each, 1 time') in lines
     else:
         assert '--first: without the mix' in done.stderr
     expected = re.search(r'^expected: about (\d+) min \(estimate from '
@@ -362,7 +362,15 @@ def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
     assert [p for p in s.pages if guesses.offers_rates(s, p)] == ['good', 'mix']
     lines = outline.lines(s, 0)
     assert '  fixed rates for good, mix: 50, 90 % of saturation, then up to ' \
-        '3 probes for the capacity at p99 ≤ 10 ms; 10 s each, 3 times' in lines
+        '3 probes for the capacity at p99 ≤ 10 ms (a point that misses on it ' \
+        'alone is run again); 10 s each, 3 times' in lines
+    # the points may be shorter than the closed-loop runs
+    s = cli.plan(base + ['--pages', 'good', '--duration', '5',
+                         '--point-duration', '3'])
+    assert (s.duration, s.point_duration) == (5, 3)
+    assert any(x.startswith('  fixed rates for good:') and x.endswith(
+        '3 s each, 3 times') for x in outline.lines(s, 0))
+    assert cli.plan(base + ['--pages', 'good', '--duration', '4']).point_duration == 4
     assert ('  plus one profiled run per engine and page (not mix: no closed '
             'loop)') in lines
     assert cli.plan(base + ['--pages', 'good']).fixed_pages is None
@@ -375,9 +383,10 @@ def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
         with pytest.raises(SystemExit) as exit:
             cli.plan(base + wrong)
         assert exit.value.code == 2 and said in capsys.readouterr().err, wrong
-    with pytest.raises(SystemExit):
-        cli.plan(['--rate-pages', 'good', '--out', '/nonexistent'])
-    assert 'go with --latency' in capsys.readouterr().err
+    for alone in (['--rate-pages', 'good'], ['--point-duration', '3']):
+        with pytest.raises(SystemExit):
+            cli.plan(alone + ['--out', '/nonexistent'])
+        assert 'go with --latency' in capsys.readouterr().err
 
 
 @pytest.mark.bench

@@ -93,6 +93,25 @@ def test_a_kept_point_above_a_missed_one_does_not_count():
     assert budget.bracket([(250, False), (500, True)]) == (None, 250)
 
 
+def test_a_rate_tried_twice_is_missed_only_when_both_missed():
+    points = [(250, True), (500, False), (500, True), (750, False), (750, False)]
+    assert budget.bracket(points) == (500, 750)
+    assert budget.capacity(points)['rate'] == 500
+    assert budget.next_probe(points, 1000) == 625
+
+
+def test_only_a_miss_on_the_percentile_alone_is_tried_again():
+    def record(r, vote_ok=True):
+        return {'oha': r, 'kept': budget.verdict(r, SLO) is None,
+                'vote_check': {'ok': vote_ok, 'reason': 'votes lost'}}
+    assert budget.stall_like(record(report(p99=30.0)), SLO)
+    assert not budget.stall_like(record(report()), SLO)       # kept
+    assert not budget.stall_like(record(report(p99=30.0, non2xx=1)), SLO)
+    assert not budget.stall_like(record(report(p99=30.0, achieved=500.0)), SLO)
+    assert not budget.stall_like(record(report(p99=30.0), vote_ok=False), SLO)
+    assert not budget.stall_like(record(None), SLO)
+
+
 # --- oha ---------------------------------------------------------------------
 
 OHA_JSON = {

@@ -128,8 +128,10 @@ def header_line(results):
             'timeout %d s; then up to %d probes searching the capacity at %s'
             % (' (%s only)' % ', '.join(only) if only else '',
                ' and '.join(tools) or lat['generator'], offered,
-               s['duration'], s['connections'],
+               lat.get('duration', s['duration']), s['connections'],
                s['wrk_timeout'], lat['probes'], budget.label(lat['slo']))
+            + ('; a point that missed on the percentile alone was run again, '
+               'its rate missed only if both did' if lat.get('again') else '')
             + mix_line(mix))
 
 
