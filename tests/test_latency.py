@@ -245,6 +245,30 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
 
 
 @pytest.mark.timeout(600)
+def test_a_point_missed_on_the_percentile_alone_is_run_again(latency_runs):
+    """Each such point is followed by its second run at the same rate (out
+    of the step tables); no other point is; the slow build's are."""
+    seconds = 0
+    for out in latency_runs:
+        results = json.loads((out / 'results.json').read_text())
+        slo = results['settings']['latency']['slo']
+        points = results['latency']
+        for first, then in zip(points, points[1:] + [{}]):
+            if first['retry']:
+                continue
+            assert bool(then.get('retry')) == budget.stall_like(first, slo), first
+            if then.get('retry'):
+                seconds += 1
+                assert (then['offered'], then['run'], then['rate']) == (
+                    first['offered'], first['run'], 'probe')
+        for run in (1, 2, 3):
+            tried = [(r['offered'], r['kept']) for r in points if r['run'] == run]
+            found = [c for c in results['capacity'] if c['run'] == run]
+            assert found[0]['rate'] == budget.capacity(tried)['rate']
+    assert seconds >= 3
+
+
+@pytest.mark.timeout(600)
 def test_compare_marks_a_slower_build_worse_and_exits_1(latency_runs):
     a, slow = latency_runs
     # Two runs of one build may differ beyond the band by chance (±30 %
