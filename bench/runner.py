@@ -162,7 +162,7 @@ class Matrix:
     def save(self):
         path = os.path.join(self.s.out, 'results.json')
         with open(path + '.tmp', 'w') as f:
-            json.dump(self.results, f, indent=1)
+            f.write(record_lines(self.results))
         os.replace(path + '.tmp', path)
 
     def run(self):
@@ -590,3 +590,17 @@ class Matrix:
             return verify.votes(url)
         except Exception:  # reported as an unknown total by vote_check
             return None
+
+
+def record_lines(results):
+    """results.json's text: a line per record of each list, so that the
+    file stays small and a diff shows whole records."""
+    parts = []
+    for key, value in results.items():
+        if isinstance(value, list):
+            body = ',\n'.join(json.dumps(v) for v in value)
+            text = '[\n%s\n]' % body if value else '[]'
+        else:
+            text = json.dumps(value, indent=1)
+        parts.append('%s: %s' % (json.dumps(key), text))
+    return '{\n' + ',\n'.join(parts) + '\n}\n'

@@ -920,3 +920,15 @@ def test_instructions_table_gives_the_bare_hello_over_the_sites_ugly():
     assert ratio == {('aiohttp-tarantool-one-uvloop', 'ugly'): '0.85',
                      ('aiohttp-tarantool-one-uvloop', 'good'): '–',
                      ('hello-aiohttp-uvloop', 'ugly'): '–'}
+
+
+def test_results_json_keeps_a_line_per_record():
+    from bench.runner import record_lines
+    results = {'settings': {'runs': 3, 'pages': ['good']}, 'runs': [
+        {'target': 'a', 'rps': 1.5}, {'target': 'b', 'rps': None}],
+        'capacity': []}
+    text = record_lines(results)
+    assert json.loads(text) == results
+    lines = text.splitlines()
+    assert '{"target": "a", "rps": 1.5},' in lines
+    assert '{"target": "b", "rps": null}' in lines
