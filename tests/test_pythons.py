@@ -11,6 +11,7 @@ from bench import pythons
 from conftest import ROOT
 from runtime import processes
 from test_bench import quick_bench
+from test_target import descendants
 
 MAIN_MINOR = pythons.short(pythons.MAIN.version)
 
@@ -186,12 +187,7 @@ def test_results_md_has_the_engine_by_interpreter_table(two_pythons):
 def server_pids(parent, python):
     """Pids of the server.py processes under parent run by this
     interpreter (only this run's: another lane's may be running)."""
-    found, todo = [], [parent]
-    while todo:
-        kids = processes.children(todo.pop())
-        todo += kids
-        found += [pid for pid in kids if is_server(pid, python)]
-    return found
+    return [pid for pid in descendants(parent) if is_server(pid, python)]
 
 
 def is_server(pid, python):
