@@ -68,6 +68,20 @@ def comma_list(text):
     return [x.strip() for x in text.split(',') if x.strip()]
 
 
+def rate_pages(text):
+    """'mix,good:1' -> [('mix', None), ('good', 1)]: pages, each with its
+    number of capacity searches (None: --runs)."""
+    found = []
+    for item in comma_list(text):
+        page, _, count = item.partition(':')
+        if count and not (count.isdigit() and int(count) > 0):
+            raise argparse.ArgumentTypeError(
+                '%r: PAGE or PAGE:SEARCHES, SEARCHES a whole number above 0'
+                % item)
+        found.append((page.strip(), int(count) if count else None))
+    return found
+
+
 def parser():
     p = argparse.ArgumentParser(
         prog='bench.py', description='Verify, then time every engine with wrk '
@@ -148,9 +162,10 @@ def parser():
     p.add_argument('--point-duration', type=options.SECONDS, metavar='SECONDS',
                    help='with --latency: seconds per fixed-rate point '
                         '(default --duration)')
-    p.add_argument('--rate-pages', type=comma_list, metavar='P,…',
+    p.add_argument('--rate-pages', type=rate_pages, metavar='P[:N],…',
                    help='with --latency: the pages offered fixed rates (default '
-                        'every page); the others are timed closed loop only')
+                        'every page), each searched for its capacity N times '
+                        '(default --runs); the others are timed closed loop only')
     p.add_argument('--slo', type=slo, metavar='PCT=BUDGET',
                    help='with --latency: the latency budget of the capacity '
                         'search (default %s; percentiles %s)' % (
@@ -328,6 +343,7 @@ def plan(argv):
         sys.exit(2)
 
     fixed_pages = first_pages = first_run(args, fail) if args.first else None
+    searches = {}
     pages_given = args.pages is not None
     args.pages = list(PAGES) if args.pages is None else args.pages
     if args.instructions:
@@ -342,6 +358,8 @@ def plan(argv):
         if fixed_pages is not None:
             fail('--first offers fixed rates to %s only: leave out --rate-pages'
                  % mixed.PAGE)
+        searches = {page: n for page, n in args.rate_pages if n}
+        args.rate_pages = [page for page, _ in args.rate_pages]
         stray = sorted(set(args.rate_pages) - set(args.pages) | (
             {'vote'} & set(args.rate_pages)))
         if stray:
@@ -454,7 +472,8 @@ def plan(argv):
         latency=args.latency, rates=args.rates, slo=args.slo,
         oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),
         oha_version=args.latency and oha.version(args.oha), remotes=remotes,
-        fixed_pages=fixed_pages, core_hour_price=args.core_hour_price,
+        fixed_pages=fixed_pages, searches=searches,
+        core_hour_price=args.core_hour_price,
         point_duration=args.point_duration or args.duration,
         fractions=args.fractions or (
             FIRST_FRACTIONS if first_pages else RunPlan.fractions),

@@ -7,9 +7,9 @@ from .nginx import NGINX_PAGES
 
 START_GUESS, VERIFY_GUESS, RUN_GUESS, VOTE_GUESS = 6.0, 3.0, 0.3, 1.5
 # Beyond its duration, a fixed-rate run: oha's start and the CPU reads; a
-# mix's also the vote totals settling before and after, and loadgen
-# waiting for its last answers (measured 4-5 s on the 2-core VM, loaded).
-POINT_GUESS, MIX_POINT_GUESS = 0.5, 3.0
+# mix's also the vote total settling after it (0.6-1.0 s measured on the
+# 2-core VM; the total before is the last point's after, when it ran last).
+POINT_GUESS, MIX_POINT_GUESS = 0.5, 1.2
 
 
 def point_guess(plan, page):
@@ -35,23 +35,29 @@ def offers_rates(plan, page):
                                    or page in plan.fixed_pages)
 
 
-def series_guess(plan, page):
+def searches(plan, page):
+    """How many capacity searches a page offered fixed rates gets."""
+    return plan.searches.get(page) or plan.runs
+
+
+def series_guess(plan, page, kind='engine'):
     if page == 'mix':   # one closed loop of loadgen, then the fixed rates only
         runs, warmup = plan.duration + RUN_GUESS, 0
     else:
         runs, warmup = plan.runs * (plan.duration + RUN_GUESS), plan.warmup
     if page == 'vote':
         runs += plan.runs * VOTE_GUESS
-    if offers_rates(plan, page):    # the rate steps, the probes, second tries
+    if kind != 'hello' and offers_rates(plan, page):
+        # the rate steps, the probes, second tries
         steps = ((len(plan.rates or plan.fractions) + budget.PROBES)
                  * (1 + budget.RETRIED))
-        runs += plan.runs * steps * point_guess(plan, page)
+        runs += searches(plan, page) * steps * point_guess(plan, page)
     return warmup + runs
 
 
 def target_guess(plan, kind):
     guess = START_GUESS + VERIFY_GUESS + sum(
-        series_guess(plan, page) for page, _ in combos(plan, kind))
+        series_guess(plan, page, kind) for page, _ in combos(plan, kind))
     if kind == 'engine' and plan.profile:
         # the mix has no closed-loop run to sample
         guess += len([p for p in plan.pages if p != MIX]) * (plan.duration + 1.5)

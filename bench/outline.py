@@ -3,6 +3,7 @@ import time
 
 from .guesses import combos, offers_rates
 from .latency import budget, mixed
+from .latency.report import searched
 from .progress import clock
 
 SHOWN = 6       # engine names listed; the rest counted
@@ -41,10 +42,10 @@ def lines(s, seconds):
                  + ' % of saturation')
         out.append('  fixed rates for %s: %s, then up to %d probes for the '
                    'capacity at %s (a point that misses on it alone is run '
-                   'again); %d s each, %d time%s' % (
+                   'again); %d s each, %s' % (
                        ', '.join(fixed), steps, budget.PROBES,
-                       budget.label(s.slo), s.point_duration, s.runs,
-                       '' if s.runs == 1 else 's'))
+                       budget.label(s.slo), s.point_duration,
+                       searched(s.runs, fixed, s.searches)))
     if s.profile:
         out.append('  plus one profiled run per engine and page%s' % (
             ' (not %s: no closed loop)' % mixed.PAGE if mixed.PAGE in s.pages else ''))

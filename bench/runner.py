@@ -56,6 +56,7 @@ class RunPlan:
     rates: list = None                  # requests/s; None: fractions of saturation
     fractions: tuple = (0.25, 0.5, 0.75, 0.9)
     fixed_pages: list = None            # pages offered fixed rates; None: all
+    searches: dict = field(default_factory=dict)    # page -> searches; else runs
     point_duration: int = 10            # seconds per fixed-rate point
     core_hour_price: float = None       # for the cost per million requests
     dry_run: bool = False               # the plan printed, nothing run
@@ -134,6 +135,8 @@ class Matrix:
                     'fractions': None if settings.rates else list(settings.fractions),
                     # None: every page; else only these (the rest closed loop)
                     'pages': settings.fixed_pages,
+                    # searches per page, where not 'runs'
+                    'searches': settings.searches,
                     'slo': settings.slo, 'probes': budget.PROBES, 'again': True,
                     'duration': settings.point_duration,
                     'latency_correction': True,
@@ -152,6 +155,7 @@ class Matrix:
         self.watches = {}       # target name -> memory.Watch
         self.results.update(machine.describe())
         self.hellos = {}    # hello reference name -> its target record
+        self.last_votes = None  # (name, vote total) after a mix's last point
         self.python_of = {}     # target name -> its interpreter's version
         self.storage_of = {}    # target name -> its Tarantool storage engine
         self.replicas_of = {}   # target name -> its read replicas, if any
@@ -536,8 +540,10 @@ class Matrix:
                            guess=self.s.duration + RUN_GUESS if pair else None)
         dead |= {name for name, server, _ in members if not server.alive()}
         if offers_rates(self.s, page) and mode == 'plain':
+            # the engines' capacities; a bare hello is a closed-loop reference
             dead |= fixed_rate.turns(
-                self, [m for m in members if m[0] not in dead], page, mode)
+                self, [m for m in members if m[0] not in dead and not m[2]],
+                page, mode)
         return dead
 
     def tag_record(self, record, name, page, mode, run, pair):

@@ -17,7 +17,7 @@ from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import (cli, guesses, outline, profile, pythons, references,
                    report, stats, tables, verify)
 from bench.charts import label
-from bench.latency import mixed, oha
+from bench.latency import budget, mixed, oha
 from runtime import frameworks
 from runtime.processes import answers
 from bench.progress import Progress, clock
@@ -326,7 +326,7 @@ def test_first_run_prints_its_plan_and_estimate_and_starts_nothing(tmp_path):
     if mixed.find() and oha.find():
         assert ('  fixed rates for mix: 50, 90 % of saturation, then '
                 'up to 3 probes for the capacity at p99 ≤ 10 ms (a point that '
-                'misses on it alone is run again); 2 s each, 1 time') in lines
+                'misses on it alone is run again); 2 s each, searched once') in lines
     else:
         assert '--first: without the mix' in done.stderr
     expected = re.search(r'^expected: about (\d+) min \(estimate from '
@@ -363,13 +363,13 @@ def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
     lines = outline.lines(s, 0)
     assert '  fixed rates for good, mix: 50, 90 % of saturation, then up to ' \
         '3 probes for the capacity at p99 ≤ 10 ms (a point that misses on it ' \
-        'alone is run again); 10 s each, 3 times' in lines
+        'alone is run again); 10 s each, searched 3 times' in lines
     # the points may be shorter than the closed-loop runs
     s = cli.plan(base + ['--pages', 'good', '--duration', '5',
                          '--point-duration', '3'])
     assert (s.duration, s.point_duration) == (5, 3)
     assert any(x.startswith('  fixed rates for good:') and x.endswith(
-        '3 s each, 3 times') for x in outline.lines(s, 0))
+        '3 s each, searched 3 times') for x in outline.lines(s, 0))
     assert cli.plan(base + ['--pages', 'good', '--duration', '4']).point_duration == 4
     assert ('  plus one profiled run per engine and page (not mix: no closed '
             'loop)') in lines
@@ -387,6 +387,35 @@ def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
         with pytest.raises(SystemExit):
             cli.plan(alone + ['--out', '/nonexistent'])
         assert 'go with --latency' in capsys.readouterr().err
+
+
+@pytest.mark.bench
+def test_rate_pages_may_give_a_page_fewer_searches(capsys):
+    if not (mixed.find() and oha.find()):
+        pytest.skip('oha or loadgen is not built')
+    base = ['--engines', 'aiohttp-tarantool-one-uvloop', '--latency', '--plain',
+            '--out', '/nonexistent', '--pages', 'ugly,good,mix', '--runs', '3']
+    s = cli.plan(base + ['--rate-pages', 'mix,good:1,ugly:2'])
+    assert s.fixed_pages == ['mix', 'good', 'ugly']
+    assert [guesses.searches(s, p) for p in s.fixed_pages] == [3, 1, 2]
+    assert any(x.endswith('each, searched ugly 2 times, good once, mix 3 times')
+               for x in outline.lines(s, 0))
+    # the estimate counts each page's searches: one fewer, one search less
+    fewer = cli.plan(base + ['--rate-pages', 'mix,good:1,ugly:1'])
+    point = guesses.point_guess(s, 'ugly')
+    steps = (len(s.fractions) + budget.PROBES) * (1 + budget.RETRIED)
+    assert guesses.series_guess(s, 'ugly') - guesses.series_guess(
+        fewer, 'ugly') == pytest.approx(steps * point)
+    # a bare hello is a closed-loop reference: it is not searched
+    assert guesses.series_guess(s, 'ugly', 'hello') == guesses.series_guess(
+        cli.plan(base + ['--rate-pages', 'mix']), 'ugly', 'hello')
+    same = cli.plan(base + ['--rate-pages', 'mix,good:3'])
+    assert any(x.endswith('each, searched 3 times') for x in outline.lines(same, 0))
+    for wrong in ('good:0', 'good:x', 'good:-1', 'good:1.5'):
+        with pytest.raises(SystemExit) as exit:
+            cli.plan(base + ['--rate-pages', wrong])
+        assert exit.value.code == 2
+        assert 'PAGE or PAGE:SEARCHES' in capsys.readouterr().err, wrong
 
 
 @pytest.mark.bench

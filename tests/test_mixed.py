@@ -146,6 +146,9 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     assert sorted({r['rate'] for r in points if r['rate'] != 'probe'}) == ['100/s', '200/s']
     for r in points:
         assert r['vote_check']['ok'] and r['vote_check']['moved'] > 0, r
+    # each point starts from the total its previous one settled on
+    for last, r in zip(points, points[1:]):
+        assert r['vote_check']['before'] == last['vote_check']['after'], r
         assert set(r['oha']['kinds']) >= {'index', 'vote'}, r
     steps = [r for r in points if r['rate'] != 'probe']
     assert all(abs(r['oha']['achieved'] - r['offered']) < 0.2 * r['offered'] for r in steps)

@@ -8,7 +8,7 @@ its points is checked against the site's vote total."""
 import statistics
 
 from .. import profile
-from ..guesses import point_guess
+from ..guesses import point_guess, searches
 from ..wrk import path
 from . import budget, mixed, oha
 
@@ -79,8 +79,9 @@ def turns(matrix, members, page, mode):
     crew = [Member(matrix, name, server, pair, page, mode)
             for name, server, pair in members if server.alive()]
     crew = [m for m in crew if m.top]
-    dead = set()
-    for run in range(1, s.runs + 1):
+    matrix.last_votes = None
+    dead, count = set(), searches(s, page)
+    for run in range(1, count + 1):
         points = {m.name: [] for m in crew}
         for label, _ in rates_of(s, 1.0):
             for m in crew:
@@ -123,9 +124,14 @@ def point(matrix, member, page, run, rate, label, retry=False):
     s = matrix.s
     matrix.progress.show('%s · %s · %s · run %d/%d' % (
         member.name, page, '%.0f/s' % rate if label == 'probe'
-        else 'rate ' + label, run, s.runs) + (' · again' if retry else ''))
+        else 'rate ' + label, run, searches(s, page)) + (
+            ' · again' if retry else ''))
     url, mix = member.server.url, page == mixed.PAGE
-    votes = matrix.settled_votes(url) if mix else None
+    votes = None
+    if mix:     # the total after this member's last point, if nothing ran since
+        last, matrix.last_votes = matrix.last_votes, None
+        votes = (last[1] if last and last[0] == member.name
+                 else matrix.settled_votes(url))
     before = member.cpu()
     if mix:
         record = mixed.run(mixed.command(s.loadgen, url, rate, s.point_duration,
@@ -156,7 +162,10 @@ def point(matrix, member, page, run, rate, label, retry=False):
                          if answered and database is not None else None)},
         miss=budget.verdict(report, s.slo))
     if mix:
-        check = mixed.vote_check(votes, matrix.settled_votes(url), report)
+        after = matrix.settled_votes(url)
+        check = mixed.vote_check(votes, after, report)
+        if after is not None:
+            matrix.last_votes = (member.name, after)
         record['vote_check'] = check
         if not check['ok']:
             record['error'] = record['miss'] = check['reason']

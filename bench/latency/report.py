@@ -56,6 +56,11 @@ def capacity_table(results, names, pages):
                              'than %d%%' % (FLAG, name, page, NOISE * 100))
         rows.append([name] + cells)
     lines += tables.table_md(['engine'] + pages, rows)
+    once = sorted({p for (n, p), c in found.items()
+                   if n in present and c['rate']['runs'] < 2})
+    if once:
+        notes.append('%s: one search each (no range, so no ⚠: how far a '
+                     'second would move it is not known)' % ', '.join(once))
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
 
 
@@ -132,7 +137,20 @@ def header_line(results):
                s['wrk_timeout'], lat['probes'], budget.label(lat['slo']))
             + ('; a point that missed on the percentile alone was run again, '
                'its rate missed only if both did' if lat.get('again') else '')
+            + '; ' + searched(s['runs'], [p for p in s['pages'] if p in fixed],
+                              lat.get('searches') or {})
             + mix_line(mix))
+
+
+def searched(runs, pages, searches):
+    """'searched 3 times' or, where pages differ, each page's count."""
+    def said(n):
+        return 'once' if n == 1 else '%d times' % n
+    counts = [searches.get(p) or runs for p in pages]
+    if len(set(counts)) <= 1:
+        return 'searched %s' % said(counts[0] if counts else runs)
+    return 'searched ' + ', '.join('%s %s' % (p, said(n))
+                                     for p, n in zip(pages, counts))
 
 
 def mix_line(mix):
