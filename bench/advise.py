@@ -11,7 +11,7 @@ import math
 import sys
 
 from .compare import commit, load
-from .latency import budget, mixed
+from .latency import budget, floor, mixed
 from .latency.cells import capacities
 from .latency.noise import NOISE, noisy, triple
 
@@ -199,6 +199,8 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
     if page == mixed.PAGE:
         header.append('mix: requests/s counts every request of a visit '
                       '(GET /, then a vote or a page).')
+    header += ['Machine: ' + said.replace('`', '')
+               for said in floor.lines(results.get('floor'), slo)[1:]]
     return header, rows
 
 

@@ -19,7 +19,7 @@ from .nginx import Nginx
 from .progress import Progress
 from .storage import DEFAULT as DEFAULT_STORAGES, label as variant_name, tagged
 from .ceilings import run as ceilings
-from .latency import budget, fixed_rate, mixed, oha
+from .latency import budget, fixed_rate, floor, mixed, oha
 from .latency.noise import NOISE
 
 
@@ -101,6 +101,8 @@ def planned(settings):
         total += target_guess(settings, 'nginx')
     if settings.ceilings:
         total += ceilings.guess(settings)
+    if settings.latency and settings.oha:
+        total += 2 * floor.GUESS      # the machine's floor, before and after
     return total
 
 
@@ -174,6 +176,7 @@ class Matrix:
             self.results['targets'].append({'name': name, 'kind': 'engine',
                                             'status': 'skipped', 'reason': why})
             self.progress.note('%s: skipped (%s)' % (name, why))
+        self.floor('before')
         for engine in self.s.engines:
             self.engine(engine)
             self.save()
@@ -184,10 +187,21 @@ class Matrix:
             self.nginx()
         if self.s.ceilings:
             ceilings.run(self)
+        self.floor('after')
         self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
         self.save()
         self.progress.close()
         return self.results
+
+    def floor(self, when):
+        """The machine's latency floor (latency/floor.py), said as taken."""
+        if not (self.s.latency and self.s.oha):
+            return
+        taken = floor.measure(self, when)
+        self.results.setdefault('floor', []).append(taken)
+        for line in floor.lines([taken], self.s.slo):
+            self.progress.note(line)
+        self.save()
 
     def target(self, name, kind):
         t = {'name': name, 'kind': kind, 'status': 'ok', 'reason': None}

@@ -263,3 +263,35 @@ def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
     data['capacity'] += [capacity('a-tarantool-one', 'index', 1, 10.0)]
     status, _, err = run(['RESULTS', '--rate', '2500'], data)
     assert status == 2 and err.endswith('choose a workload with --workload: good, index\n')
+
+
+def floor_of(when, *p99s):
+    return {'when': when, 'rate': 500, 'duration': 3,
+            'runs': [{'p50': 0.2, 'p99': v, 'max': v * 2,
+                      'miss': None if v <= 10 else 'p99 %s ms' % v} for v in p99s]}
+
+
+def test_a_machine_floor_past_the_budget_is_said(run):
+    from bench.latency import floor
+    quiet = results()
+    quiet['floor'] = [floor_of('before', 1.0, 2.0, 3.0), floor_of('after', 1.5, 1.5, 9.0)]
+    said = floor.lines(quiet['floor'], SLO)
+    assert said == ["Machine floor (what the host alone adds): nginx's `/ugly` at "
+                    '500 requests/s, 3 s runs, p99 before 1.0, 2.0, 3.0 ms; after '
+                    '1.5, 1.5, 9.0 ms (median 1.8 ms).']
+    status, out, _ = run(['RESULTS', '--rate', '1000', '--workload', 'good'], quiet)
+    assert status == 0 and 'Machine:' not in out
+    noisy = results()
+    noisy['floor'] = [floor_of('before', 1.0, 22.5, 3.0), floor_of('after', 12.0, 1.0, 1.0)]
+    said = floor.lines(noisy['floor'], SLO)
+    assert said[1].startswith('⚠ 2 of 6 floor runs missed p99 ≤ 10 ms')
+    status, out, _ = run(['RESULTS', '--rate', '1000', '--workload', 'good'], noisy)
+    assert status == 0 and 'Machine: ⚠ 2 of 6 floor runs missed p99 ≤ 10 ms' in out
+    # judged against the budget asked: both runs keep p99 within 25 ms
+    status, out, _ = run(['RESULTS', '--rate', '1000', '--workload', 'good',
+                          '--slo', 'p99=25ms'], noisy)
+    assert 'Machine:' not in out
+    # a floor that could not be taken says why; none says nothing
+    assert floor.lines([{'when': 'before', 'error': 'nginx did not start'}], SLO) == [
+        'Machine floor: not taken (nginx did not start).']
+    assert floor.lines(None, SLO) == []

@@ -146,6 +146,12 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     assert sorted({r['rate'] for r in points if r['rate'] != 'probe'}) == ['100/s', '200/s']
     for r in points:
         assert r['vote_check']['ok'] and r['vote_check']['moved'] > 0, r
+    # the machine's floor, before and after: nginx at a fixed rate
+    assert [f['when'] for f in results['floor']] == ['before', 'after']
+    for f in results['floor']:
+        assert len(f['runs']) == 3 and all(r['p99'] > 0 for r in f['runs']), f
+    assert "Machine floor (what the host alone adds): nginx's `/ugly`" in (
+        tmp_path / 'results.md').read_text()
     # each point starts from the total its previous one settled on
     for last, r in zip(points, points[1:]):
         assert r['vote_check']['before'] == last['vote_check']['after'], r

@@ -2,7 +2,7 @@
 then per page the figures at each fixed rate."""
 from .. import tables
 from ..stats import ratio
-from . import budget, mixed
+from . import budget, floor, mixed
 from .cells import capacities, steps
 from .noise import NOISE
 
@@ -37,6 +37,8 @@ def capacity_table(results, names, pages):
              '%d connections) measured in the same run.'
              % (slo['percentile'], slo['ms'],
                 results['settings']['connections']), '']
+    for said in floor.lines(results.get('floor'), slo):
+        lines += [said, '']
     lines += ['![capacity %s](chart-capacity-%s.png)' % (p, p) for p in pages]
     lines += [''] if pages else []
     rows, notes = [], []
