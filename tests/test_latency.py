@@ -333,6 +333,16 @@ def test_noisy_cells_and_a_busy_generator_are_flagged():
     loud = cells.steps({'latency': [record(1, 5.0, 0.2), record(2, 9.0, 0.95)]})
     flags = loud[('e', 'good', '50%')]['flags']
     assert any('generator busy' in f for f in flags) and 'noisy p99' in flags
+    # a mix run whose loadgen fell behind its schedule: the host's wait is
+    # in its latencies, and the cell says so
+    late = record(2, 5.1, 0.2)
+    late['oha']['schedule_lag_ms'] = 32.3
+    on_time = record(1, 5.0, 0.2)
+    on_time['oha']['schedule_lag_ms'] = cells.LAG_MS
+    assert cells.steps({'latency': [on_time]})[('e', 'good', '50%')]['flags'] == []
+    flags = cells.steps({'latency': [on_time, late]})[('e', 'good', '50%')]['flags']
+    assert flags == ['loadgen fell up to 32 ms behind its schedule (counted '
+                     'in the latencies)']
 
 
 def test_results_html_inlines_charts_and_escapes(tmp_path):

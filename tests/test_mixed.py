@@ -146,6 +146,7 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     assert sorted({r['rate'] for r in points if r['rate'] != 'probe'}) == ['100/s', '200/s']
     for r in points:
         assert r['vote_check']['ok'] and r['vote_check']['moved'] > 0, r
+        assert r['oha']['schedule_lag_ms'] >= 0, r
     # the machine's floor, before and after: nginx at a fixed rate
     assert [f['when'] for f in results['floor']] == ['before', 'after']
     for f in results['floor']:

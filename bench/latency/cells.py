@@ -4,6 +4,10 @@ capacity within the budget."""
 from .noise import noisy, triple
 from .oha import FIGURES
 
+# A mix run whose generator sent a visit this late (ms) is flagged: the
+# host did not run it in time, and the latencies count the wait.
+LAG_MS = 5.0
+
 
 def steps(results):
     """{(target, page, rate label): cell} over the rate steps (not the
@@ -37,6 +41,10 @@ def step(records):
         shares = [r['generator']['share'] for r in records if r.get('generator')]
         cell['flags'].append('generator busy (%.0f%% of its core): the rate '
                              'may be its limit' % (100 * max(shares)))
+    lags = [x.get('schedule_lag_ms') or 0.0 for x in ok]
+    if lags and max(lags) > LAG_MS:
+        cell['flags'].append('loadgen fell up to %.0f ms behind its schedule '
+                             '(counted in the latencies)' % max(lags))
     for r in records:
         check = r.get('vote_check') or {'ok': True}
         if not check['ok']:

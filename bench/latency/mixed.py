@@ -59,6 +59,9 @@ def parse(stdout):
                       if report['seconds'] else 0.0),
             kinds={k: figures(v) for k, v in report['kinds'].items()},
             votes_ok=report['votes_ok'],
+            # the latest loadgen sent a visit's first request past its due
+            # time: counted in every latency, as the server's
+            schedule_lag_ms=report.get('schedule_lag_ms'),
             generator_cpu_s=round(report['cpu_s']['user']
                                   + report['cpu_s']['system'], 3))
     except (ValueError, KeyError, TypeError, AttributeError) as e:
