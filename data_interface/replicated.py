@@ -10,8 +10,9 @@ most `max_lag` seconds. Every CHECK_EVERY seconds the primary's position in
 its log is noted with the time, and each replica's asked: a replica's lag is
 the age of the oldest noted position it has not reached. A replica that
 fails a read or a check, or lags more, is taken out at once (its reads go to
-the next one, or the primary) and put back when it answers and lags at most
-half the bound. A primary that fails to answer is slow, not down, until it
+the next one, or the primary) and put back when it has answered REJOIN_AFTER
+checks in a row and lags at most half the bound (one answer may come from a
+server in the middle of dying). A primary that fails to answer is slow, not down, until it
 has answered no check for `down_after` seconds (by default DOWN_AFTER times
 the bound): while slow, the replicas are judged as before (a lagging one
 stays out); once down, nothing new is written, so a replica that answers is
@@ -38,6 +39,7 @@ START_WAIT = 10.0     # seconds start() waits for the replicas to catch up
 START_TIMEOUT = 5.0   # seconds a replica's start may take
 RETRY_FIRST = 1.0     # seconds before the first new start of a replica
 RETRY_MAX = 30.0      # seconds between new starts, at most
+REJOIN_AFTER = 2      # checks in a row a replica taken out must answer
 
 
 class Replica:
@@ -47,6 +49,7 @@ class Replica:
         self.lag = None     # seconds, at the last check
         self.why_out = NOT_CHECKED
         self.floor = 0      # a position it must reach to join the read set
+        self.answered = 0   # checks answered in a row
         self.started = False
 
 
@@ -201,6 +204,7 @@ class Replicated(DataInterface):
             self._leave(replica, 'does not answer: %s' % (
                 e or 'no answer within %g s' % self.max_lag))
             return
+        replica.answered += 1
         replica.lag = self._lag(position)
         if position < replica.floor:
             if replica.why_out != NOT_CHECKED:    # quiet while it starts
@@ -222,6 +226,9 @@ class Replicated(DataInterface):
         return 0.0
 
     def _join(self, replica):
+        if replica.why_out not in (None, NOT_CHECKED) and (
+                replica.answered < REJOIN_AFTER):
+            return
         if replica not in self.reading:
             self.reading.append(replica)
             log.info('%s is %s the read set (lag %.2f s)', replica.name,
@@ -230,6 +237,7 @@ class Replicated(DataInterface):
             replica.why_out = None
 
     def _leave(self, replica, why):
+        replica.answered = 0
         if replica in self.reading:
             self.reading.remove(replica)
             log.warning('%s is out of the read set: %s', replica.name, why)

@@ -152,6 +152,34 @@ async def test_a_killed_replica_costs_no_read_and_rejoins(cluster):
         await data.close()
 
 
+async def test_a_replica_out_after_a_failure_must_answer_twice(cluster):
+    """One answer does not bring it back: a PostgreSQL backend may answer a
+    check after its postmaster was killed, and the next read then fails."""
+    primary, replicas = cluster
+    data = replicated(primary, replicas)
+    await data.start()
+    await cancel(data._checker)     # the test does the checks
+    data._checker = None
+    replica = data.replicas[0]
+    try:
+        replicas[0].kill()
+        for _ in range(10):
+            assert len(await data.bottom_stickers(9)) == 9
+        assert replica not in data.reading
+        assert replica.why_out.startswith('a read failed')
+        replicas[0].restart()
+        deadline = time.monotonic() + 10
+        while replica.answered < 1:
+            assert time.monotonic() < deadline, replica.why_out
+            await asyncio.sleep(CHECK_EVERY)
+            await data.check()
+        assert replica not in data.reading, 'back after one answer'
+        await data.check()
+        assert replica in data.reading and replica.why_out is None
+    finally:
+        await data.close()
+
+
 async def test_with_the_primary_dead_reads_go_on_and_writes_fail(cluster):
     primary, replicas = cluster
     data = replicated(primary, replicas)
