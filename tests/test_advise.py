@@ -291,6 +291,29 @@ def test_a_machine_floor_past_the_budget_is_said(run):
     status, out, _ = run(['RESULTS', '--rate', '1000', '--workload', 'good',
                           '--slo', 'p99=25ms'], noisy)
     assert 'Machine:' not in out
+    # the server's core: steady says how; slowed in bursts warns, unless
+    # its bursts are short against the budget; a failed probe says why
+    core = {'windows': 299, 'median_us': 40.0, 'slow_pct': 0.3,
+            'longest_ms': 10, 'p1': 0.6, 'min': 0.4}
+    quiet['floor'][0]['core'] = core
+    quiet['floor'][1]['core'] = dict(core, slow_pct=0.0, min=0.7)
+    said = floor.lines(quiet['floor'], SLO)
+    assert len(said) == 1 and said[0].endswith(
+        'The server\'s core ran at under half speed in 0.3, 0.0 % of its '
+        '10 ms windows (at worst 0.4 of its usual pace, for up to 10 ms in a '
+        'row).'), said
+    quiet['floor'][1]['core'] = dict(core, slow_pct=7.7, longest_ms=40, min=0.07)
+    said = floor.lines(quiet['floor'], SLO)
+    assert len(said) == 2 and said[1].startswith(
+        '⚠ the server\'s core ran at under half speed in more than 1 % of '
+        'its 10 ms windows'), said
+    status, out, _ = run(['RESULTS', '--rate', '1000', '--workload', 'good'], quiet)
+    assert status == 0 and "Machine: ⚠ the server's core ran at under half" in out
+    status, out, _ = run(['RESULTS', '--rate', '1000', '--workload', 'good',
+                          '--slo', 'p99=100ms'], quiet)
+    assert status == 0 and 'Machine:' not in out
+    quiet['floor'][1]['core'] = {'error': 'the core probe failed: timed out'}
+    assert floor.lines(quiet['floor'], SLO)[1:] == ['the core probe failed: timed out']
     # a floor that could not be taken says why; none says nothing
     assert floor.lines([{'when': 'before', 'error': 'nginx did not start'}], SLO) == [
         'Machine floor: not taken (nginx did not start).']

@@ -363,3 +363,19 @@ def test_a_capacity_is_judged_only_beyond_its_search_bracket():
     assert compare.verdict(('capacity/s',), a, b, 10)[2] is None
     b = (4000.0, 4000.0, 4000.0, 3, True, False, 10.0)
     assert compare.verdict(('capacity/s',), a, b, 10)[2] == 'worse'
+
+
+@pytest.mark.bench
+def test_a_core_taken_away_for_a_while_shows_as_slow_windows():
+    """The core probe counts work in 10 ms windows: 150 ms stopped are 14
+    or 15 windows at speed 0, in a row."""
+    probe = subprocess.Popen([sys.executable, '-m', 'bench.latency.steady',
+                              '1.0'], cwd=ROOT, stdout=subprocess.PIPE)
+    time.sleep(0.5)
+    os.kill(probe.pid, signal.SIGSTOP)
+    time.sleep(0.15)
+    os.kill(probe.pid, signal.SIGCONT)
+    out = json.loads(probe.communicate(timeout=30)[0])
+    assert 90 <= out['windows'] <= 100, out
+    assert out['min'] == 0 and 140 <= out['longest_ms'] <= 160, out
+    assert out['slow_pct'] >= 14 and out['median_us'] > 0, out

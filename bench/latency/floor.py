@@ -1,24 +1,26 @@
 """The machine's latency floor, taken before and after a --latency run:
-nginx's /ugly (C, no database, a few % of its saturation) at a fixed rate.
-What its p99 shows, the host alone adds to every engine's. Where a run of
-it misses the budget, a stall of the machine can miss it for any engine,
+nginx's /ugly (C, no database, a few % of its saturation) at a fixed rate,
+and how steady the server's core runs (steady.py). What nginx's p99 shows,
+the host alone adds to every engine's; where it misses the budget, or the
+core often runs at under half speed, the host can miss it for any engine,
 and the report says so next to the capacities."""
 import os
 import statistics
 
 from runtime.processes import free_port
 from ..nginx import Nginx
-from . import budget, oha
+from . import budget, oha, steady
 
 RATE = 500          # requests/s
 RUNS = 3
 DURATION = 3        # seconds per run
-GUESS = 1.0 + RUNS * (DURATION + 0.5)    # seconds of one floor, for the ETA
+GUESS = 2.0 + RUNS * (DURATION + 0.5) + steady.SECONDS   # seconds, for the ETA
 
 
 def measure(matrix, when):
-    """{'when', 'rate', 'duration', 'runs': [{'p50', 'p99', 'max', 'miss'}]}
-    of nginx at RATE, or {'when', 'error'} when it could not be taken."""
+    """{'when', 'rate', 'duration', 'runs': [{'p50', 'p99', 'max', 'miss'}],
+    'core': steady.probe()} of nginx at RATE and the server's core, or
+    {'when', 'error'} when nginx could not be measured."""
     s = matrix.s
     server = Nginx(os.path.join(s.out, 'floor'), free_port(), None,
                    s.pin['server'])
@@ -43,7 +45,12 @@ def measure(matrix, when):
         return {'when': when, 'error': str(e)}
     finally:
         server.stop()
-    return {'when': when, 'rate': RATE, 'duration': DURATION, 'runs': runs}
+    matrix.progress.show('machine floor (%s) · how steady the server\'s core '
+                         'runs' % when)
+    core = steady.measure(s.pin['server'])
+    matrix.progress.advance(steady.SECONDS + 1)
+    return {'when': when, 'rate': RATE, 'duration': DURATION, 'runs': runs,
+            'core': core}
 
 
 def missed_by(run, slo):
@@ -67,6 +74,16 @@ def lines(floors, slo):
            '%d requests/s, %d s runs, p99 %s%s.' % (
                taken[0]['rate'], taken[0]['duration'], each,
                ' (median %.1f ms)' % statistics.median(known) if known else '')]
+    cores = [f.get('core') for f in taken if f.get('core')]
+    probed = [c for c in cores if 'slow_pct' in c]
+    if probed:
+        out[0] += (' The server\'s core ran at under half speed in %s %% of '
+                   'its 10 ms windows (at worst %s of its usual pace, for up '
+                   'to %d ms in a row).' % (
+                       ', '.join('%.1f' % c['slow_pct'] for c in probed),
+                       min(c['min'] for c in probed),
+                       max(c['longest_ms'] for c in probed)))
+    out += [c['error'] for c in cores if 'error' in c]
     missed = [r for r in runs if missed_by(r, slo)]
     if missed:
         out.append('⚠ %d of %d floor runs missed %s with no work to speak of: '
@@ -74,4 +91,11 @@ def lines(floors, slo):
                    'budget, so a capacity here says as much about the host as '
                    'about the stack.' % (len(missed), len(runs),
                                          budget.label(slo)))
+    if steady.unsteady(probed, slo):
+        out.append('⚠ the server\'s core ran at under half speed in more than '
+                   '%g %% of its 10 ms windows: the host slows it in bursts '
+                   'that nginx\'s short requests hardly notice, but a Python '
+                   'server\'s queue behind, so a %s capacity here is set by '
+                   'the host more than by the stack.' % (
+                       steady.SLOW_SHARE, budget.label(slo)))
     return out
