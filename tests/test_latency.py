@@ -367,8 +367,8 @@ def test_a_capacity_is_judged_only_beyond_its_search_bracket():
 
 @pytest.mark.bench
 def test_a_core_taken_away_for_a_while_shows_as_slow_windows():
-    """The core probe counts work in 10 ms windows: 150 ms stopped are 14
-    or 15 windows at speed 0, in a row."""
+    """The core probe counts work in 10 ms windows: 150 ms stopped are at
+    least 14 windows at speed 0, in a row."""
     probe = subprocess.Popen([sys.executable, '-m', 'bench.latency.steady',
                               '1.0'], cwd=ROOT, stdout=subprocess.PIPE)
     time.sleep(0.5)
@@ -376,6 +376,7 @@ def test_a_core_taken_away_for_a_while_shows_as_slow_windows():
     time.sleep(0.15)
     os.kill(probe.pid, signal.SIGCONT)
     out = json.loads(probe.communicate(timeout=30)[0])
+    # (at least: on a busy machine other stretches may join it)
     assert 90 <= out['windows'] <= 100, out
-    assert out['min'] == 0 and 140 <= out['longest_ms'] <= 160, out
+    assert out['min'] == 0 and out['longest_ms'] >= 140, out
     assert out['slow_pct'] >= 14 and out['median_us'] > 0, out

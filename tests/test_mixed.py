@@ -151,7 +151,9 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     assert [f['when'] for f in results['floor']] == ['before', 'after']
     for f in results['floor']:
         assert len(f['runs']) == 3 and all(r['p99'] > 0 for r in f['runs']), f
-        assert f['core']['windows'] > 200 and 0 < f['core']['min'] <= 1, f
+        core = f['core']
+        assert core['windows'] > 200 and 0 <= core['min'] <= core['p1'], f
+        assert 0 <= core['slow_pct'] <= 100 and core['median_us'] > 0, f
     report = (tmp_path / 'results.md').read_text()
     assert "Machine floor (what the host alone adds): nginx's `/ugly`" in report
     assert "The server's core ran at under half speed in" in report
