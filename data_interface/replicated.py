@@ -12,9 +12,9 @@ the age of the oldest noted position it has not reached. A replica that
 fails a read or a check, or lags more, is taken out at once (its reads go to
 the next one, or the primary) and put back when it has answered REJOIN_AFTER
 checks in a row and lags at most half the bound (one answer may come from a
-server in the middle of dying). A primary that fails to answer is slow, not down, until it
-has answered no check for `down_after` seconds (by default DOWN_AFTER times
-the bound): while slow, the replicas are judged as before (a lagging one
+server in the middle of dying). A primary that fails to answer is slow, not
+down, until it has answered no check for `down_after` seconds (by default
+DOWN_AFTER times the bound): while slow, the replicas are judged as before (a lagging one
 stays out); once down, nothing new is written, so a replica that answers is
 in, whatever it lacks.
 

@@ -380,3 +380,15 @@ def test_a_core_taken_away_for_a_while_shows_as_slow_windows():
     assert 90 <= out['windows'] <= 100, out
     assert out['min'] == 0 and out['longest_ms'] >= 140, out
     assert out['slow_pct'] >= 14 and out['median_us'] > 0, out
+
+
+@pytest.mark.bench
+def test_the_core_probe_refuses_a_bad_length_and_says_why():
+    from bench.latency import steady
+    for bad in ('0', 'abc', '1e9'):
+        done = subprocess.run([sys.executable, '-m', 'bench.latency.steady',
+                               bad], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 1 and 'SECONDS from 0.1 to 600' in (
+            done.stderr), (bad, done.stderr)
+    said = steady.measure(['false'])
+    assert said == {'error': 'the core probe failed (exit 1): no output'}

@@ -62,9 +62,14 @@ def measure(pin, seconds=SECONDS):
             list(pin) + [sys.executable, '-m', 'bench.latency.steady',
                          str(seconds)],
             capture_output=True, text=True, timeout=seconds + 30)
+        if done.returncode:
+            why = (done.stderr.strip().splitlines() or ['no output'])[-1]
+            return {'error': 'the core probe failed (exit %d): %s' % (
+                done.returncode, why)}
         return json.loads(done.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-        return {'error': 'the core probe failed: %s' % (str(e) or type(e))}
+        return {'error': 'the core probe failed: %s' % (
+            str(e) or type(e).__name__)}
 
 
 def unsteady(taken, slo):
@@ -75,6 +80,16 @@ def unsteady(taken, slo):
             and p.get('longest_ms', 0) >= slo['ms'] / 2]
 
 
+def main(argv):
+    try:
+        seconds = float(argv[0]) if argv else SECONDS
+    except ValueError:
+        seconds = 0
+    if not 0.1 <= seconds <= 600:
+        sys.exit('usage: python -m bench.latency.steady [SECONDS], '
+                 'SECONDS from 0.1 to 600')
+    print(json.dumps(probe(seconds)))
+
+
 if __name__ == '__main__':
-    print(json.dumps(probe(float(sys.argv[1]) if len(sys.argv) > 1
-                           else SECONDS)))
+    main(sys.argv[1:])
