@@ -1,5 +1,6 @@
 """A Tarantool that stops answering (stalled, not gone): a call that times
 out is DataUnavailable (a 503), on every Python the drivers run on."""
+import asyncio
 import os
 import signal
 
@@ -61,3 +62,44 @@ async def test_a_stalled_redis_is_unavailable(tmp_path, mode):
             await data.close()
     finally:
         db.stop()
+
+
+def sockets():
+    """The sockets this process holds open."""
+    fds = os.listdir('/proc/self/fd')
+    return sum(os.readlink('/proc/self/fd/' + fd).startswith('socket:')
+               for fd in fds if os.path.exists('/proc/self/fd/' + fd))
+
+
+@pytest.mark.legacy
+@pytest.mark.parametrize('driver', ['asynctnt', 'aiotarantool'])
+async def test_a_connect_to_a_stalled_tarantool_is_unavailable_and_left_closed(
+        tmp_path, driver, capfd):
+    """Mode 'multi' connects for each call: one cut short by its timeout
+    must leave no socket or reader behind (one would log the late answer)."""
+    if driver == 'asynctnt':
+        from data_interface.tarantool.asynctnt_data import AsynctntData as Data
+    else:
+        aiotarantool_data = pytest.importorskip(
+            'data_interface.tarantool.aiotarantool_data')
+        Data = aiotarantool_data.AiotarantoolData
+    db = start_tarantool(str(tmp_path / 'db'))
+    try:
+        data = Data(tarantool_address(db), 'multi')
+        await data.start()
+        assert await data.top_stickers(9) == []
+        await asyncio.sleep(0.2)    # its connection closed
+        before = sockets()
+        os.kill(db.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(DataUnavailable):
+                await data.top_stickers(9)
+        finally:
+            os.kill(db.pid, signal.SIGCONT)
+        assert await data.top_stickers(9) == []
+        await asyncio.sleep(0.2)    # time for a late answer to come
+        assert sockets() == before
+        await data.close()
+    finally:
+        db.stop()
+    assert 'Logging error' not in capfd.readouterr().err

@@ -142,3 +142,26 @@ async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
             server.stop()
         if run == 1:
             assert log_since_snapshot(directory) >= threshold
+
+
+@pytest.mark.legacy
+async def test_an_aiotarantool_connection_starts_no_process(tarantool, monkeypatch):
+    """tarantool 0.5 looks libc up for each connection, and ctypes runs
+    ldconfig to find it: mode 'multi' would fork a process per call, with
+    the loop standing still meanwhile."""
+    import subprocess
+    aiotarantool_data = pytest.importorskip(
+        'data_interface.tarantool.aiotarantool_data')
+    data = aiotarantool_data.AiotarantoolData(tarantool_address(tarantool),
+                                              'multi')
+    await data.start()
+    started = []
+    execute = subprocess.Popen._execute_child
+
+    def watched(self, args, *rest):
+        started.append(args)
+        return execute(self, args, *rest)
+    monkeypatch.setattr(subprocess.Popen, '_execute_child', watched)
+    for _ in range(3):
+        assert len(await data.top_stickers(9)) == 9
+    assert started == []

@@ -2,8 +2,12 @@
 benchmark (Python 3.7 only): the same stored procedures of app.lua
 as asynctnt_data, the same modes."""
 import asyncio
+import ctypes
+import ctypes.util
+import functools
 
 import aiotarantool
+import tarantool.connection
 from tarantool.error import DatabaseError, NetworkError
 from tarantool.request import RequestCall
 
@@ -11,6 +15,21 @@ from .. import DataUnavailable
 from .procedures import Procedures
 
 CONNECT_TIMEOUT = 2.0
+
+
+class _Ctypes:
+    """ctypes as tarantool 0.5's connection sees it, with libc looked up
+    once: it looks it up for each new connection, and find_library runs
+    ldconfig in a subprocess (3 ms with the loop standing still, far more
+    on a busy machine)."""
+    util = type('util', (), {'find_library': staticmethod(
+        functools.lru_cache(None)(ctypes.util.find_library))})
+
+    def __getattr__(self, name):
+        return getattr(ctypes, name)
+
+
+tarantool.connection.ctypes = _Ctypes()
 
 
 class _Call(RequestCall):
@@ -22,8 +41,8 @@ class _Call(RequestCall):
 class _Connection(aiotarantool.Connection):
     """aiotarantool.Connection that survives losing the server: its reader
     fails on the stream it has just closed or dies on a reset without
-    failing the waiting calls, and its close sets results on waiters that
-    were cancelled."""
+    failing the waiting calls, its close sets results on waiters that were
+    cancelled and also ends a connect cut short."""
 
     async def _response_reader(self):
         try:
@@ -39,6 +58,17 @@ class _Connection(aiotarantool.Connection):
             if waiter.done():
                 del self._waiters[sync]
         await super()._do_close(exc)
+
+    async def close(self):
+        if not self.connected and self._reader_task is not None:
+            # A connect cut short (by its timeout): not `connected` yet, but
+            # its socket, reader and writer are open.
+            self._reader_task.cancel()
+            self._writer_task.cancel()
+            self._writer.transport.close()
+            self._reader_task = self._writer_task = None
+            self._waiters = {}
+        await super().close()
 
 
 def _why(e):

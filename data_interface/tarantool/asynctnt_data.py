@@ -4,6 +4,7 @@ import asyncio
 
 import asynctnt
 from asynctnt.exceptions import TarantoolDatabaseError, TarantoolError
+from asynctnt.iproto.protocol import Protocol
 
 from .. import DataUnavailable
 from .procedures import Procedures
@@ -15,6 +16,36 @@ UNAVAILABLE = (OSError, asyncio.TimeoutError, TarantoolError)
 RECONNECT = 0.3     # seconds between reconnects of mode 'one'
 
 
+class _Protocol(Protocol):
+    made = None     # its transport
+
+    def connection_made(self, transport):
+        self.made = transport
+        super().connection_made(transport)
+
+
+class _Connection(asynctnt.Connection):
+    """asynctnt.Connection whose connect, cut short by its timeout while it
+    waits for the greeting, leaves no socket open (asynctnt's does): the
+    next attempt or close() closes it."""
+    attempt = None
+
+    def protocol_factory(self, connected_fut, loop, cls=_Protocol):
+        self._end_attempt()
+        self.attempt = super().protocol_factory(connected_fut, loop, cls)
+        return self.attempt
+
+    def _end_attempt(self):
+        if self.attempt is not None and self.attempt is not self._protocol \
+                and self.attempt.made is not None:
+            self.attempt.made.close()
+        self.attempt = None
+
+    def close(self):
+        self._end_attempt()
+        super().close()
+
+
 class AsynctntData(Procedures):
     """mode 'one': one connection shared by all requests, reconnecting by
     itself (asynctnt's pings would not: a failed one is ignored, so they
@@ -23,7 +54,7 @@ class AsynctntData(Procedures):
 
     async def _connect(self):
         a = self.address
-        conn = asynctnt.Connection(
+        conn = _Connection(
             host=a.host, port=a.port, username=a.user, password=a.password,
             fetch_schema=False, auto_refetch_schema=False,
             connect_timeout=2.0, request_timeout=self.request_timeout,
@@ -31,8 +62,9 @@ class AsynctntData(Procedures):
         try:
             await conn.connect()
         except UNAVAILABLE as e:
+            conn.close()
             raise DataUnavailable('cannot connect to Tarantool at %s: %s'
-                                  % (self.address, e)) from e
+                                  % (self.address, str(e) or type(e).__name__)) from e
         except BaseException:   # cancelled: no connection left behind
             conn.close()
             raise
