@@ -74,18 +74,23 @@ def reread(results, page, slo):
     """Capacities under another budget, read from the run's fixed-rate
     points (its rate steps and probes) as its search reads them: per run
     the highest rate kept below the lowest missed, then their median."""
-    points = {}
+    points, slow = {}, {}
     for r in results.get('latency') or []:
         if r['page'] == page:
             offered = r.get('offered') or (r.get('oha') or {}).get('offered')
-            points.setdefault((r['target'], r.get('pair'), r['run']), []).append(
-                (offered, missed(r, slo) is None))
+            key = (r['target'], r.get('pair'), r['run'])
+            points.setdefault(key, []).append((offered, missed(r, slo) is None))
+            slow.setdefault(key + (offered,), []).append(
+                bool((r.get('host') or {}).get('slow')))
     runs = {}
-    for (name, pair, run), found in points.items():
-        runs.setdefault(name, []).append(budget.capacity(found))
+    for key, found in points.items():
+        c = budget.capacity(found)
+        c['host'] = all(slow.get(key + (c['missed_at'],)) or [False])
+        runs.setdefault(key[0], []).append(c)
     return {name: {'rate': triple([c['rate'] for c in found]),
                    'open': any(c['open'] for c in found),
-                   'noisy': noisy([c['rate'] for c in found])}
+                   'noisy': noisy([c['rate'] for c in found]),
+                   'host': sum(c['host'] for c in found)}
             for name, found in runs.items()}
 
 
@@ -112,6 +117,9 @@ def row(name, found, rate, workers, price, max_cores, target=None):
         notes.append("runs %s–%s/s (spread > %d%%)" % (
             '{:,.0f}'.format(found['rate']['min']),
             '{:,.0f}'.format(found['rate']['max']), NOISE * 100))
+    if found.get('host'):
+        notes.append('%d of %d searches stopped where only a slow host missed'
+                     % (found['host'], found['rate']['runs']))
     if not per_core:
         notes.append('kept the budget at no rate tried')
     elif cores > max_cores:

@@ -172,6 +172,32 @@ def test_another_budget_is_read_from_the_fixed_rate_points(run):
     assert a[1] == '4,500' and 'capacity at least this' in a[6]
 
 
+def test_a_search_stopped_by_a_slow_host_is_said(run):
+    """Searches that stopped at a rate missed only on a slow host (every
+    try): advise notes them, under the run's budget and another one, and
+    results.md marks the cell."""
+    data = results()
+    for c in data['capacity']:
+        c['host'] = c['target'] == 'a-tarantool-one' and c['run'] < 3
+    for r in data['latency']:      # a-tarantool-one's 4,500/s missed
+        r['host'] = {'bursts': 500, 'slow_pct': 3.0, 'longest_ms': 60,
+                     'slow': r['offered'] == 4500.0 and r['run'] < 3}
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
+    notes = rows(out)['a-tarantool-one'][6]
+    assert '2 of 3 searches stopped where only a slow host missed' in notes
+    assert 'slow host' not in rows(out)['b-postgres-pool'][6]
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good',
+               '--slo', 'p99=20ms'], data)[1]
+    assert '2 of 3 searches stopped where only a slow host missed' in (
+        rows(out)['a-tarantool-one'][6])
+    from bench.latency import report
+    table = '\n'.join(report.capacity_table(data, list(CAPACITY), ['good']))
+    assert '| a-tarantool-one | 4,000 (3,900–4,100) (0.67) ⚠ |' in table, table
+    assert ('⚠ a-tarantool-one good: 2 of its 3 searches stopped at a rate '
+            'missed only while the host ran slow') in table
+    assert 'b-postgres-pool good: ' not in table
+
+
 def test_another_budget_without_points_is_refused(run):
     data = results()
     data['latency'] = []

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import compare, html, references
-from bench.latency import budget, cells, oha
+from bench.latency import budget, cells, fixed_rate, oha, steady
 
 SLO = {'percentile': 'p99', 'ms': 10.0}
 
@@ -110,6 +110,99 @@ def test_only_a_miss_on_the_percentile_alone_is_tried_again():
     assert not budget.stall_like(record(report(p99=30.0, achieved=500.0)), SLO)
     assert not budget.stall_like(record(report(p99=30.0), vote_ok=False), SLO)
     assert not budget.stall_like(record(None), SLO)
+
+
+class Scripted:
+    """A search member whose points come from a script of (kept, host
+    ran slow, missed on the percentile alone), in place of real runs."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.host = {}
+        self.server = type('Server', (), {'alive': lambda self: True})()
+
+    def point(self, matrix, member, page, run, rate, label, retry=False):
+        kept, slow = self.script.pop(0)
+        return {'kept': kept, 'host': {'slow': slow}, 'vote_check': {'ok': True},
+                'oha': report(p99=5.0 if kept else 30.0)}
+
+
+@pytest.mark.parametrize('script, tries', [
+    ([(True, True)], 1),                             # kept
+    ([(False, False), (False, False)], 2),           # missed twice, host steady
+    ([(False, False), (False, True), (False, True)], 3),    # then slow: a third
+    ([(False, True), (False, False)], 2),            # the second on a steady host
+    ([(False, True), (True, False)], 2),             # the second kept
+    ([(False, True), (False, True), (False, True)], 3),     # no more than TRIES
+])
+def test_a_miss_is_tried_again_while_the_host_ran_slow(monkeypatch, script, tries):
+    member = Scripted(script)
+    monkeypatch.setattr(fixed_rate, 'point', member.point)
+    matrix = type('Matrix', (), {'s': type('S', (), {'slo': SLO})})()
+    found = fixed_rate.tried(matrix, member, 'good', 1, 500.0, '50%')
+    assert [kept for _, kept in found] == [k for k, _ in script[:tries]]
+    assert member.host[500.0] == [slow for _, slow in script[:tries]]
+    assert member.script == []
+
+
+def test_a_watch_counts_slow_bursts_and_their_longest_run():
+    def bursts(cpus):       # bursts of the CPU ms given, 4 ms apart
+        found, t = [], 0.0
+        for c in cpus:
+            found.append((t, c / 1000.0, t + c / 1000.0))
+            t += c / 1000.0 + steady.REST
+        return found
+    assert steady.summary([]) == {'bursts': 0, 'slow_pct': 0.0, 'longest_ms': 0}
+    steady_run = steady.summary(bursts([1.0] * 99 + [1.9]))
+    assert steady_run == {'bursts': 100, 'slow_pct': 0.0, 'longest_ms': 0}
+    # three slow bursts in a row (12 + 4 + 12 + 4 + 2.1 ms from the first
+    # one's start to the last one's end), and one alone
+    found = steady.summary(bursts([1.0] * 50 + [12.0, 12.0, 2.1] + [1.0] * 46
+                                  + [3.0]))
+    assert found == {'bursts': 100, 'slow_pct': 4.0, 'longest_ms': 34}
+    slo = {'percentile': 'p99', 'ms': 10.0}
+    assert steady.unsteady([found], slo) == [found]
+    assert steady.unsteady([found], {'percentile': 'p99', 'ms': 100.0}) == []
+    # slow bursts on either side of 400 ms when the watch did not run: two
+    # runs, not one across the gap
+    gap = bursts([1.0] * 50 + [12.0, 12.0] + [1.0] * 48)
+    gap[52:] = [(a + 0.4, c, b + 0.4) for a, c, b in gap[52:]]
+    gap[51] = (gap[51][0] + 0.4, gap[51][1], gap[51][2] + 0.4)
+    assert steady.summary(gap)['longest_ms'] == 12
+
+
+BUSY = """
+import time
+while True:
+    end = time.time() + 0.4
+    while time.time() < end:
+        pass
+    time.sleep(0.3)
+"""
+
+
+@pytest.mark.bench
+def test_the_host_watch_leaves_out_waits_in_the_guest():
+    """A watch beside a process that takes its core for 400 ms at a time
+    (as the load generator may) counts no slow stretch that long: it counts
+    CPU time, and a gap in which it did not run ends a run of slow bursts.
+    A watch that cannot start says why."""
+    pin = ['taskset', '-c', str(max(os.sched_getaffinity(0)))]
+    busy = subprocess.Popen(pin + [sys.executable, '-c', BUSY])
+    try:
+        started = steady.watching(pin, 30)
+        time.sleep(2.0)
+        found = steady.watched(started, SLO)
+    finally:
+        busy.kill()
+        busy.wait()
+    # (the host's own slow stretches, at most 110 ms here, may show)
+    assert found['bursts'] >= 50 and found['longest_ms'] < 300, found
+    assert set(found) == {'bursts', 'slow_pct', 'longest_ms', 'slow'}
+    failing = steady.watching(['false'], 1)
+    failing.wait(10)
+    said = steady.watched(failing, SLO)
+    assert said == {'error': 'the host watch failed (exit 1): no output'}
 
 
 # --- oha ---------------------------------------------------------------------
@@ -247,20 +340,30 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
 @pytest.mark.timeout(600)
 def test_a_point_missed_on_the_percentile_alone_is_run_again(latency_runs):
     """Each such point is followed by its second run at the same rate (out
-    of the step tables); no other point is; the slow build's are."""
+    of the step tables), and a second by a third when the host watch saw
+    the host run slow; no other point is; the slow build's are. A search
+    is marked the host's when every try of the rate it stopped at ran on
+    a slow host."""
     seconds = 0
     for out in latency_runs:
         results = json.loads((out / 'results.json').read_text())
         slo = results['settings']['latency']['slo']
         points = results['latency']
+        tries = 0
         for first, then in zip(points, points[1:] + [{}]):
-            if first['retry']:
-                continue
-            assert bool(then.get('retry')) == budget.stall_like(first, slo), first
+            assert 'bursts' in first['host'] and 'slow' in first['host'], first
+            tries = tries + 1 if first['retry'] else 1
+            again = budget.stall_like(first, slo) and tries < budget.TRIES \
+                and (tries == 1 or first['host']['slow'])
+            assert bool(then.get('retry')) == again, first
             if then.get('retry'):
                 seconds += 1
                 assert (then['offered'], then['run'], then['rate']) == (
                     first['offered'], first['run'], 'probe')
+        for c in results['capacity']:
+            at = [r['host']['slow'] for r in points if r['run'] == c['run']
+                  and r['offered'] == c['missed_at']]
+            assert c['host'] == all(at or [False]), c
         for run in (1, 2, 3):
             tried = [(r['offered'], r['kept']) for r in points if r['run'] == run]
             found = [c for c in results['capacity'] if c['run'] == run]

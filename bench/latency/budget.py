@@ -8,6 +8,9 @@ DEFAULT = 'p99=10ms'
 # A point keeps the budget only if the generator offered what was asked.
 ACHIEVED = 0.9
 PROBES = 3      # extra fixed-rate runs per search, after the rate steps
+# Most tries of a rate that missed on the percentile alone: a second one
+# always, a third when the host ran slow during the second (fixed_rate).
+TRIES = 3
 # Share of a search's points expected to miss on the percentile alone and
 # be run again, for time estimates: 0.4-0.6 in single-engine runs, 0.64 in
 # the 2026-11-26 run of 20 engines (whose estimate came out 5 % short).

@@ -45,6 +45,11 @@ def step(records):
     if lags and max(lags) > LAG_MS:
         cell['flags'].append('loadgen fell up to %.0f ms behind its schedule '
                              '(counted in the latencies)' % max(lags))
+    slow = [r['host'] for r in records if (r.get('host') or {}).get('slow')]
+    if slow:
+        cell['flags'].append('the host ran slow during %d of %d runs (up to '
+                             '%d ms in a row)' % (len(slow), len(records), max(
+                                 h['longest_ms'] for h in slow)))
     for r in records:
         check = r.get('vote_check') or {'ok': True}
         if not check['ok']:
@@ -71,7 +76,8 @@ def kinds(reports):
 
 
 def capacities(results):
-    """{(target, page): {'rate': triple, 'open': bool, 'slo', 'pair'}}."""
+    """{(target, page): {'rate': triple, 'open': bool, 'slo', 'pair',
+    'host': searches stopped by a rate missed only on a slow host}}."""
     groups = {}
     for c in results.get('capacity') or []:
         groups.setdefault((c['target'], c['page']), []).append(c)
@@ -86,5 +92,6 @@ def capacities(results):
                       'resolution': max(gaps) if gaps else None,
                       'saturation': triple([c['saturation'] for c in found]),
                       'slo': found[0]['slo'], 'pair': found[0].get('pair'),
-                      'noisy': noisy(rates)}
+                      'noisy': noisy(rates),
+                      'host': sum(1 for c in found if c.get('host'))}
     return cells

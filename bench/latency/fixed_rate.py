@@ -10,7 +10,7 @@ import statistics
 from .. import profile
 from ..guesses import point_guess, searches
 from ..wrk import path
-from . import budget, mixed, oha
+from . import budget, mixed, oha, steady
 
 CPU = ('server', 'database')
 
@@ -61,6 +61,7 @@ class Member:
         self.top = (closed_rate(matrix, name, server) if page == mixed.PAGE
                     else saturation(matrix, name, page, mode))
         self.database = matrix.database_of(name, server)
+        self.host = {}      # {rate: [ran slow, for each try]} of a search
 
     def cpu(self):
         if self.server.process is None:     # a --target site: not ours to read
@@ -83,6 +84,8 @@ def turns(matrix, members, page, mode):
     dead, count = set(), searches(s, page)
     for run in range(1, count + 1):
         points = {m.name: [] for m in crew}
+        for m in crew:
+            m.host = {}
         for label, _ in rates_of(s, 1.0):
             for m in crew:
                 if m.name in dead:
@@ -101,7 +104,8 @@ def turns(matrix, members, page, mode):
                 dead |= {m.name} if not m.server.alive() else set()
         for m in crew:
             found = budget.capacity(points[m.name])
-            found.update(target=m.name, page=page, run=run,
+            slow = m.host.get(found['missed_at']) or [False]
+            found.update(target=m.name, page=page, run=run, host=all(slow),
                          saturation=m.top, slo=s.slo, pair=m.pair)
             matrix.results['capacity'].append(found)
         matrix.save()
@@ -109,13 +113,19 @@ def turns(matrix, members, page, mode):
 
 
 def tried(matrix, member, page, run, rate, label):
-    """[(rate, kept)] of a point, and of its second try when it missed on
-    the percentile alone (budget.stall_like; recorded as a probe)."""
+    """[(rate, kept)] of a point, and of its tries again (recorded as
+    probes) while it missed on the percentile alone (budget.stall_like):
+    a second always, more while the host ran slow during the last miss,
+    up to budget.TRIES."""
     record = point(matrix, member, page, run, rate, label)
     found = [(rate, record['kept'])]
-    if budget.stall_like(record, matrix.s.slo) and member.server.alive():
-        again = point(matrix, member, page, run, rate, 'probe', retry=True)
-        found.append((rate, again['kept']))
+    member.host[rate] = [record['host'].get('slow', False)]
+    while budget.stall_like(record, matrix.s.slo) and member.server.alive() \
+            and len(found) < budget.TRIES \
+            and (len(found) == 1 or member.host[rate][-1]):
+        record = point(matrix, member, page, run, rate, 'probe', retry=True)
+        found.append((rate, record['kept']))
+        member.host[rate].append(record['host'].get('slow', False))
     return found
 
 
@@ -133,6 +143,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
         votes = (last[1] if last and last[0] == member.name
                  else matrix.settled_votes(url))
     before = member.cpu()
+    watch = steady.watching(s.pin['wrk'], s.point_duration + 0.5)
     if mix:
         record = mixed.run(mixed.command(s.loadgen, url, rate, s.point_duration,
                                          s.connections, s.timeout, s.pin['wrk']),
@@ -143,6 +154,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
                                      s.connections, s.timeout, s.pin['wrk']),
                          s.point_duration, rate)
     after = member.cpu()
+    record['host'] = steady.watched(watch, s.slo)
     report = record.get('oha')
     if report is not None:
         report['offered'] = rate

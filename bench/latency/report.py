@@ -7,6 +7,9 @@ from .cells import capacities, steps
 from .noise import NOISE
 
 FLAG = tables.FLAG
+HOST = ('%s %s %s: %d of its %d searches stopped at a rate missed only while '
+        'the host ran slow (steady.watch), at every try: on a steady host '
+        'the capacity may be higher')
 
 
 def rate(value):
@@ -52,10 +55,13 @@ def capacity_table(results, names, pages):
             share = ratio(c['rate']['median'], c['saturation']['median'])
             cells.append('%s%s (%s)%s' % ('≥ ' if c['open'] else '',
                                           spread(c['rate']), tables.times(share),
-                                          ' ' + FLAG if c['noisy'] else ''))
+                                          ' ' + FLAG if c['noisy'] or c['host']
+                                          else ''))
             if c['noisy']:
                 notes.append('%s %s %s: its runs\' capacities differ by more '
                              'than %d%%' % (FLAG, name, page, NOISE * 100))
+            if c['host']:
+                notes.append(HOST % (FLAG, name, page, c['host'], c['rate']['runs']))
         rows.append([name] + cells)
     lines += tables.table_md(['engine'] + pages, rows)
     once = sorted({p for (n, p), c in found.items()

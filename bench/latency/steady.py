@@ -6,8 +6,14 @@ without any sign in the guest's steal time; nginx's 10 µs requests hardly
 notice, a Python server's 100–500 µs ones queue behind it.
 
 Run on the server's core:  taskset -c 1 python -m bench.latency.steady 5
+
+While a point runs, watch() looks on beside the load generator: the host's
+slow stretches hit both cores at once (2026-11-27), and a burst timed in
+its thread's CPU time leaves out waits for the generator and puts in the
+host's.
 """
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -16,6 +22,9 @@ WINDOW = 0.010      # seconds
 SECONDS = 3.0       # of one probe
 SLOW = 0.5          # a window under this speed is slow
 SLOW_SHARE = 1.0    # % of slow windows past which the budget is the host's
+BURST = 25          # pieces in a watch's burst, about 1 ms of work
+REST = 0.004        # seconds between bursts
+GAP = 0.020         # seconds between bursts past which the watch was kept off
 
 
 def piece():
@@ -55,6 +64,89 @@ def probe(seconds=SECONDS):
             'min': round(speeds[0], 2)}
 
 
+def watch(seconds):
+    """summary() of bursts of the piece every few ms, each timed in CPU
+    time, until SIGTERM (or `seconds`)."""
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+
+    def burst():
+        start, cpu = time.perf_counter(), time.thread_time()
+        for _ in range(BURST):
+            piece()
+        return start, time.thread_time() - cpu, time.perf_counter()
+    for _ in range(5):      # the first ones fault pages in
+        burst()
+    bursts = []
+    end = time.perf_counter() + seconds
+    while not stop and time.perf_counter() < end:
+        bursts.append(burst())
+        time.sleep(REST)
+    return summary(bursts)
+
+
+def summary(bursts):
+    """{'bursts', 'slow_pct', 'longest_ms'} of [(start, cpu, stop)]. A burst
+    whose wall time is over 1.5 times its CPU time was kept off its core in
+    the guest (a slice lost costs CPU time too, in cold caches): it is left
+    out and ends a run, as does a gap of over GAP s. Of the rest, a slow
+    burst took more CPU time than the median ÷ SLOW; longest_ms is the
+    longest wall time from the start of a run of slow bursts to its end."""
+    kept = [b for b in bursts if b[2] - b[0] <= 1.5 * b[1]]
+    if not kept:
+        return {'bursts': 0, 'slow_pct': 0.0, 'longest_ms': 0}
+    median = sorted(cpu for _, cpu, _ in kept)[len(kept) // 2]
+    longest, first, last = 0.0, None, None
+    for start, cpu, stop in bursts:
+        if stop - start > 1.5 * cpu or (last is not None and start - last > GAP):
+            first = None
+        last = stop
+        late = cpu * SLOW > median and stop - start <= 1.5 * cpu
+        first = (start if first is None else first) if late else None
+        if late:
+            longest = max(longest, stop - first)
+    slow = sum(1 for _, cpu, _ in kept if cpu * SLOW > median)
+    return {'bursts': len(kept), 'slow_pct': round(100.0 * slow / len(kept), 1),
+            'longest_ms': round(longest * 1000)}
+
+
+def watching(pin, seconds):
+    """watch() in a process on the pinned core, at the lowest priority, for
+    at most `seconds`: hand it to watched() when the load has run."""
+    try:
+        return subprocess.Popen(
+            ['nice', '-n', '19'] + list(pin) + [
+                sys.executable, '-m', 'bench.latency.steady', '--watch',
+                str(seconds)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        return {'error': 'the host watch failed: %s' % e}
+
+
+def watched(started, slo):
+    """The watch's figures, with 'slow' when the host ran slow (unsteady),
+    or {'error': why}."""
+    if isinstance(started, dict):
+        return started
+    started.terminate()
+    try:
+        out, err = started.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        started.kill()
+        started.communicate()
+        return {'error': 'the host watch did not end'}
+    try:
+        found = json.loads(out) if started.returncode == 0 else None
+    except ValueError:
+        found = None
+    if found is None:
+        why = (err.strip().splitlines() or ['no output'])[-1]
+        return {'error': 'the host watch failed (exit %d): %s'
+                % (started.returncode, why)}
+    found['slow'] = bool(unsteady([found], slo))
+    return found
+
+
 def measure(pin, seconds=SECONDS):
     """probe() in a process on the pinned core, or {'error': why}."""
     try:
@@ -81,14 +173,17 @@ def unsteady(taken, slo):
 
 
 def main(argv):
+    watching = argv[:1] == ['--watch']
+    argv = argv[1:] if watching else argv
     try:
-        seconds = float(argv[0]) if argv else SECONDS
+        seconds = float(argv[0]) if len(argv) == 1 else (
+            SECONDS if not argv else 0)
     except ValueError:
         seconds = 0
     if not 0.1 <= seconds <= 600:
-        sys.exit('usage: python -m bench.latency.steady [SECONDS], '
+        sys.exit('usage: python -m bench.latency.steady [--watch] [SECONDS], '
                  'SECONDS from 0.1 to 600')
-    print(json.dumps(probe(seconds)))
+    print(json.dumps((watch if watching else probe)(seconds)))
 
 
 if __name__ == '__main__':
