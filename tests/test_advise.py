@@ -195,6 +195,10 @@ def test_a_search_stopped_by_a_slow_host_is_said(run):
     assert '| a-tarantool-one | 4,000 (3,900–4,100) (0.67) ⚠ |' in table, table
     assert ('⚠ a-tarantool-one good: 2 of its 3 searches stopped at a rate '
             'missed only while the host ran slow') in table
+    data['capacity'] = [c for c in data['capacity'] if c['run'] == 1]
+    table = '\n'.join(report.capacity_table(data, list(CAPACITY), ['good']))
+    assert ('⚠ a-tarantool-one good: its search stopped at a rate missed only '
+            'while the host ran slow, at every try (the host watch)') in table
     assert 'b-postgres-pool good: ' not in table
 
 

@@ -14,6 +14,7 @@ TRIES = 3
 # Share of a search's points expected to miss on the percentile alone and
 # be run again, for time estimates: 0.4-0.6 in single-engine runs, 0.64 in
 # the 2026-11-26 run of 20 engines (whose estimate came out 5 % short).
+# Third runs (on a slow host) are not counted: there a run takes longer.
 RETRIED = 0.5
 UNITS = {'us': 0.001, 'µs': 0.001, 'ms': 1.0, 's': 1000.0}
 

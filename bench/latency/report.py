@@ -7,9 +7,9 @@ from .cells import capacities, steps
 from .noise import NOISE
 
 FLAG = tables.FLAG
-HOST = ('%s %s %s: %d of its %d searches stopped at a rate missed only while '
-        'the host ran slow (steady.watch), at every try: on a steady host '
-        'the capacity may be higher')
+HOST = ('%s %s %s: %s at a rate missed only while the host ran slow, at '
+        'every try (the host watch): on a steady host the capacity may be '
+        'higher')
 
 
 def rate(value):
@@ -61,7 +61,10 @@ def capacity_table(results, names, pages):
                 notes.append('%s %s %s: its runs\' capacities differ by more '
                              'than %d%%' % (FLAG, name, page, NOISE * 100))
             if c['host']:
-                notes.append(HOST % (FLAG, name, page, c['host'], c['rate']['runs']))
+                notes.append(HOST % (FLAG, name, page, 'its search stopped'
+                                     if c['rate']['runs'] < 2 else
+                                     '%d of its %d searches stopped' % (
+                                         c['host'], c['rate']['runs'])))
         rows.append([name] + cells)
     lines += tables.table_md(['engine'] + pages, rows)
     once = sorted({p for (n, p), c in found.items()
