@@ -127,18 +127,27 @@ class Scripted:
                 'oha': report(p99=5.0 if kept else 30.0)}
 
 
-@pytest.mark.parametrize('script, tries', [
-    ([(True, True)], 1),                             # kept
-    ([(False, False), (False, False)], 2),           # missed twice, host steady
-    ([(False, False), (False, True), (False, True)], 3),    # then slow: a third
-    ([(False, True), (False, False)], 2),            # the second on a steady host
-    ([(False, True), (True, False)], 2),             # the second kept
-    ([(False, True), (False, True), (False, True)], 3),     # no more than TRIES
+STEADY = {'slow_pct': 0.0, 'longest_ms': 0}
+UNSTEADY = {'slow_pct': 5.0, 'longest_ms': 90}
+
+
+@pytest.mark.parametrize('script, tries, floor', [
+    ([(True, True)], 1, STEADY),                             # kept
+    ([(False, False), (False, False)], 2, STEADY),   # missed twice, host steady
+    ([(False, False), (False, True), (False, True)], 3, STEADY),  # slow: a third
+    ([(False, True), (False, False)], 2, STEADY),    # the second on a steady host
+    ([(False, True), (True, False)], 2, STEADY),     # the second kept
+    ([(False, True), (False, True), (False, True)], 3, STEADY),   # up to TRIES
+    ([(False, True), (False, True)], 2, UNSTEADY),   # no third on a slow host
+    ([(False, True), (False, True), (False, True)], 3, None),     # no floor
 ])
-def test_a_miss_is_tried_again_while_the_host_ran_slow(monkeypatch, script, tries):
+def test_a_miss_is_tried_again_while_the_host_ran_slow(monkeypatch, script,
+                                                       tries, floor):
     member = Scripted(script)
     monkeypatch.setattr(fixed_rate, 'point', member.point)
-    matrix = type('Matrix', (), {'s': type('S', (), {'slo': SLO})})()
+    matrix = type('Matrix', (), {
+        's': type('S', (), {'slo': SLO}),
+        'results': {'floor': [{'when': 'before', 'core': floor}] if floor else []}})()
     found = fixed_rate.tried(matrix, member, 'good', 1, 500.0, '50%')
     assert [kept for _, kept in found] == [k for k, _ in script[:tries]]
     assert member.host[500.0] == [slow for _, slow in script[:tries]]
@@ -350,10 +359,13 @@ def test_a_point_missed_on_the_percentile_alone_is_run_again(latency_runs):
         slo = results['settings']['latency']['slo']
         points = results['latency']
         tries = 0
+        before = {'floor': [f for f in results['floor'] if f['when'] == 'before']}
+        most = budget.TRIES if fixed_rate.steady_floor(type('Matrix', (), {
+            'results': before, 's': type('S', (), {'slo': slo})})) else 2
         for first, then in zip(points, points[1:] + [{}]):
             assert 'bursts' in first['host'] and 'slow' in first['host'], first
             tries = tries + 1 if first['retry'] else 1
-            again = budget.stall_like(first, slo) and tries < budget.TRIES \
+            again = budget.stall_like(first, slo) and tries < most \
                 and (tries == 1 or first['host']['slow'])
             assert bool(then.get('retry')) == again, first
             if then.get('retry'):

@@ -116,17 +116,25 @@ def tried(matrix, member, page, run, rate, label):
     """[(rate, kept)] of a point, and of its tries again (recorded as
     probes) while it missed on the percentile alone (budget.stall_like):
     a second always, more while the host ran slow during the last miss,
-    up to budget.TRIES."""
+    up to budget.TRIES, on a host the floor found steady (on one slow all
+    the time a third try seldom fares better, and the run grows)."""
     record = point(matrix, member, page, run, rate, label)
     found = [(rate, record['kept'])]
     member.host[rate] = [record['host'].get('slow', False)]
+    most = budget.TRIES if steady_floor(matrix) else 2
     while budget.stall_like(record, matrix.s.slo) and member.server.alive() \
-            and len(found) < budget.TRIES \
+            and len(found) < most \
             and (len(found) == 1 or member.host[rate][-1]):
         record = point(matrix, member, page, run, rate, 'probe', retry=True)
         found.append((rate, record['kept']))
         member.host[rate].append(record['host'].get('slow', False))
     return found
+
+
+def steady_floor(matrix):
+    """Did the core probes of the run's floor so far find the host steady?"""
+    cores = [f.get('core') or {} for f in matrix.results.get('floor') or ()]
+    return not steady.unsteady(cores, matrix.s.slo)
 
 
 def point(matrix, member, page, run, rate, label, retry=False):
