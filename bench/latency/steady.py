@@ -13,7 +13,8 @@ its thread's CPU time leaves out waits for the generator and puts in the
 host's.
 """
 import json
-import signal
+import os
+import select
 import subprocess
 import sys
 import time
@@ -66,22 +67,26 @@ def probe(seconds=SECONDS):
 
 def watch(seconds):
     """summary() of bursts of the piece every few ms, each timed in CPU
-    time, until SIGTERM (or `seconds`)."""
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    time, until stdin ends (or `seconds`): a watch that starts late on a
+    busy core still answers, with what it saw."""
+    def ended():    # rests REST between bursts
+        return bool(select.select([sys.stdin], [], [], REST)[0])
 
     def burst():
         start, cpu = time.perf_counter(), time.thread_time()
         for _ in range(BURST):
             piece()
         return start, time.thread_time() - cpu, time.perf_counter()
-    for _ in range(5):      # the first ones fault pages in
-        burst()
-    bursts = []
+    bursts, warm = [], 5     # the first ones fault pages in
     end = time.perf_counter() + seconds
-    while not stop and time.perf_counter() < end:
-        bursts.append(burst())
-        time.sleep(REST)
+    while time.perf_counter() < end and not ended():
+        if warm == 5:
+            os.nice(19)     # from now on, after the generator
+        timed = burst()
+        if warm:
+            warm -= 1
+        else:
+            bursts.append(timed)
     return summary(bursts)
 
 
@@ -111,14 +116,17 @@ def summary(bursts):
 
 
 def watching(pin, seconds):
-    """watch() in a process on the pinned core, at the lowest priority, for
-    at most `seconds`: hand it to watched() when the load has run."""
+    """watch() in a process on the pinned core, for at most `seconds`: hand
+    it to watched() when the load has run. It lowers its own priority once
+    it starts to work (started at the lowest, on a busy machine it took
+    seconds to start and as long to end)."""
     try:
         return subprocess.Popen(
-            ['nice', '-n', '19'] + list(pin) + [
+            list(pin) + [
                 sys.executable, '-m', 'bench.latency.steady', '--watch',
                 str(seconds)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
     except OSError as e:
         return {'error': 'the host watch failed: %s' % e}
 
@@ -128,9 +136,8 @@ def watched(started, slo):
     or {'error': why}."""
     if isinstance(started, dict):
         return started
-    started.terminate()
     try:
-        out, err = started.communicate(timeout=30)
+        out, err = started.communicate('', timeout=30)   # its stdin ends
     except subprocess.TimeoutExpired:
         started.kill()
         started.communicate()
@@ -183,7 +190,9 @@ def main(argv):
     if not 0.1 <= seconds <= 600:
         sys.exit('usage: python -m bench.latency.steady [--watch] [SECONDS], '
                  'SECONDS from 0.1 to 600')
-    print(json.dumps((watch if watching else probe)(seconds)))
+    print(json.dumps((watch if watching else probe)(seconds)), flush=True)
+    if watching:
+        os._exit(0)     # no teardown at the lowest priority
 
 
 if __name__ == '__main__':
