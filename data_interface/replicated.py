@@ -14,9 +14,9 @@ the next one, or the primary) and put back when it has answered REJOIN_AFTER
 checks in a row and lags at most half the bound (one answer may come from a
 server in the middle of dying). A primary that fails to answer is slow, not
 down, until it has answered no check for `down_after` seconds (by default
-DOWN_AFTER times the bound): while slow, the replicas are judged as before (a lagging one
-stays out); once down, nothing new is written, so a replica that answers is
-in, whatever it lacks.
+DOWN_AFTER times the bound): while slow, the replicas are judged as before
+(a lagging one stays out); once down, nothing new is written, so a replica
+that answers is in, whatever it lacks.
 
 A replica's start is bounded (START_TIMEOUT): one that cannot start then is
 out of the read set and started again in the background, with backoff,

@@ -97,19 +97,23 @@ def summary(bursts):
     out and ends a run, as does a gap of over GAP s. Of the rest, a slow
     burst took more CPU time than the median ÷ SLOW; longest_ms is the
     longest wall time from the start of a run of slow bursts to its end."""
-    kept = [b for b in bursts if b[2] - b[0] <= 1.5 * b[1]]
+    def kept_off(start, cpu, stop):
+        return stop - start > 1.5 * cpu
+    kept = [b for b in bursts if not kept_off(*b)]
     if not kept:
         return {'bursts': 0, 'slow_pct': 0.0, 'longest_ms': 0}
     median = sorted(cpu for _, cpu, _ in kept)[len(kept) // 2]
     longest, first, last = 0.0, None, None
     for start, cpu, stop in bursts:
-        if stop - start > 1.5 * cpu or (last is not None and start - last > GAP):
+        off = kept_off(start, cpu, stop)
+        if off or (last is not None and start - last > GAP):
             first = None
         last = stop
-        late = cpu * SLOW > median and stop - start <= 1.5 * cpu
-        first = (start if first is None else first) if late else None
-        if late:
+        if cpu * SLOW > median and not off:
+            first = start if first is None else first
             longest = max(longest, stop - first)
+        else:
+            first = None
     slow = sum(1 for _, cpu, _ in kept if cpu * SLOW > median)
     return {'bursts': len(kept), 'slow_pct': round(100.0 * slow / len(kept), 1),
             'longest_ms': round(longest * 1000)}

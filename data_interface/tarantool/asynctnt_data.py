@@ -63,8 +63,8 @@ class AsynctntData(Procedures):
             await conn.connect()
         except UNAVAILABLE as e:
             conn.close()
-            raise DataUnavailable('cannot connect to Tarantool at %s: %s'
-                                  % (self.address, str(e) or type(e).__name__)) from e
+            raise DataUnavailable('cannot connect to Tarantool at %s: %s' % (
+                self.address, str(e) or type(e).__name__)) from e
         except BaseException:   # cancelled: no connection left behind
             conn.close()
             raise
