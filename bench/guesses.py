@@ -48,11 +48,16 @@ def series_guess(plan, page, kind='engine'):
     if page == 'vote':
         runs += plan.runs * VOTE_GUESS
     if kind != 'hello' and offers_rates(plan, page):
-        # the rate steps, the probes, second tries
-        steps = ((len(plan.rates or plan.fractions) + budget.PROBES)
-                 * (1 + budget.RETRIED))
-        runs += searches(plan, page) * steps * point_guess(plan, page)
+        runs += searches(plan, page) * search_guess(plan, page)
     return warmup + runs
+
+
+def search_guess(plan, page):
+    """Seconds of one capacity search: the rate steps, the probes, tries
+    again."""
+    steps = ((len(plan.rates or plan.fractions) + budget.PROBES)
+             * (1 + budget.RETRIED))
+    return steps * point_guess(plan, page)
 
 
 def target_guess(plan, kind):

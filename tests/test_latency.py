@@ -1,5 +1,6 @@
 """bench.py --latency and bench.py compare: the budget and its search, oha's
 report, the latency correction against a real stall, compare on real runs."""
+import io
 import json
 import os
 import re
@@ -13,7 +14,8 @@ import time
 import pytest
 
 from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
-from bench import compare, html, references
+from bench import compare, guesses, html, references
+from bench.progress import Progress
 from bench.latency import budget, cells, fixed_rate, oha, steady
 
 SLO = {'percentile': 'p99', 'ms': 10.0}
@@ -118,7 +120,7 @@ class Scripted:
 
     def __init__(self, script):
         self.script = list(script)
-        self.host = {}
+        self.host, self.credit = {}, 0.0
         self.server = type('Server', (), {'alive': lambda self: True})()
 
     def point(self, matrix, member, page, run, rate, label, retry=False):
@@ -146,12 +148,50 @@ def test_a_miss_is_tried_again_while_the_host_ran_slow(monkeypatch, script,
     member = Scripted(script)
     monkeypatch.setattr(fixed_rate, 'point', member.point)
     matrix = type('Matrix', (), {
-        's': type('S', (), {'slo': SLO}),
+        's': type('S', (), {'slo': SLO, 'point_duration': 2}),
+        'progress': Progress(100.0, io.StringIO()),
         'results': {'floor': [{'when': 'before', 'core': floor}] if floor else []}})()
     found = fixed_rate.tried(matrix, member, 'good', 1, 500.0, '50%')
     assert [kept for _, kept in found] == [k for k, _ in script[:tries]]
     assert member.host[500.0] == [slow for _, slow in script[:tries]]
     assert member.script == []
+
+
+class Planned:
+    """A member of fixed_rate.turns whose points are all kept or all missed
+    on the percentile alone, the host slow."""
+
+    def __init__(self, matrix, name, server, pair, page, mode):
+        self.name, self.server, self.pair, self.top = name, server, pair, 1000.0
+        self.host, self.credit = {}, 0.0
+
+
+@pytest.mark.parametrize('kept', [True, False])
+def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept):
+    """Every miss tried again (15 points where 7.5 are planned) slows the
+    bar's pace instead of filling it early; a search of fewer points counts
+    whole: each of 3 searches is a third of the bar."""
+    s = type('S', (), {'slo': SLO, 'point_duration': 2, 'rates': None,
+                       'fractions': [0.5, 0.9], 'searches': {}, 'runs': 3})
+    plan = 3 * guesses.search_guess(s, 'good')
+    shares = []
+    matrix = type('Matrix', (), {
+        's': s, 'progress': Progress(plan, io.StringIO()), 'last_votes': None,
+        'results': {'floor': [{'when': 'before', 'core': STEADY}],
+                    'capacity': []},
+        'save': lambda self: shares.append(self.progress.done / plan)})()
+    counted = []
+
+    def point(matrix, member, page, run, rate, label, retry=False):
+        counted.append(retry)
+        return {'kept': kept, 'host': {'slow': True}, 'vote_check': {'ok': True},
+                'oha': report(p99=5.0 if kept else 30.0)}
+    monkeypatch.setattr(fixed_rate, 'Member', Planned)
+    monkeypatch.setattr(fixed_rate, 'point', point)
+    server = type('Server', (), {'alive': lambda self: True})()
+    assert fixed_rate.turns(matrix, [('a', server, None)], 'good', 'plain') == set()
+    assert len(counted) == (15 if kept else 45)
+    assert shares == pytest.approx([1 / 3, 2 / 3, 1.0])
 
 
 def test_a_watch_counts_slow_bursts_and_their_longest_run():

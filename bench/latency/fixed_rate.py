@@ -8,7 +8,7 @@ its points is checked against the site's vote total."""
 import statistics
 
 from .. import profile
-from ..guesses import point_guess, searches
+from ..guesses import RUN_GUESS, point_guess, search_guess, searches
 from ..wrk import path
 from . import budget, mixed, oha, steady
 
@@ -38,6 +38,7 @@ def closed_rate(matrix, name, server):
     argv = mixed.command(s.loadgen, server.url, 0, s.duration, s.connections,
                          s.timeout, s.pin['wrk'], closed=s.connections)
     record = mixed.run(argv, s.duration, None)
+    matrix.progress.advance(s.duration + RUN_GUESS)
     record.update(target=name, page=mixed.PAGE)
     matrix.results.setdefault('saturation', []).append(record)
     return (record.get('oha') or {}).get('achieved')
@@ -62,6 +63,7 @@ class Member:
                     else saturation(matrix, name, page, mode))
         self.database = matrix.database_of(name, server)
         self.host = {}      # {rate: [ran slow, for each try]} of a search
+        self.credit = 0.0   # seconds of its search's plan not yet counted
 
     def cpu(self):
         if self.server.process is None:     # a --target site: not ours to read
@@ -79,13 +81,14 @@ def turns(matrix, members, page, mode):
     s = matrix.s
     crew = [Member(matrix, name, server, pair, page, mode)
             for name, server, pair in members if server.alive()]
+    dead, count, plan = set(), searches(s, page), search_guess(s, page)
+    matrix.progress.drop(plan * count * sum(1 for m in crew if not m.top))
     crew = [m for m in crew if m.top]
     matrix.last_votes = None
-    dead, count = set(), searches(s, page)
     for run in range(1, count + 1):
         points = {m.name: [] for m in crew}
         for m in crew:
-            m.host = {}
+            m.host, m.credit = {}, plan
         for label, _ in rates_of(s, 1.0):
             for m in crew:
                 if m.name in dead:
@@ -108,8 +111,27 @@ def turns(matrix, members, page, mode):
             found.update(target=m.name, page=page, run=run, host=all(slow),
                          saturation=m.top, slo=s.slo, pair=m.pair)
             matrix.results['capacity'].append(found)
+            settle(matrix, m, m.name in dead)
         matrix.save()
     return dead
+
+
+def settle(matrix, member, dead):
+    """Count a search as its plan said, however many points it ran: more
+    than planned slow the pace (so the time left grows) instead of filling
+    the bar early; work a dead member will not do leaves the plan."""
+    if dead:
+        matrix.progress.drop(member.credit)
+    else:
+        matrix.progress.advance(member.credit)
+    member.credit = 0.0
+
+
+def spend(matrix, member, seconds):
+    """Count a point's planned seconds, up to what its search has left."""
+    share = min(seconds, member.credit)
+    member.credit -= share
+    matrix.progress.advance(share)
 
 
 def tried(matrix, member, page, run, rate, label):
@@ -119,6 +141,7 @@ def tried(matrix, member, page, run, rate, label):
     up to budget.TRIES, on a host the floor found steady (on one slow all
     the time a third try seldom fares better, and the run grows)."""
     record = point(matrix, member, page, run, rate, label)
+    spend(matrix, member, point_guess(matrix.s, page))
     found = [(rate, record['kept'])]
     member.host[rate] = [record['host'].get('slow', False)]
     most = budget.TRIES if steady_floor(matrix) else 2
@@ -126,6 +149,7 @@ def tried(matrix, member, page, run, rate, label):
             and len(found) < most \
             and (len(found) == 1 or member.host[rate][-1]):
         record = point(matrix, member, page, run, rate, 'probe', retry=True)
+        spend(matrix, member, point_guess(matrix.s, page))
         found.append((rate, record['kept']))
         member.host[rate].append(record['host'].get('slow', False))
     return found
@@ -193,5 +217,4 @@ def point(matrix, member, page, run, rate, label, retry=False):
     generator = record.get('generator') or {}
     record['headroom'] = generator.get('share', 0.0) < oha.HEADROOM
     matrix.results['latency'].append(record)
-    matrix.progress.advance(point_guess(s, page))
     return record
