@@ -7,9 +7,10 @@ from .cells import capacities, steps
 from .noise import NOISE
 
 FLAG = tables.FLAG
-HOST = ('%s %s %s: %s at a rate missed only while the host ran slow, at '
-        'every try (the host watch): on a steady host the capacity may be '
-        'higher')
+HOST = ('%s searches that stopped at a rate missed only while the host ran '
+        'slow, at every try (the host watch; on a steady host the capacity '
+        'may be higher): %s')
+NOISY = '%s cells whose runs\' capacities differ by more than %d%%: %s'
 
 
 def rate(value):
@@ -44,7 +45,7 @@ def capacity_table(results, names, pages):
         lines += [said, '']
     lines += ['![capacity %s](chart-capacity-%s.png)' % (p, p) for p in pages]
     lines += [''] if pages else []
-    rows, notes = [], []
+    rows, noisy, host = [], {}, {}
     for name in present:
         cells = []
         for page in pages:
@@ -58,21 +59,27 @@ def capacity_table(results, names, pages):
                                           ' ' + FLAG if c['noisy'] or c['host']
                                           else ''))
             if c['noisy']:
-                notes.append('%s %s %s: its runs\' capacities differ by more '
-                             'than %d%%' % (FLAG, name, page, NOISE * 100))
+                noisy.setdefault(name, []).append(page)
             if c['host']:
-                notes.append(HOST % (FLAG, name, page, 'its search stopped'
-                                     if c['rate']['runs'] < 2 else
-                                     '%d of its %d searches stopped' % (
-                                         c['host'], c['rate']['runs'])))
+                host.setdefault(name, []).append(
+                    page if c['rate']['runs'] < 2 else '%s (%d of %d searches)' % (
+                        page, c['host'], c['rate']['runs']))
         rows.append([name] + cells)
+    notes = ([NOISY % (FLAG, NOISE * 100, by_engine(noisy))] if noisy else []) \
+        + ([HOST % (FLAG, by_engine(host))] if host else [])
     lines += tables.table_md(['engine'] + pages, rows)
     once = sorted({p for (n, p), c in found.items()
                    if n in present and c['rate']['runs'] < 2})
     if once:
-        notes.append('%s: one search each (no range, so no ⚠: how far a '
+        notes.append('%s: one search each (no range, so never noisy: how far a '
                      'second would move it is not known)' % ', '.join(once))
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
+
+
+def by_engine(cells):
+    """'engine page, page; engine page' of {engine: [page]}."""
+    return '; '.join('%s %s' % (name, ', '.join(pages))
+                     for name, pages in cells.items())
 
 
 def page_tables(results, names, page):
