@@ -179,7 +179,8 @@ def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept):
         's': s, 'progress': Progress(plan, io.StringIO()), 'last_votes': None,
         'results': {'floor': [{'when': 'before', 'core': STEADY}],
                     'capacity': []},
-        'save': lambda self: shares.append(self.progress.done / plan)})()
+        'save': lambda self: shares.append(
+            self.progress.done / self.progress.planned)})()
     counted = []
 
     def point(matrix, member, page, run, rate, label, retry=False):
@@ -189,7 +190,11 @@ def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept):
     monkeypatch.setattr(fixed_rate, 'Member', Planned)
     monkeypatch.setattr(fixed_rate, 'point', point)
     server = type('Server', (), {'alive': lambda self: True})()
-    assert fixed_rate.turns(matrix, [('a', server, None)], 'good', 'plain') == set()
+    gone = type('Server', (), {'alive': lambda self: False})()
+    # b died before its turn: its searches leave the plan
+    matrix.progress.planned *= 2
+    assert fixed_rate.turns(matrix, [('a', server, None), ('b', gone, None)],
+                            'good', 'plain') == set()
     assert len(counted) == (15 if kept else 45)
     assert shares == pytest.approx([1 / 3, 2 / 3, 1.0])
 

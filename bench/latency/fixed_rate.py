@@ -81,9 +81,10 @@ def turns(matrix, members, page, mode):
     s = matrix.s
     crew = [Member(matrix, name, server, pair, page, mode)
             for name, server, pair in members if server.alive()]
-    dead, count, plan = set(), searches(s, page), search_guess(s, page)
-    matrix.progress.drop(plan * count * sum(1 for m in crew if not m.top))
     crew = [m for m in crew if m.top]
+    dead, count, plan = set(), searches(s, page), search_guess(s, page)
+    # members dead already or without a saturation rate search nothing
+    matrix.progress.drop(plan * count * (len(members) - len(crew)))
     matrix.last_votes = None
     for run in range(1, count + 1):
         points = {m.name: [] for m in crew}
