@@ -144,8 +144,10 @@ class Replicated(DataInterface):
         delay = RETRY_FIRST
         while True:
             await asyncio.sleep(delay)
-            if await self._start(replica) is None:
+            why = await self._start(replica)
+            if why is None:
                 break
+            replica.why_out = 'did not start: %s' % why
             delay = min(2 * delay, RETRY_MAX)
         replica.why_out = NOT_CHECKED   # _join says it is in
 

@@ -278,6 +278,7 @@ async def test_a_standby_down_at_start_joins_once_it_is_up(
     the primary serves the reads, and the standby once it is up."""
     monkeypatch.setattr(replicated, 'RETRY_FIRST', 0.2)
     standby = ManagedPostgresStandby(primary, 1, settings=settings)
+    standby.port = free_port()   # primary's + 10 may be another test's
     data = replicated.Replicated(
         PostgresData(primary.dsn, min_size=1),
         [PostgresData(standby.dsn, min_size=1, replica=True)])
@@ -286,7 +287,9 @@ async def test_a_standby_down_at_start_joins_once_it_is_up(
         assert data.reading == []
         assert 'cannot connect' in data.replicas[0].why_out
         assert len(await data.top_stickers(9)) == 9     # from the primary
+        port = standby.port
         await asyncio.get_event_loop().run_in_executor(None, standby.start)
+        assert standby.port == port, 'the port was taken: the test is void'
         deadline = time.monotonic() + 15
         while data.replicas[0] not in data.reading:
             assert time.monotonic() < deadline, data.replicas[0].why_out

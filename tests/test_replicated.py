@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from conftest import (load_small_dataset, start_tarantool, tarantool_address,
-                      until)
+from conftest import (free_port, load_small_dataset, start_tarantool,
+                      tarantool_address, until)
 from data_interface import DataUnavailable, Visit, cancel
 from data_interface.address import as_admin
 from data_interface import replicated as replicated_module
@@ -243,6 +243,7 @@ async def test_a_replica_down_at_start_joins_once_it_is_up(tmp_path,
     primary = start_tarantool(str(tmp_path / 'primary'),
                               TNT_SWEEP_EVERY='3600')
     replica = ManagedReplica(primary, 1)    # its address; not started yet
+    replica.port = free_port()   # primary's + 10 may be another test's
     data = replicated(primary, [replica])
     try:
         load_small_dataset(AsynctntData(as_admin(tarantool_address(primary))))
