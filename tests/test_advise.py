@@ -212,6 +212,24 @@ def test_a_search_stopped_by_a_slow_host_is_said(run):
             'b-postgres-pool good\n') in table + '\n', table
 
 
+def test_a_cell_that_kept_no_rate_says_below_what():
+    """Searches that missed even at their lowest rate: '< N', N the highest
+    rate one of them missed at, not a capacity of 0."""
+    from bench.latency import report
+    data = results()
+    for c in data['capacity']:
+        if c['target'] == 'b-postgres-pool':
+            c.update(rate=0.0, missed_at=100.0 * c['run'])   # 100, 200, 300
+    table = '\n'.join(report.capacity_table(data, list(CAPACITY), ['good']))
+    assert '| b-postgres-pool | < 300 (< 0.08) |' in table, table
+    assert '"<" where even the lowest missed' in table
+    [third] = [c for c in data['capacity']
+               if c['target'] == 'b-postgres-pool' and c['run'] == 3]
+    third['rate'] = 250.0     # one kept a rate: a spread
+    table = '\n'.join(report.capacity_table(data, list(CAPACITY), ['good']))
+    assert '| b-postgres-pool | 0 (0–250) (0.00) ⚠ |' in table, table
+
+
 def test_another_budget_without_points_is_refused(run):
     data = results()
     data['latency'] = []

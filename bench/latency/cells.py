@@ -77,7 +77,8 @@ def kinds(reports):
 
 def capacities(results):
     """{(target, page): {'rate': triple, 'open': bool, 'slo', 'pair',
-    'host': searches stopped by a rate missed only on a slow host}}."""
+    'host': searches stopped by a rate missed only on a slow host,
+    'below': when no search kept a rate, the highest one they missed at}}."""
     groups = {}
     for c in results.get('capacity') or []:
         groups.setdefault((c['target'], c['page']), []).append(c)
@@ -93,5 +94,7 @@ def capacities(results):
                       'saturation': triple([c['saturation'] for c in found]),
                       'slo': found[0]['slo'], 'pair': found[0].get('pair'),
                       'noisy': noisy(rates),
-                      'host': sum(1 for c in found if c.get('host'))}
+                      'host': sum(1 for c in found if c.get('host')),
+                      'below': None if any(rates) else
+                      max([c.get('missed_at') or 0 for c in found]) or None}
     return cells

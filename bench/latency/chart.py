@@ -64,7 +64,8 @@ def capacity_chart(results, page, path):
                   [(c['rate']['max'] or 0) - m for m, _, c in cells]],
             capsize=2, error_kw={'elinewidth': 1, 'ecolor': '#333333'})
     for y, (m, _, c) in zip(ys, cells):
-        ax.annotate('%s%s%s' % ('≥ ' if c['open'] else '', short(m),
+        ax.annotate('%s%s%s' % ('≥ ' if c['open'] else '< ' if c['below']
+                                else '', short(c['below'] or m),
                                 ' ' + FLAG if c['noisy'] else ''),
                     ((c['rate']['max'] or m), y), xytext=(4, 0),
                     textcoords='offset points', va='center', fontsize=8)

@@ -25,5 +25,7 @@ def triple(values):
 
 
 def noisy(values):
+    """More than NOISE apart; a median of 0 with another value is too."""
     s = spread(values)
-    return s is not None and s > NOISE
+    known = [v for v in values if v is not None]
+    return s > NOISE if s is not None else len(set(known)) > 1

@@ -36,7 +36,8 @@ def capacity_table(results, names, pages):
     lines = ['## Capacity at %s' % budget.label(slo), '',
              'The highest offered rate (requests/s) whose %s stayed within '
              '%g ms with no errors, median (min–max) of the runs\' searches; '
-             '"≥" where even the highest rate tried kept it. In brackets: '
+             '"≥" where even the highest rate tried kept it, "<" where '
+             'even the lowest missed. In brackets: '
              'the share of the same engine\'s saturation rate (closed loop, '
              '%d connections) measured in the same run.'
              % (slo['percentile'], slo['ms'],
@@ -53,11 +54,7 @@ def capacity_table(results, names, pages):
             if c is None:
                 cells.append('–')
                 continue
-            share = ratio(c['rate']['median'], c['saturation']['median'])
-            cells.append('%s%s (%s)%s' % ('≥ ' if c['open'] else '',
-                                          spread(c['rate']), tables.times(share),
-                                          ' ' + FLAG if c['noisy'] or c['host']
-                                          else ''))
+            cells.append(capacity_cell(c))
             if c['noisy']:
                 noisy.setdefault(name, []).append(page)
             if c['host']:
@@ -74,6 +71,18 @@ def capacity_table(results, names, pages):
         notes.append('%s: one search each (no range, so never noisy: how far a '
                      'second would move it is not known)' % ', '.join(once))
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
+
+
+def capacity_cell(c):
+    """'median (min–max) (share)', '≥ ...' when open, '< N (< share)' when
+    no search kept a rate (N: the highest rate they missed at)."""
+    flag = ' ' + FLAG if c['noisy'] or c['host'] else ''
+    sat = c['saturation']['median']
+    if c['below']:
+        return '< %s (< %s)%s' % (tables.number(c['below']),
+                                  tables.times(ratio(c['below'], sat)), flag)
+    return '%s%s (%s)%s' % ('≥ ' if c['open'] else '', spread(c['rate']),
+                            tables.times(ratio(c['rate']['median'], sat)), flag)
 
 
 def by_engine(cells):
