@@ -203,7 +203,7 @@ class Replicated(DataInterface):
             position = await asyncio.wait_for(replica.data.position(),
                                               self.max_lag)
         except (DataUnavailable, asyncio.TimeoutError) as e:
-            self._leave(replica, 'does not answer: %s' % (
+            self._fail(replica, 'does not answer: %s' % (
                 e or 'no answer within %g s' % self.max_lag))
             return
         replica.answered += 1
@@ -238,8 +238,12 @@ class Replicated(DataInterface):
                      replica.lag or 0)
             replica.why_out = None
 
-    def _leave(self, replica, why):
+    def _fail(self, replica, why):
+        """Out, and its count of answers in a row starts again."""
         replica.answered = 0
+        self._leave(replica, why)
+
+    def _leave(self, replica, why):
         if replica in self.reading:
             self.reading.remove(replica)
             log.warning('%s is out of the read set: %s', replica.name, why)
@@ -258,7 +262,7 @@ class Replicated(DataInterface):
             except DataUnavailable as e:
                 if REFUSED in str(e):
                     raise
-                self._leave(replica, 'a read failed: %s' % e)
+                self._fail(replica, 'a read failed: %s' % e)
             if not self.reading:
                 break
         return await getattr(self.primary, name)(*args)

@@ -24,12 +24,13 @@ from test_server import burst
 # Each test starts its own databases or server.py processes.
 pytestmark = [pytest.mark.db, pytest.mark.server]
 
-def start_site(engine, checkout, log_path, *args):
+def start_site(engine, checkout, log_path, *args, env=None):
     """server.py from the copy, with no database address: it starts its
-    own, on ports no other test run uses."""
-    env = {'STICKERS_TARANTOOL_PORT': str(free_port()),
-           'STICKERS_POSTGRES_PORT': str(free_port()),
-           'STICKERS_REDIS_PORT': str(free_port())}
+    own, on ports no other test run uses (env: more variables)."""
+    env = dict(env or {},
+               STICKERS_TARANTOOL_PORT=str(free_port()),
+               STICKERS_POSTGRES_PORT=str(free_port()),
+               STICKERS_REDIS_PORT=str(free_port()))
     site = ServerProcess(engine, list(args), log_path, root=checkout, env=env)
     site.env = env
     return site

@@ -27,7 +27,7 @@ RANKED = {
     False: 'SELECT * FROM sticker_cards ORDER BY rating, id LIMIT %d'}
 EXPIRE_BATCH = 1000   # rows of each table per transaction, as in app.lua
 POSITION = ("SELECT (CASE WHEN pg_is_in_recovery() THEN "
-            "pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END "
+            "pg_last_wal_replay_lsn() ELSE pg_current_wal_flush_lsn() END "
             "- '0/0')::bigint")
 # The tables are small enough to stay cached: with the default cost of a
 # random page (4, for spinning disks) the planner would rather scan all the
@@ -133,7 +133,8 @@ class PostgresCalls(DataInterface):
 
     async def position(self):
         """How far this server has come in the primary's log (bytes of
-        WAL): a standby's replayed, a primary's written."""
+        WAL): a standby's replayed, a primary's flushed (the most a standby
+        can have been sent)."""
         return await self._query('fetchval', POSITION)
 
     async def connection_limit(self):
