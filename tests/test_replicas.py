@@ -17,6 +17,7 @@ from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.postgres_standby import ManagedPostgresStandby
 from runtime.databases.tarantool import ManagedReplica
 from runtime.processes import state
+from runtime.settings import REFRESH_ENVIRONMENT
 from test_supervision import (children, hold_port, lines, pid_in, poll,
                               wait_gone, wait_lines)
 from test_supervision import start_site as supervised_site
@@ -121,7 +122,7 @@ async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
     # vote: with asynchronous commits the replica might never get it, lag,
     # and leave the read set before the primary counts as down.
     site = start_site(engine, checkout, str(tmp_path / 'server.log'),
-                      env={'STICKERS_REFRESH_EVERY': '3600'})
+                      env={REFRESH_ENVIRONMENT: '3600'})
     dbs = Databases(engine, checkout, site)
     held, pids = None, set()
     jar = aiohttp.CookieJar(unsafe=True)
