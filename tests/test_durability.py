@@ -166,6 +166,24 @@ async def test_postgres_vote_alone_commits_with_synchronous_commit_on(postgres):
         await conn.close()
 
 
+async def test_postgres_load_commits_with_synchronous_commit_on(postgres):
+    """A loaded batch is flushed before the call returns: the primary's
+    position (its flushed WAL), which a replica must reach before it serves
+    reads, then covers the data set."""
+    import asyncpg
+    conn = await asyncpg.connect(postgres.owner_dsn)
+    setting = "SELECT current_setting('synchronous_commit')"
+    try:
+        async with conn.transaction():
+            assert await conn.fetchval(setting) == 'off'
+            assert await conn.fetchval(
+                "SELECT load_stickers('[]', '[]')") == 0
+            assert await conn.fetchval(setting) == 'on'
+        assert await conn.fetchval(setting) == 'off'
+    finally:
+        await conn.close()
+
+
 async def test_redis_killed_loses_no_acknowledged_vote(tmp_path):
     """appendfsync always: a vote is answered once it is in the
     append-only file, so SIGKILL loses none."""

@@ -350,6 +350,10 @@ BEGIN
             IS NOT TRUE THEN
         PERFORM refuse('packs and stickers must be JSON arrays of rows');
     END IF;
+    -- Loaded data is flushed before the call returns, as a vote: a crash
+    -- loses none of it, and the primary's position (its flushed WAL), the
+    -- floor a replica must reach to serve reads, covers it.
+    PERFORM set_config('synchronous_commit', 'on', true);
     INSERT INTO packs SELECT value FROM jsonb_array_elements(p_packs)
         ON CONFLICT ((data->>0)) DO NOTHING;
     INSERT INTO stickers SELECT value FROM jsonb_array_elements(p_stickers)
