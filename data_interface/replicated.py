@@ -173,6 +173,7 @@ class Replicated(DataInterface):
     async def check(self):
         """Note the primary's position, then judge each replica."""
         now = time.monotonic()
+        went_down = None
         try:
             position = await asyncio.wait_for(self.primary.position(),
                                               self.max_lag)
@@ -184,10 +185,8 @@ class Replicated(DataInterface):
         except (DataUnavailable, asyncio.TimeoutError) as e:
             silent = time.monotonic() - (self._answered or now)
             if not self._primary_down and silent >= self.down_after:
-                log.warning('the primary does not answer (%s) for %.1f s: '
-                            'reads go to every replica that answers',
-                            e or 'no answer within %g s' % self.max_lag,
-                            silent)
+                went_down = (str(e) or 'no answer within %g s' % self.max_lag,
+                             silent)
                 self._primary_down = True
         # Keep what a replica within twice the bound may not have reached,
         # and the last position noted (a lag grows while the primary is slow).
@@ -195,6 +194,9 @@ class Replicated(DataInterface):
                self._positions[0][0] < now - 2 * self.max_lag - 1):
             self._positions.popleft()
         await asyncio.gather(*(self._judge(r) for r in self.replicas))
+        if went_down:    # said once the replicas that answer are in
+            log.warning('the primary does not answer (%s) for %.1f s: '
+                        'reads go to every replica that answers', *went_down)
 
     async def _judge(self, replica):
         if not replica.started:
@@ -204,7 +206,7 @@ class Replicated(DataInterface):
                                               self.max_lag)
         except (DataUnavailable, asyncio.TimeoutError) as e:
             self._fail(replica, 'does not answer: %s' % (
-                e or 'no answer within %g s' % self.max_lag))
+                str(e) or 'no answer within %g s' % self.max_lag))
             return
         replica.answered += 1
         replica.lag = self._lag(position)

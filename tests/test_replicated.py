@@ -3,6 +3,7 @@ read-only replicas: where reads and writes go, how fast a write shows on a
 replica, and a replica that stalls, lags or dies leaving the read set and
 coming back."""
 import asyncio
+import logging
 import os
 import signal
 import time
@@ -309,11 +310,21 @@ async def test_a_slow_primary_lets_no_lagging_replica_in(lagging):
         data._checker = None
         os.kill(primary.pid, signal.SIGSTOP)
         stopped = time.monotonic()
-        while not data._primary_down:
-            assert await out(data, 0)
-            assert time.monotonic() - stopped < data.down_after + 2
-            await asyncio.sleep(CHECK_EVERY)
-            await data.check()
+        said = []    # (message, replicas reading then): the line says "in"
+        handler = logging.Handler()
+        handler.emit = lambda r: said.append((r.getMessage(),
+                                              len(data.reading)))
+        logging.getLogger('replicas').addHandler(handler)
+        try:
+            while not data._primary_down:
+                assert await out(data, 0)
+                assert time.monotonic() - stopped < data.down_after + 2
+                await asyncio.sleep(CHECK_EVERY)
+                await data.check()
+        finally:
+            logging.getLogger('replicas').removeHandler(handler)
+        assert [n for m, n in said if 'does not answer (' in m] == [1], said
+        assert 'does not answer ()' not in said[-1][0]    # says why
         assert time.monotonic() - stopped >= data.down_after - LAG - CHECK_EVERY
         assert await back_in(data, 0)
         assert len(await data.top_stickers(9)) == 9
