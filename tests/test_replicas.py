@@ -11,7 +11,7 @@ import time
 import aiohttp
 import pytest
 
-from conftest import ServerProcess, until
+from conftest import ServerProcess, free_port, until
 from plugins.databases import loaded_tarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.postgres_standby import ManagedPostgresStandby
@@ -21,6 +21,7 @@ from runtime.settings import REFRESH_ENVIRONMENT
 from test_supervision import (children, hold_port, lines, pid_in, poll,
                               wait_gone, wait_lines)
 from test_supervision import start_site as supervised_site
+from test_local_databases import StandIn
 from test_postgres_standby import settings  # noqa: F401
 
 # Each test starts its own databases or server.py processes.
@@ -209,6 +210,34 @@ async def test_a_killed_replica_costs_no_request(checkout, tmp_path, engine):
     assert wait_gone(pids), site.output()
     assert 'Traceback' not in site.output()
     assert all(state(p) is None for p in pids)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+async def test_a_replica_s_port_held_by_another_process_is_left_to_it(
+        checkout, tmp_path, engine):
+    """Another process listens on the port a replica would take (the
+    primary's + 10): it gets no password, and the replica serves the reads
+    from a free port."""
+    name = 'POSTGRES' if '-postgres-' in engine else 'TARANTOOL'
+    port = free_port()
+    stand_in = StandIn(port + 10, b'' if name == 'POSTGRES'
+                       else StandIn.TARANTOOL)
+    try:
+        site = start_site(engine, checkout, str(tmp_path / 'server.log'),
+                          env={'STICKERS_%s_PORT' % name: str(port)})
+        try:
+            wait_lines(site, 'is in the read set', 1)
+            async with aiohttp.ClientSession() as s:
+                for page in ('/good', '/stickers'):
+                    async with s.get(site.url + page) as r:
+                        assert r.status == 200, site.output()[-3000:]
+        finally:
+            assert site.stop() == 0, site.output()
+    finally:
+        stand_in.close()
+    assert 'port %d is taken' % (port + 10) in site.output(), site.output()
+    assert b'sticker_' not in stand_in.received, stand_in.received
+    assert 'Traceback' not in site.output()
 
 
 async def test_workers_share_the_replicas(checkout, tmp_path):

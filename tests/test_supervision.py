@@ -26,11 +26,11 @@ pytestmark = [pytest.mark.db, pytest.mark.server]
 
 def start_site(engine, checkout, log_path, *args, env=None):
     """server.py from the copy, with no database address: it starts its
-    own, on ports no other test run uses (env: more variables)."""
-    env = dict(env or {},
-               STICKERS_TARANTOOL_PORT=str(free_port()),
-               STICKERS_POSTGRES_PORT=str(free_port()),
-               STICKERS_REDIS_PORT=str(free_port()))
+    own, on ports no other test run uses (env: more variables, or those
+    ports)."""
+    env = dict({'STICKERS_TARANTOOL_PORT': str(free_port()),
+                'STICKERS_POSTGRES_PORT': str(free_port()),
+                'STICKERS_REDIS_PORT': str(free_port())}, **(env or {}))
     site = ServerProcess(engine, list(args), log_path, root=checkout, env=env)
     site.env = env
     return site

@@ -114,6 +114,7 @@ class Databases:
             await check_engine(self.tarantool_admin, s.tarantool_engine)
             for index in range(1, s.replicas + 1):
                 replica = ManagedReplica(server, index, s)
+                await self._blocking(replica.settle_port)
                 address, _ = await self._run_here(replica, replica.port)
                 self.tarantool_replicas.append(address)
         elif self.tarantool_admin is None:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 from data_interface.address import TarantoolAddress
-from ..processes import launcher, spawn
+from ..processes import answers, free_port, launcher, spawn
 from ..settings import DEFAULTS, ROOT
 from . import files
 from .files import secret
@@ -153,10 +153,10 @@ class ManagedTarantool(LoggedDatabase):
 class ManagedReplica(ManagedTarantool):
     """Read-only replica number `index` of a local primary (a
     ManagedTarantool): its own process, directory (the primary's, with
-    -replica-INDEX) and port (the primary's + 10 * INDEX), the primary's
-    accounts and passwords. It joins the primary afresh at every start:
-    a replica is a copy, and an empty directory never holds one the
-    primary can no longer feed."""
+    -replica-INDEX) and port (the primary's + 10 * INDEX, or a free one if
+    taken), the primary's accounts and passwords. It joins the primary
+    afresh at every start: a replica is a copy, and an empty directory
+    never holds one the primary can no longer feed."""
     KEEP = ('server.lock', 'tarantool.log')
 
     def __init__(self, primary, index, settings=DEFAULTS):
@@ -167,6 +167,14 @@ class ManagedReplica(ManagedTarantool):
                          settings=settings)
         self.name = 'Tarantool replica %d' % index
         self.secrets = primary.secrets
+
+    def settle_port(self):
+        """A free port instead of its own if another process holds that
+        (its port is nobody's setting, and no password is sent there)."""
+        if answers(self.host, self.port) and self.ours() is None:
+            taken, self.port = self.port, free_port(self.host)
+            log.info('port %d is taken: %s will use %d', taken, self.name,
+                     self.port)
 
     def _launch(self):
         for name in os.listdir(self.directory):
