@@ -35,19 +35,12 @@ from runtime.processes import answers, state
 from runtime.settings import DEFAULTS, replace
 from test_postgres import wait_for
 from test_server import burst, run_server
-from test_supervision import lines, pid_in, wait_lines
+from test_supervision import lines, pid_in, ports, wait_lines
 
 # Each test starts its own databases or server.py processes.
 pytestmark = [pytest.mark.db, pytest.mark.server]
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason='needs root')
-
-
-def ports():
-    """Local database ports of a server's own (its environment)."""
-    return {'STICKERS_TARANTOOL_PORT': str(free_port()),
-            'STICKERS_POSTGRES_PORT': str(free_port()),
-            'STICKERS_REDIS_PORT': str(free_port())}
 
 
 def wait_ended(pids, timeout=30):

@@ -24,13 +24,18 @@ from test_server import burst
 # Each test starts its own databases or server.py processes.
 pytestmark = [pytest.mark.db, pytest.mark.server]
 
+def ports():
+    """Local database ports of a server's own (its environment)."""
+    return {'STICKERS_TARANTOOL_PORT': str(free_port()),
+            'STICKERS_POSTGRES_PORT': str(free_port()),
+            'STICKERS_REDIS_PORT': str(free_port())}
+
+
 def start_site(engine, checkout, log_path, *args, env=None):
     """server.py from the copy, with no database address: it starts its
     own, on ports no other test run uses (env: more variables, or those
     ports)."""
-    env = dict({'STICKERS_TARANTOOL_PORT': str(free_port()),
-                'STICKERS_POSTGRES_PORT': str(free_port()),
-                'STICKERS_REDIS_PORT': str(free_port())}, **(env or {}))
+    env = dict(ports(), **(env or {}))
     site = ServerProcess(engine, list(args), log_path, root=checkout, env=env)
     site.env = env
     return site

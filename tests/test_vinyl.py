@@ -18,7 +18,7 @@ from data_interface.tarantool.asynctnt_data import AsynctntData
 from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.settings import DEFAULTS, replace
-from test_local_databases import ports
+from test_supervision import ports
 from test_tarantool import first_vote
 
 # Each test starts its own databases or server.py processes.
