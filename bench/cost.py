@@ -29,8 +29,9 @@ def records(results, price=PRICE):
                          'per_core': round(per_core, 1),
                          # a capacity kept at every rate tried: at most this
                          'upper_bound': bound,
-                         'per_million': per_core and round(
-                             million_price(price, per_core), 6) or None})
+                         # 5 significant figures: a fast page's cost is tiny
+                         'per_million': per_core and float('%.5g' % (
+                             million_price(price, per_core))) or None})
     return {'core_hour_price': price,
             'price_source': SOURCE if price == PRICE else 'given',
             'workers': workers, 'rows': rows}

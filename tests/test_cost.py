@@ -83,6 +83,15 @@ def test_default_price_is_advise_s():
     assert by_cell(found)['a-tarantool-one', 'mix']['per_million'] == pytest.approx(0.011111, abs=1e-6)
 
 
+def test_a_fast_page_s_cost_keeps_its_precision():
+    # 120,000/s at $0.04: 432M requests an hour, $0.04 / 432 = $0.000092593
+    # per million; six decimals would make it 0.000093, 0.4 % off.
+    data = results()
+    data['runs'][1]['wrk']['requests_per_sec'] = 120000.0
+    row = by_cell(cost.records(data))['a-tarantool-one', 'good']
+    assert row['per_million'] == pytest.approx(0.04 / 432, rel=1e-4)
+
+
 def test_no_capacity_has_no_cost():
     data = results()
     data['capacity'][0]['rate'] = 0.0
