@@ -24,6 +24,7 @@ from test_server import burst
 # Each test starts its own databases or server.py processes.
 pytestmark = [pytest.mark.db, pytest.mark.server]
 
+
 def ports():
     """Local database ports of a server's own (its environment)."""
     return {'STICKERS_TARANTOOL_PORT': str(free_port()),
