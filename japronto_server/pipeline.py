@@ -41,7 +41,6 @@ HEAD = re.compile(br'(?:\r?\n)?' + _TOKEN + br' [^\x00-\x20\x7f]+ HTTP/1\.[01]\r
 FIELDS = re.compile(br'\n(content-length|transfer-encoding|connection)[ \t]*:'
                     br'[ \t]*([^\r\n]*)', re.IGNORECASE)
 HTTP11 = re.compile(br'[^\r\n]* HTTP/1\.1\r?\n')
-BODY = re.compile(br'\n(content-length|transfer-encoding)[ \t]*:', re.IGNORECASE)
 REASONS = {400: 'Bad Request', 411: 'Length Required',
            413: 'Payload Too Large', 431: 'Request Header Fields Too Large'}
 
@@ -94,13 +93,14 @@ class Connection(edge.Edge):
                 and self.inner.pipeline_empty and len(data) <= edge.MAX_HEAD
                 and data.endswith(b'\r\n\r\n')
                 and data.find(b'\n\r\n') == len(data) - 3
-                and b'\n\n' not in data and not BODY.search(data)):
+                and b'\n\n' not in data and not edge.UNUSUAL.search(data)):
             # One request, no body: as it is.
             gate = self.gate
             self.deadline = gate.now + gate.keepalive
             self.inner.data_received(data)
             return
-        self._frame(data)   # the edge's time limits
+        if self._frame(data) >= 0:  # the edge's time limits
+            self.status = 0     # feed() answers it, as japronto would
         if self.refused or self.last_batch:
             return
         self.buffer += data

@@ -6,7 +6,11 @@ costs a few attribute writes and a scan of its head in C:
 
 - a connection with no request in progress is closed after `keepalive`
   seconds (also a new one that sends nothing);
-- a request head must be complete `head` seconds after its first byte;
+- a request head must be complete `head` seconds after its first byte,
+  within MAX_HEAD bytes, and begin with an HTTP/1.0 or 1.1 request line:
+  else the framework never sees it, and once the answers before it are
+  out, edge answers 431, 505 or 400 and closes the connection (which the
+  cap may evict meanwhile);
 - a body, sized or chunked, must be complete `body` seconds after its
   head (header names in any capitals; a trickle does not extend it);
 - a connection whose request is all here is never closed while a page
@@ -25,6 +29,7 @@ import resource
 import socket
 from collections import namedtuple
 
+from pages.http import EVERY
 from runtime import settings
 
 # The edge's limits (seconds, connections); reuse_port: bind with
@@ -71,17 +76,38 @@ TICK = 0.25
 HEAD_END = re.compile(br'\r?\n\r?\n')
 LENGTH = re.compile(br'\ncontent-length[ \t]*:[ \t]*([0-9]+)', re.I)
 CHUNKED = re.compile(br'\ntransfer-encoding[ \t]*:[^\n]*chunked', re.I)
-# A head that announces a body, in any capitals.
-BODY = re.compile(br'\n(?:content-length|transfer-encoding)[ \t]*:', re.I)
+# In whole heads: one that announces a body (in any capitals), or whose
+# request line is not HTTP/1.0 or 1.1 (the fast path's one search).
+UNUSUAL = re.compile(
+    br'\n(?i:content-length|transfer-encoding)[ \t]*:'
+    br'|(?:\A|\n\r?\n)(?:\r?\n)*(?=[^\r\n])(?![^\r\n]* HTTP/1\.[01]\r?\n)')
+# The start of a head this server takes: an HTTP/1.0 or 1.1 request line
+# (after empty lines), or nothing at all.
+GOOD_START = re.compile(br'(?:\r?\n)*(?:[^\r\n]* HTTP/1\.[01]\r?\n|\Z)')
+# A request line of another version: 505, else 400.
+OTHER_VERSION = re.compile(br'(?:\r?\n)*[^\r\n]* HTTP/[0-9](?:\.[0-9])?\r?\n')
 # A chunk's size line: hex digits, maybe extensions.
 CHUNK_SIZE = re.compile(br'[ \t]*([0-9a-fA-F]{1,15})[ \t]*(?:;[^\n]*)?\r?\Z')
 MAX_HEAD = 64 * 1024
 # More digits than any body this server takes: the framework refuses it.
 MAX_DIGITS = 18
-IDLE, HEAD, BODY_PART = 0, 1, 2
+# REFUSED: a head the framework is not given; see Edge.refuse().
+IDLE, HEAD, BODY_PART, REFUSED = 0, 1, 2, 3
 # Where a chunked body is (Edge.need < 0): a size line, the trailer, or
 # something no server takes (the framework answers it, the timer ends it).
 SIZE_LINE, TRAILER, BROKEN = -1, -2, -3
+REASONS = {400: b'Bad Request', 431: b'Request Header Fields Too Large',
+           505: b'HTTP Version Not Supported'}
+_EVERY = b''.join(b'%s: %s\r\n' % (name.encode(), value.encode())
+                  for name, value in EVERY)
+
+
+def refusal(status):
+    """The answer to a head edge refuses; the connection closes after it."""
+    text = REASONS[status] + b'\n'
+    return (b'HTTP/1.1 %d %s\r\n%sContent-Type: text/plain; charset=utf-8\r\n'
+            b'Content-Length: %d\r\nConnection: close\r\n\r\n%s'
+            % (status, REASONS[status], _EVERY, len(text), text))
 
 
 def raise_fd_limit():
@@ -140,7 +166,7 @@ class Gate:
 class Edge(asyncio.Protocol):
     __slots__ = ('gate', 'make_inner', 'inner', 'transport', 'timer',
                  'armed', 'deadline', 'phase', 'partial', 'need', 'chunked',
-                 'busy', 'stalled')
+                 'busy', 'stalled', 'status')
 
     def __init__(self, gate, make_inner):
         self.gate = gate
@@ -153,6 +179,7 @@ class Edge(asyncio.Protocol):
         self.chunked = False
         self.busy = 0           # page handlers at work
         self.stalled = 0.0      # since when writing is paused; 0: it is not
+        self.status = 0         # the answer to a refused head, once due
 
     def connection_made(self, transport):
         self.transport = transport
@@ -174,12 +201,19 @@ class Edge(asyncio.Protocol):
 
     def data_received(self, data):
         if (self.phase == IDLE and data.endswith(b'\r\n\r\n')
-                and BODY.search(data) is None):
+                and len(data) <= MAX_HEAD and UNUSUAL.search(data) is None):
             # Whole requests without a body: the usual case.
             gate = self.gate
             self.deadline = gate.now + gate.keepalive
+        elif self.phase == REFUSED:
+            return
         else:
-            self._frame(data)
+            cut = self._frame(data)
+            if cut >= 0:
+                if cut:
+                    self.inner.data_received(data[:cut])
+                self.refuse()
+                return
         self.inner.data_received(data)
 
     def inner_transport(self, transport):
@@ -210,9 +244,18 @@ class Edge(asyncio.Protocol):
         if not self.busy and self.phase == IDLE:
             self.deadline = self.gate.now + self.gate.keepalive
 
+    def refuse(self):
+        """Answer the refused head once the framework has answered what
+        came before it (_check), then close; the cap may evict it meanwhile."""
+        self.deadline = self.gate.now + self.gate.keepalive
+        self._wake(self.gate.loop.time() + TICK)
+
     def _frame(self, data):
         """Follow request heads and bodies through `data` (no parsing
-        beyond finding where they end)."""
+        beyond finding where they end): -1, or where in `data` a head edge
+        refuses begins (then phase is REFUSED and `status` its answer)."""
+        if self.phase == REFUSED:
+            return 0
         limits = self.gate.limits
         pos, size = 0, len(data)
         while pos < size:
@@ -220,12 +263,12 @@ class Edge(asyncio.Protocol):
                 if self.chunked:
                     pos = self._chunks(data, pos)
                     if pos < 0:
-                        return
+                        return -1
                     self._complete()
                     continue
                 if size - pos < self.need:
                     self.need -= size - pos
-                    return
+                    return -1
                 pos += self.need
                 self._complete()
                 continue
@@ -243,15 +286,19 @@ class Edge(asyncio.Protocol):
             else:
                 head, start = data, pos
                 found = HEAD_END.search(data, pos)
+            cut = 0 if seen else pos
             if found is None:
-                # Beyond MAX_HEAD the server refuses it (uvicorn_server
-                # gives httptools a limit): keep only what may end it.
                 if not seen:
                     self.partial = bytearray(data[pos:])
                 if len(self.partial) > MAX_HEAD:
-                    del self.partial[:-3]
-                return
+                    return self._refused(431, cut)
+                return -1
             end = found.end()
+            if end - start > MAX_HEAD:
+                return self._refused(431, cut)
+            if GOOD_START.match(head, start, end) is None:
+                other = OTHER_VERSION.match(head, start, end)
+                return self._refused(400 if other is None else 505, cut)
             pos += end - seen - start
             self.partial = b''
             self.chunked = CHUNKED.search(head, start, end) is not None
@@ -267,6 +314,13 @@ class Edge(asyncio.Protocol):
                 self._arm(self.gate.now + limits.body)
             else:
                 self._complete()
+        return -1
+
+    def _refused(self, status, cut):
+        self.phase = REFUSED
+        self.status = status
+        self.partial = b''
+        return cut
 
     def _chunks(self, data, pos):
         """Follow a chunked body through data[pos:]: where it ends, or -1
@@ -335,7 +389,16 @@ class Edge(asyncio.Protocol):
         drained_by = (self.stalled + self.gate.keepalive if self.stalled
                       else float('inf'))
         if now < drained_by:
-            if now < self.deadline:
+            if self.phase == REFUSED and self.status:
+                if not self.busy:
+                    self.gate.open.pop(self, None)
+                    self.transport.write(refusal(self.status))
+                    self.transport.close()
+                    return
+                if now < self.deadline:
+                    self._wake(min(now + TICK, drained_by))
+                    return
+            elif now < self.deadline:
                 self._wake(min(self.deadline, drained_by))
                 return
             if self.busy and self.phase == IDLE:

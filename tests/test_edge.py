@@ -12,6 +12,7 @@ from bench.pagecheck import all_stickers, ballots, client, vote_total
 from conftest import (ServerProcess, engine_args, fetch, load_small,
                       remove_postgres, start_postgres, start_tarantool,
                       tarantool_address, until)
+from runtime import frameworks
 from runtime.processes import ESTABLISHED, tcp_sockets
 from plugins.servers import one_of_each
 
@@ -24,6 +25,8 @@ ENGINES = one_of_each(['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
 UWS = ('socketify-tarantool-one',)
 # granian's core, under ASGI or RSGI: its own limits stand in for edge's.
 GRANIAN = ('granian-', 'rsgi-')
+# The engines whose framework is served through runtime/edge.py.
+EDGED = [e for e in ENGINES if frameworks.BY_NAME[e.split('-')[0]].edge]
 # Robyn's actix-web has no head, body or keep-alive timeout and no
 # connection cap that Robyn lets its caller set (docs/robyn.md).
 ROBYN = 'robyn-'
@@ -505,6 +508,71 @@ async def test_long_static_paths_are_refused(short, engine):
         assert b'import' not in body
     [(status, _, _)] = await answers(short.port, get(b'/static/style.css'))
     assert status == 200
+
+
+# A POST whose Content-Length comes before 66,000 bytes of padding in a
+# header's value: past edge's head limit, however the framework counts.
+PADDED = (b'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nX:'
+          + b' ' * 66000 + b'a\r\n\r\n')
+
+
+@pytest.mark.parametrize('engine', EDGED)
+async def test_heads_past_the_limit_do_not_hold_the_cap(request, engine,
+                                                       start_server):
+    """16 heads past the limit, at a cap of 16, with long timeouts: each is
+    refused (a 4xx, or closed), and a new visitor is served within a
+    second (they held the cap until the body timeout)."""
+    server = start_server(engine, *(engine_args(request, engine) + [
+        '--max-connections', '16', '--header-timeout', '60',
+        '--body-timeout', '60']))
+    held = []
+    try:
+        for _ in range(16):
+            held.append(await asyncio.open_connection('127.0.0.1',
+                                                      server.port))
+            held[-1][1].write(PADDED)
+        for reader, _ in held:
+            try:
+                head = await asyncio.wait_for(reader.read(65536), PATIENCE)
+            except ConnectionResetError:
+                continue
+            if head:
+                assert 400 <= int(STATUS.match(head).group(1)) < 500, head
+        started = time.monotonic()
+        while True:
+            try:
+                served = await answers(server.port, get(b'/ugly'))
+                break
+            except (ConnectionError, asyncio.IncompleteReadError):
+                assert time.monotonic() - started < 1, 'visitors locked out'
+                await asyncio.sleep(0.05)
+        assert [a[0] for a in served] == [200]
+    finally:
+        for _, writer in held:
+            writer.close()
+    assert 'Traceback' not in server.output()
+
+
+async def test_other_http_versions_are_refused(short, engine):
+    """HTTP/2.0 or 0.9 in an HTTP/1 request line: a 4xx or 505, no
+    traceback; through edge, after the answer to a request before it on the
+    connection, then closed."""
+    for version in (b'HTTP/2.0', b'HTTP/0.9', b'HTTP/1.2', b'HTTP/3'):
+        head = b'GET /ugly %s\r\nHost: t\r\n\r\n' % version
+        try:
+            [(status, _, _)] = await answers(short.port, head)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            assert engine not in EDGED, version    # edge always answers
+            continue
+        assert 400 <= status < 500 or status == 505, (version, status)
+        if engine in EDGED:
+            [(first, _, _), (second, head, _)] = await answers(
+                short.port, get(b'/ugly'),
+                b'GET /ugly %s\r\nHost: t\r\n\r\n' % version)
+            assert first == 200 and second in (400, 505), (version, second)
+            assert b'connection: close' in head.lower()
+    assert [a[0] for a in await answers(short.port, get(b'/ugly'))] == [200]
+    assert 'Traceback' not in short.output()
 
 
 async def test_limits_refuse_a_burst_and_count_what_they_allow(

@@ -10,43 +10,19 @@ from asgi_server import make_app
 from pages.http import EVERY
 
 
-class _Http(HttpToolsProtocol):
-    """uvicorn's protocol with a bound on a request head, which httptools
-    does not have: beyond edge.MAX_HEAD, a 400 and the connection closes
-    (edge's head timeout alone would let a fast client send gigabytes).
-    The count starts at a message's first piece of URL (uvicorn's
-    on_message_begin empties self.url); on_header does what uvicorn's does,
-    in one call."""
-
-    def on_url(self, url):
-        size = len(url) + self.head_size if self.url else len(url)
-        if size > edge.MAX_HEAD:
-            raise ValueError('request head too large')
-        self.head_size = size
-        self.url += url
-
-    def on_header(self, name, value):
-        self.head_size += len(name) + len(value) + 4
-        if self.head_size > edge.MAX_HEAD:
-            raise ValueError('request head too large')
-        name = name.lower()
-        if name == b'expect' and value.lower() == b'100-continue':
-            self.expect_100_continue = True
-        self.headers.append((name, value))
-
-
 class _Edge(edge.Edge):
     """edge.Edge that asks uvicorn whether a page works for the connection
     (when its timer fires, or the cap needs room) instead of being told on
     every request: busy while uvicorn's last request is unanswered and its
-    body is all here (a slow body still times out)."""
+    body is all here (a slow body still times out), or before a head edge
+    refused. httptools has no bound on a head: edge's MAX_HEAD is it."""
     __slots__ = ()
 
     @property
     def busy(self):
         cycle = getattr(self.inner, 'cycle', None)
         return (cycle is not None and not cycle.response_complete
-                and self.phase == edge.IDLE)
+                and self.phase in (edge.IDLE, edge.REFUSED))
 
     @busy.setter
     def busy(self, value):
@@ -60,7 +36,7 @@ async def serve_app(app, host, port, stopped, limits=edge.LIMITS):
     gate = edge.Gate(limits)
 
     def protocol(**kwargs):
-        return _Edge(gate, lambda: _Http(**kwargs))
+        return _Edge(gate, lambda: HttpToolsProtocol(**kwargs))
 
     config = uvicorn.Config(
         app, http=protocol, interface='asgi3', lifespan='off', ws='none',
