@@ -18,8 +18,10 @@ from conftest import (ServerProcess, engine_args, free_port, tarantool_address,
 from data_interface import Visit
 from runtime.processes import ESTABLISHED, LISTEN, answers, state, tcp_sockets
 from test_durability import counted
-from test_server import run_server
+from test_server import (DELAY_MS, IN_FLIGHT, run_server, send_pages,
+                         stop_in_flight, wait_read)
 from plugins.servers import one_of_each
+from test_gc import frozen
 from test_supervision import lines, wait_gone
 
 # Each test starts its own databases or server.py processes.
@@ -157,6 +159,8 @@ async def test_workers_share_the_port_count_votes_once_and_stop(
         held = connections_per_worker(server, pids)
         assert sum(held.values()) == CONNECTIONS, held
         assert all(held.values()), held   # both workers answer
+        # Each froze its start-up objects (runtime/serve.py).
+        assert len(frozen(server.output())) >= 2, server.output()
 
         data = data_of(request, engine)
         before = await counted(data)
@@ -190,6 +194,41 @@ async def test_workers_share_the_port_count_votes_once_and_stop(
     assert len(lines(output, ' server: stopped')) == 3, output
     assert 'Traceback' not in output and ' ERROR ' not in output, output
     assert not answers('127.0.0.1', server.port)
+
+
+# One engine of each way of serving: asyncio, granian's and Robyn's Rust
+# threads, uWebSockets' loop, japronto in Python 3.7.
+@pytest.mark.parametrize('engine, sig', [
+    ('aiohttp-postgres-pool-uvloop', 'SIGTERM'),
+    ('granian-tarantool-one', 'SIGINT'),
+    ('socketify-redis-one-uvloop', 'SIGTERM'),
+    ('robyn-tarantool-one-uvloop', 'SIGINT'),
+    ('japronto-tarantool-one', 'SIGTERM')])
+def test_a_signal_lets_both_workers_answer_their_pages_in_progress(
+        request, tmp_path, engine, sig):
+    """The parent's signal while both workers hold pages in progress
+    (held by --delay): every page answered in whole, all exit 0."""
+    server = ServerProcess(engine, engine_args(request, engine)
+                           + ['--workers', '2', '--delay', str(DELAY_MS)],
+                           str(tmp_path / 'server.log'))
+    try:
+        pids = wait_workers(server)
+        # The kernel spreads connections at random: more until each
+        # worker holds some.
+        sockets = []
+        while True:
+            sockets += send_pages(server.port, IN_FLIGHT)
+            wait_read(server, len(sockets))
+            held = [tcp_sockets(p, server.port, ESTABLISHED) for p in pids]
+            if all(held) or len(sockets) >= 4 * IN_FLIGHT:
+                break
+        assert all(held), held
+        stop_in_flight(server, sockets, sig)
+    finally:
+        server.stop()
+    assert wait_gone(list(pids)), server.output()
+    assert len(lines(server.output(), ' server: stopped')) == 3, \
+        server.output()
 
 
 def get_ugly(port):
