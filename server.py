@@ -28,6 +28,7 @@ from runtime import engines, frameworks, options
 from runtime import settings
 from runtime.databases import table
 from data_interface import DataUnavailable
+from data_interface.address import on_loopback
 
 LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL')
 log = logging.getLogger('server')
@@ -85,6 +86,7 @@ def parse_args(argv):
     if not 0 < args.port < 65536:
         p.error('port must be 1..65535')
     check_replicas(p, args)
+    check_front(p, args)
     if args.data:
         import dataset
         try:
@@ -157,6 +159,21 @@ def check_replicas(p, args):
         p.error('--replicas starts replicas of the local %s; for the one '
                 'given, give its replicas with --%s-replica'
                 % (kind, kind))
+
+
+def check_front(p, args):
+    """Exit with a message for an engine that holds hostile clients without
+    limit (frameworks' needs_front), asked to listen beyond the loopback
+    with no front server named."""
+    engine = engines.BY_NAME.get(args.engine or '')
+    if (engine is None or args.proxies or on_loopback(args.host)
+            or not frameworks.BY_NAME[engine.framework].needs_front):
+        return
+    p.error('--host %s: %s engines have no client timeouts, connection cap '
+            'or body limit before reading (docs/robyn.md); serve them on the '
+            'loopback, or behind a front server that holds those limits, '
+            'named with --proxy ADDR (docs/deploy.md)'
+            % (args.host, engine.framework.capitalize()))
 
 
 OPTIONS = (('host', 'port', 'redis_fsync', 'replicas', 'replica_lag', 'packs',

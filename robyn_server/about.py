@@ -8,3 +8,7 @@ LEGACY = False
 CURRENT = True
 # Served through runtime/edge.py.
 EDGE = False
+# Holds slow and idle clients and whole bodies without limit: server.py
+# serves it beyond the loopback only behind a front server named with
+# --proxy (docs/robyn.md).
+NEEDS_FRONT = True

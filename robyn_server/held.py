@@ -8,6 +8,9 @@ in a loop of its own, and stopped without losing a request.
   at once.
 - Robyn's SocketHeld always binds with SO_REUSEPORT: the socket it holds
   is replaced by one bound as the settings say (runtime/edge.py).
+- actix-web holds every connection open until its client closes it (no
+  timeouts, docs/robyn.md), and stops accepting while the open-files limit
+  is reached: the soft limit is raised to the hard one, as edge does.
 - actix-web sets its own handlers of SIGINT (it then drops the requests in
   progress) and SIGTERM (it may too, and waits up to 30 s for idle
   connections). Both go back to the loop; stop() stops listening, lets the
@@ -115,6 +118,7 @@ async def start(app, host, port, reuse_port=False):
     one actix worker thread; returns a Held for stop() once actix-web has
     set its signal handlers (and the loop has taken them back)."""
     server = _server(app)
+    edge.raise_fd_limit()
     held, fd = _held_socket(host, port, reuse_port)
     loop = asyncio.get_running_loop()
     policy = asyncio.get_event_loop_policy()

@@ -41,9 +41,11 @@ FOLDERS = (
 # name: as in engine names; modules: what must be importable; legacy /
 # current: runs in the CPython 3.7 environment / the main one; edge: served
 # through runtime/edge.py (else the framework's own limits stand in); parts:
-# other packages whose frames a profile counts as the framework's.
-Framework = namedtuple('Framework',
-                       'name folder modules legacy current edge parts')
+# other packages whose frames a profile counts as the framework's;
+# needs_front: no limits against hostile clients, so served beyond the
+# loopback only behind a front server (server.py --proxy).
+Framework = namedtuple('Framework', 'name folder modules legacy current edge '
+                       'parts needs_front')
 CONTRACT = ('site', 'host', 'port', 'stopped', 'limits')
 
 
@@ -65,7 +67,8 @@ def _declared(folder):
     return Framework(folder=folder, modules=tuple(about.MODULES),
                      legacy=about.LEGACY, current=about.CURRENT,
                      edge=about.EDGE, name=about.NAME,
-                     parts=tuple(getattr(about, 'PARTS', ())))
+                     parts=tuple(getattr(about, 'PARTS', ())),
+                     needs_front=getattr(about, 'NEEDS_FRONT', False))
 
 
 TABLE = tuple(_declared(folder) for folder in FOLDERS)

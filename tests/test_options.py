@@ -70,3 +70,28 @@ def test_bench_passes_what_server_py_accepts():
                      '--redis-fsync', 'everysec', '--out', '/nonexistent'])
     assert plan.server_args == ['--packs', '5000', '--delay', '0.5',
                                 '--redis-fsync', 'everysec']
+
+
+ROBYN = 'robyn-tarantool-one-uvloop'
+
+
+def test_server_refuses_robyn_beyond_the_loopback_without_a_front():
+    """Robyn holds slow and idle clients and whole bodies without limit
+    (docs/robyn.md): beyond the loopback only behind a named front."""
+    said = refused('server.py', ['-e', ROBYN, '--host', '0.0.0.0'])
+    assert said == (
+        'server.py: error: --host 0.0.0.0: Robyn engines have no client '
+        'timeouts, connection cap or body limit before reading '
+        '(docs/robyn.md); serve them on the loopback, or behind a front '
+        'server that holds those limits, named with --proxy ADDR '
+        '(docs/deploy.md)')
+
+
+@pytest.mark.parametrize('argv', [
+    ['--host', '127.0.0.1'], ['--host', 'localhost'], ['--host', '::1'],
+    ['--host', '0.0.0.0', '--proxy', '127.0.0.1'],
+    ['-e', 'aiohttp-tarantool-one', '--host', '0.0.0.0']])
+def test_server_takes_robyn_on_the_loopback_or_behind_a_front(argv):
+    import server
+    args = server.parse_args(['-e', ROBYN] + argv)
+    assert args.host == argv[argv.index('--host') + 1]

@@ -3,16 +3,19 @@ exclusively unless --workers asks to share it, and a stop, on SIGTERM or
 SIGINT, that answers the requests in progress and closes idle connections
 at once."""
 import asyncio
+import contextlib
+import resource
 import signal
 import socket
 
 import pytest
 
-from conftest import ServerProcess, engine_args, until
+from conftest import ServerProcess, engine_args, fetch, until
 from runtime.processes import ESTABLISHED, tcp_sockets
 
 pytestmark = [pytest.mark.db, pytest.mark.server]
 ENGINE = 'robyn-tarantool-one'
+LOW_FILES = 256     # a soft limit of open files still met (macOS default)
 
 
 def test_the_port_is_not_shared_unless_asked(request, tmp_path):
@@ -66,3 +69,64 @@ async def test_a_stop_answers_pending_requests_and_closes_idle_ones(
     assert server.stop() == 0, server.output()
     assert 'stopped' in server.output()
     assert 'Traceback' not in server.output()
+
+
+@contextlib.contextmanager
+def soft_file_limit(soft):
+    """This process's soft limit of open files lowered for a while, so that
+    a server started meanwhile inherits it."""
+    old = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, old[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, old)
+
+
+async def test_idle_sockets_at_a_low_file_limit_leave_visitors_served(
+        request, tmp_path):
+    """actix-web closes no idle connection, and while the open-files limit
+    is reached it accepts none: the adapter raises the soft limit to the
+    hard one, as edge does, so more half-sent heads than a soft limit of
+    256 leave a new visitor served."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2 * LOW_FILES:
+        pytest.skip('the hard limit of open files is %d' % hard)
+    args = engine_args(request, ENGINE)
+    with soft_file_limit(LOW_FILES):
+        server = ServerProcess(ENGINE, args, str(tmp_path / 'server.log'))
+    idle = []
+    try:
+        for _ in range(LOW_FILES + 44):
+            _, w = await asyncio.open_connection('127.0.0.1', server.port)
+            w.write(b'GET /good HTTP/1.1\r\nHost: t\r\n')
+            idle.append(w)
+        # All held by the server, or refused for want of descriptors.
+        await until(lambda: 'Too many open files' in server.output()
+                    or tcp_sockets(server.process.pid, server.port,
+                                   ESTABLISHED) >= len(idle), 30, 0.05)
+        reader, writer = await asyncio.open_connection('127.0.0.1',
+                                                       server.port)
+        writer.write(b'GET /ugly HTTP/1.1\r\nHost: t\r\n\r\n')
+        head = await asyncio.wait_for(reader.readuntil(b'\r\n\r\n'), 10)
+        assert head.startswith(b'HTTP/1.1 200'), server.output()
+        writer.close()
+    finally:
+        for w in idle:      # before the stop, which waits for their requests
+            w.transport.abort()
+        await asyncio.gather(*(w.wait_closed() for w in idle))
+        assert server.stop() == 0, server.output()
+    assert 'Too many open files' not in server.output()
+
+
+async def test_a_public_host_is_served_behind_a_named_front(request, tmp_path):
+    """server.py refuses a Robyn engine beyond the loopback unless --proxy
+    names its front server (tests/test_options.py); with one, it serves."""
+    server = ServerProcess(ENGINE, engine_args(request, ENGINE) + [
+        '--host', '0.0.0.0', '--proxy', '127.0.0.1'],
+        str(tmp_path / 'server.log'))
+    try:
+        status, _, text = await fetch(server.url + '/ugly')
+        assert (status, text) == (200, 'UGLY')
+    finally:
+        assert server.stop() == 0, server.output()
