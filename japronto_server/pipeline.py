@@ -93,7 +93,8 @@ class Connection(edge.Edge):
                 and self.inner.pipeline_empty and len(data) <= edge.MAX_HEAD
                 and data.endswith(b'\r\n\r\n')
                 and data.find(b'\n\r\n') == len(data) - 3
-                and b'\n\n' not in data and not edge.UNUSUAL.search(data)):
+                and b'\n\n' not in data and not edge.BODY.search(data)
+                and not edge.OTHER_VERSION.search(data)):
             # One request, no body: as it is.
             gate = self.gate
             self.deadline = gate.now + gate.keepalive

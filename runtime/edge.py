@@ -76,16 +76,16 @@ TICK = 0.25
 HEAD_END = re.compile(br'\r?\n\r?\n')
 LENGTH = re.compile(br'\ncontent-length[ \t]*:[ \t]*([0-9]+)', re.I)
 CHUNKED = re.compile(br'\ntransfer-encoding[ \t]*:[^\n]*chunked', re.I)
-# In whole heads: one that announces a body (in any capitals), or whose
-# request line is not HTTP/1.0 or 1.1 (the fast path's one search).
-UNUSUAL = re.compile(
-    br'\n(?i:content-length|transfer-encoding)[ \t]*:'
-    br'|(?:\A|\n\r?\n)(?:\r?\n)*(?=[^\r\n])(?![^\r\n]* HTTP/1\.[01]\r?\n)')
+# A head that announces a body, in any capitals.
+BODY = re.compile(br'\n(?:content-length|transfer-encoding)[ \t]*:', re.I)
+# A version other than 1.0 or 1.1, or the same text in a header's value: the
+# fast path's cheap test (_frame checks each request line).
+OTHER_VERSION = re.compile(br' HTTP/(?!1\.[01]\r?\n)')
 # The start of a head this server takes: an HTTP/1.0 or 1.1 request line
 # (after empty lines), or nothing at all.
 GOOD_START = re.compile(br'(?:\r?\n)*(?:[^\r\n]* HTTP/1\.[01]\r?\n|\Z)')
 # A request line of another version: 505, else 400.
-OTHER_VERSION = re.compile(br'(?:\r?\n)*[^\r\n]* HTTP/[0-9](?:\.[0-9])?\r?\n')
+VERSIONED = re.compile(br'(?:\r?\n)*[^\r\n]* HTTP/[0-9](?:\.[0-9])?\r?\n')
 # A chunk's size line: hex digits, maybe extensions.
 CHUNK_SIZE = re.compile(br'[ \t]*([0-9a-fA-F]{1,15})[ \t]*(?:;[^\n]*)?\r?\Z')
 MAX_HEAD = 64 * 1024
@@ -201,7 +201,8 @@ class Edge(asyncio.Protocol):
 
     def data_received(self, data):
         if (self.phase == IDLE and data.endswith(b'\r\n\r\n')
-                and len(data) <= MAX_HEAD and UNUSUAL.search(data) is None):
+                and len(data) <= MAX_HEAD and BODY.search(data) is None
+                and OTHER_VERSION.search(data) is None):
             # Whole requests without a body: the usual case.
             gate = self.gate
             self.deadline = gate.now + gate.keepalive
@@ -297,8 +298,8 @@ class Edge(asyncio.Protocol):
             if end - start > MAX_HEAD:
                 return self._refused(431, cut)
             if GOOD_START.match(head, start, end) is None:
-                other = OTHER_VERSION.match(head, start, end)
-                return self._refused(400 if other is None else 505, cut)
+                versioned = VERSIONED.match(head, start, end)
+                return self._refused(505 if versioned else 400, cut)
             pos += end - seen - start
             self.partial = b''
             self.chunked = CHUNKED.search(head, start, end) is not None
