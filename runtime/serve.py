@@ -8,7 +8,7 @@ import signal
 import sys
 
 from pages import Site
-from . import edge, workers
+from . import edge, stalls, workers
 from .databases import open_databases
 from .processes import LISTEN, tcp_sockets
 
@@ -24,16 +24,23 @@ def stop_event():
     return stopped
 
 
-async def freeze_once_listening(port):
+async def once_listening(port):
     """Once this process listens on `port` (the adapter has built its app),
     collect, then freeze what is alive: the start-up objects (templates,
     routes, the framework's own) leave the collector's full passes, which
-    then walk only what requests made."""
-    while not tcp_sockets(os.getpid(), port, LISTEN):
+    then walk only what requests made. Then the stall record starts, if
+    asked (stalls.py); it is returned."""
+    loop = asyncio.get_event_loop()
+    while not await loop.run_in_executor(None, tcp_sockets, os.getpid(),
+                                         port, LISTEN):
         await asyncio.sleep(0.05)
     gc.collect()
     gc.freeze()
     log.info('start-up objects frozen: %d', gc.get_freeze_count())
+    watched = stalls.start()
+    if watched:
+        log.info("recording the loop's stalls in %s", watched.path)
+    return watched
 
 
 async def serve(adapter, engine, s, worker=None):
@@ -53,12 +60,14 @@ async def serve(adapter, engine, s, worker=None):
         else:
             log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
                      s.host, s.port, sys.version.split()[0])
-        frozen = asyncio.ensure_future(freeze_once_listening(s.port))
+        listening = asyncio.ensure_future(once_listening(s.port))
         try:
             await adapter.serve(site, s.host, s.port, stopped,
                                 edge.limits_of(s))
         finally:
-            frozen.cancel()
+            if listening.done() and listening.result():
+                listening.result().stop()
+            listening.cancel()
             if worker:
                 ready.cancel()
             await site.stop()

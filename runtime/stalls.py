@@ -1,0 +1,213 @@
+"""The serving loop's stalls: every stretch longer than THRESHOLD in which
+the event loop did not turn, with its cause, appended as JSON lines to the
+file $STICKERS_STALLS names (bench.py's timed runs set it; off otherwise).
+
+A beat callback notes the time every BEAT seconds: when it runs late, the
+loop did not turn meanwhile. A watchdog thread looks every THRESHOLD for a
+late beat and then samples the loop thread's stack, and the garbage
+collector's passes are timed by gc.callbacks. A stall's cause:
+- gc: collections took half of it or more (generation, ms, collected);
+- periodic: the stack was in the site's own periodic work (PERIODIC);
+- callback: the stack was in other Python code (its innermost frames);
+- unsampled: no collection, and the watchdog did not get the GIL while it
+  lasted (C code that holds it, or a stall too short to catch);
+- host: the loop was waiting for events (its own frames on top) with its
+  beat due: the process got no CPU.
+Only the loop's thread is watched: a stall in granian's or Robyn's own Rust
+threads does not show here (uWebSockets runs in the loop's thread)."""
+import collections
+import gc
+import json
+import os
+import sys
+import threading
+import time
+
+ENVIRONMENT = 'STICKERS_STALLS'
+BEAT = 0.002
+THRESHOLD = 0.003
+WATCH = 0.002           # the watchdog's period
+GC_SHOWN = 0.001        # collections shorter than this are only counted
+FRAMES = 6              # innermost frames kept of a sampled stack
+# (file's tail, function): the site's own periodic work.
+PERIODIC = {('pages/site.py', 'refresh'): 'about refresh',
+            ('pages/site.py', '_refresh_forever'): 'about refresh',
+            ('pages/visits.py', '_write'): 'visit batch',
+            ('data_interface/replicated.py', 'check'): 'replica check',
+            ('data_interface/replicated.py', '_judge'): 'replica check',
+            ('pages/limits.py', '_sweep'): 'limits sweep'}
+# On top of the stack, the loop waits for events (also: its own frames).
+SELECTORS = 'selectors.py'
+
+
+class Stalls:
+    """start() on the running loop; stop() writes what is left."""
+
+    def __init__(self, path, loop):
+        self.path = path
+        self.loop = loop
+        self.thread_id = threading.get_ident()
+        self.last = time.perf_counter()
+        self.base = None        # the code of the loop's own frames
+        self.samples = {}       # beat time -> (when, stack) of a late beat
+        self.collections = collections.deque(maxlen=4096)
+        self.counts = [0, 0, 0]
+        self.found = collections.deque()
+        self.gc_start = 0.0
+        self.running = False
+        self.handle = None
+        self.watchdog = threading.Thread(target=self._watch, daemon=True,
+                                         name='stalls')
+
+    def start(self):
+        self.running = True
+        gc.callbacks.append(self._collected)
+        self.handle = self.loop.call_later(BEAT, self._beat)
+        self.watchdog.start()
+
+    def stop(self):
+        self.running = False
+        if self.handle is not None:
+            self.handle.cancel()
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
+        self.watchdog.join(1.0)
+        self._write()
+
+    def _beat(self):
+        now = time.perf_counter()
+        late = now - self.last - BEAT
+        if late > THRESHOLD:
+            self.found.append((self.last, now, time.time() - late))
+        if self.base is None:
+            self.base = frames_below(sys._getframe(1))
+        self.last = now
+        self.handle = self.loop.call_later(BEAT, self._beat)
+
+    def _collected(self, phase, info):
+        if phase == 'start':
+            self.gc_start = time.perf_counter()
+            return
+        took = time.perf_counter() - self.gc_start
+        self.counts[info['generation']] += 1
+        if took >= GC_SHOWN:
+            self.collections.append((self.gc_start, took, info['generation'],
+                                     info['collected']))
+
+    def _watch(self):
+        while self.running:
+            time.sleep(WATCH)
+            last = self.last
+            if time.perf_counter() - last > BEAT + WATCH / 2 \
+                    and last not in self.samples:
+                frame = sys._current_frames().get(self.thread_id)
+                self.samples[last] = (self.idle(frame), stack(frame))
+            if self.found:
+                self._write()
+
+    def _write(self):
+        lines = []
+        while self.found:
+            lines.append(json.dumps(self.judge(*self.found.popleft())))
+        if lines:
+            with open(self.path, 'a') as f:
+                f.write(''.join(line + '\n' for line in lines))
+
+    def idle(self, frame):
+        """Is the loop waiting for events in this stack?"""
+        return frame is None or (frame.f_code in (self.base or ())) or \
+            frame.f_code.co_filename.endswith(SELECTORS)
+
+    def judge(self, last, end, wall):
+        """The record of a stall after the beat at `last`, to `end`
+        (perf_counter)."""
+        start = last + BEAT
+        took = end - start
+        passes = [c for c in list(self.collections)
+                  if c[0] < end and c[0] + c[1] > start]
+        record = {'at': round(wall, 4), 'ms': round(took * 1000, 2),
+                  'pid': os.getpid()}
+        if passes:
+            record['gc'] = [[g, round(t * 1000, 2), n] for _, t, g, n in passes]
+        sample = self.samples.pop(last, None)
+        for beat in [b for b in self.samples if b < last]:
+            del self.samples[beat]
+        if sum(c[1] for c in passes) >= took / 2:
+            record['cause'] = 'gc'
+        elif sample is None:
+            record['cause'] = 'unsampled'
+        elif sample[0]:
+            record['cause'] = 'host'
+        else:
+            record['stack'] = sample[1]
+            work = periodic(sample[1])
+            record['cause'] = 'periodic' if work else 'callback'
+            if work:
+                record['work'] = work
+        return record
+
+
+def stack(frame):
+    """'file:function:line' of the innermost frames, innermost first."""
+    found = []
+    while frame is not None and len(found) < FRAMES:
+        code = frame.f_code
+        found.append('%s:%s:%d' % (tail(code.co_filename), code.co_name,
+                                   frame.f_lineno))
+        frame = frame.f_back
+    return found
+
+
+def tail(path):
+    """The last two parts of a path."""
+    return '/'.join(path.replace(os.sep, '/').split('/')[-2:])
+
+
+def periodic(frames):
+    for line in frames:
+        place, function = line.split(':')[:2]
+        if (place, function) in PERIODIC:
+            return PERIODIC[place, function]
+    return None
+
+
+def frames_below(frame):
+    """The code objects of `frame` and every frame it was called from."""
+    found = set()
+    while frame is not None:
+        found.add(frame.f_code)
+        frame = frame.f_back
+    return found
+
+
+def start(loop=None):
+    """A running Stalls if $STICKERS_STALLS names a file, else None."""
+    path = os.environ.get(ENVIRONMENT)
+    if not path:
+        return None
+    import asyncio
+    stalls = Stalls(path, loop or asyncio.get_event_loop())
+    stalls.start()
+    return stalls
+
+
+def read(path, start=None, end=None):
+    """The stall records of a file, those from start to end (wall clock)
+    if given."""
+    try:
+        with open(path) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except OSError:
+        return []
+    return [r for r in records if (start is None or r['at'] >= start)
+            and (end is None or r['at'] <= end)]
+
+
+def summary(records, seconds):
+    """Per cause: stalls per second, p50 and max ms."""
+    by = collections.defaultdict(list)
+    for r in records:
+        by[r['cause']].append(r['ms'])
+    return {c: {'per_s': round(len(ms) / seconds, 2),
+                'p50_ms': sorted(ms)[len(ms) // 2], 'max_ms': max(ms)}
+            for c, ms in sorted(by.items())}

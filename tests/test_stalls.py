@@ -1,0 +1,106 @@
+"""The stall record (runtime/stalls.py): a blocking call, a full collection
+and the site's periodic work are each recorded with their cause, in this
+process's loop and in a serving process stopped for a moment."""
+import asyncio
+import gc
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import ServerProcess, engine_args, wait_until
+from plugins.servers import one_of_each
+from runtime import stalls
+
+
+def block():
+    time.sleep(0.05)
+
+
+def refresh():
+    time.sleep(0.05)
+
+
+class Node:
+    def __init__(self):
+        self.me = self      # a cycle: only the collector frees it
+
+
+def recorded(tmp_path, monkeypatch, work):
+    """The records of a loop that runs `work` once, between quiet spells."""
+    path = str(tmp_path / 'stalls.jsonl')
+    loop = asyncio.new_event_loop()
+    try:
+        watched = stalls.Stalls(path, loop)
+
+        async def run():
+            watched.start()
+            await asyncio.sleep(0.05)
+            work()
+            await asyncio.sleep(0.05)
+            watched.stop()
+        loop.run_until_complete(run())
+    finally:
+        loop.close()
+    return stalls.read(path)
+
+
+def test_a_blocking_call_is_recorded_with_its_stack(tmp_path, monkeypatch):
+    [record] = [r for r in recorded(tmp_path, monkeypatch, block)
+                if r['ms'] >= 40]
+    assert record['cause'] == 'callback', record
+    assert any(':block:' in line for line in record['stack']), record
+    assert record['pid'] == os.getpid()
+
+
+def test_a_full_collection_is_recorded_as_gc(tmp_path, monkeypatch):
+    def collect():
+        heap = [Node() for _ in range(300000)]
+        del heap
+        gc.collect()
+    records = [r for r in recorded(tmp_path, monkeypatch, collect)
+               if r['cause'] == 'gc']
+    assert records, 'no collection recorded'
+    assert any(g[0] == 2 for r in records for g in r['gc']), records
+
+
+def test_the_site_s_periodic_work_is_named(tmp_path, monkeypatch):
+    monkeypatch.setitem(stalls.PERIODIC, ('tests/test_stalls.py', 'refresh'),
+                        'about refresh')
+    [record] = [r for r in recorded(tmp_path, monkeypatch, refresh)
+                if r['ms'] >= 40]
+    assert (record['cause'], record['work']) == ('periodic', 'about refresh')
+
+
+def test_summary_counts_per_cause():
+    records = [{'cause': 'gc', 'ms': 5.0}, {'cause': 'gc', 'ms': 15.0},
+               {'cause': 'host', 'ms': 30.0}]
+    assert stalls.summary(records, 2.0) == {
+        'gc': {'per_s': 1.0, 'p50_ms': 15.0, 'max_ms': 15.0},
+        'host': {'per_s': 0.5, 'p50_ms': 30.0, 'max_ms': 30.0}}
+
+
+@pytest.mark.db
+@pytest.mark.server
+@pytest.mark.parametrize('engine', one_of_each(['aiohttp-tarantool-one-uvloop']))
+def test_a_serving_process_records_a_stop_of_its_loop(request, tmp_path, engine):
+    """SIGSTOP for 0.3 s: the serving process records a stall that long
+    (its loop waited for events: the host's, or unsampled)."""
+    path = str(tmp_path / 'stalls.jsonl')
+    server = ServerProcess(engine, engine_args(request, engine),
+                           str(tmp_path / 'server.log'),
+                           env={stalls.ENVIRONMENT: path})
+    try:
+        wait_until(lambda: 'recording the loop' in server.output(), 10, 0.05)
+        stopped = time.time()
+        os.kill(server.process.pid, signal.SIGSTOP)
+        time.sleep(0.3)
+        os.kill(server.process.pid, signal.SIGCONT)
+        found = wait_until(lambda: [r for r in stalls.read(path, stopped - 0.1)
+                                    if r['ms'] >= 250], 10, 0.05,
+                           lambda: str(stalls.read(path)))
+        assert found[0]['pid'] == server.process.pid
+        assert found[0]['cause'] in ('host', 'unsampled'), found
+    finally:
+        server.stop()
