@@ -21,6 +21,7 @@ from bench.latency import budget, mixed, oha
 from runtime import frameworks
 from runtime.processes import answers
 from bench.progress import Progress, clock
+from plugins import tools
 
 QUICK_ENGINES = ['aiohttp-tarantool-one', 'sanic-tarantool-one-uvloop']
 QUICK_PAGES = ['ugly', 'good', 'vote']
@@ -351,8 +352,8 @@ def test_first_fills_only_what_was_not_given():
 
 @pytest.mark.bench
 def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
-    if not (mixed.find() and oha.find()):
-        pytest.skip('oha or loadgen is not built')
+    tools.need_oha()
+    tools.need_loadgen()
     base = ['--engines', 'aiohttp-tarantool-one-uvloop', '--latency', '--plain',
             '--out', '/nonexistent']
     s = cli.plan(base + ['--pages', 'ugly,good,mix', '--rate-pages', 'good',
@@ -391,8 +392,8 @@ def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
 
 @pytest.mark.bench
 def test_rate_pages_may_give_a_page_fewer_searches(capsys):
-    if not (mixed.find() and oha.find()):
-        pytest.skip('oha or loadgen is not built')
+    tools.need_oha()
+    tools.need_loadgen()
     base = ['--engines', 'aiohttp-tarantool-one-uvloop', '--latency', '--plain',
             '--out', '/nonexistent', '--pages', 'ugly,good,mix', '--runs', '3']
     s = cli.plan(base + ['--rate-pages', 'mix,good:1,ugly:2'])
@@ -459,8 +460,7 @@ def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
 
 @pytest.fixture(scope='module')
 def quick_run(tarantool, tmp_path_factory):
-    if shutil.which('wrk') is None or shutil.which('nginx') is None:
-        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    tools.need('wrk', 'nginx')
     return quick_bench(tarantool, tmp_path_factory, '--engines',
                        ','.join(QUICK_ENGINES), '--pages', ','.join(QUICK_PAGES))
 
@@ -614,10 +614,8 @@ PROFILE_ENGINE = 'aiohttp-tarantool-multi'
 
 @pytest.fixture(scope='module')
 def profile_run(tarantool, tmp_path_factory):
-    if shutil.which('wrk') is None or shutil.which('nginx') is None:
-        pytest.skip('needs wrk and nginx (./run.sh setup)')
-    if profile.py_spy() is None:
-        pytest.skip('needs py-spy (pip install -r requirements.txt)')
+    tools.need('wrk', 'nginx')
+    tools.need_py_spy()
     return quick_bench(tarantool, tmp_path_factory, '--profile', '--plain',
                        '--warmup', '0', '--engines', PROFILE_ENGINE,
                        '--pages', 'ugly,good')
@@ -719,8 +717,7 @@ def test_nginx_gets_as_many_worker_processes(tmp_path):
 @pytest.mark.timeout(600)
 @pytest.mark.bench
 def test_quick_run_with_workers_records_them(tarantool, tmp_path_factory):
-    if shutil.which('wrk') is None or shutil.which('nginx') is None:
-        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    tools.need('wrk', 'nginx')
     _, out = quick_bench(tarantool, tmp_path_factory, '--workers', '2',
                          '--engines', 'aiohttp-tarantool-one', '--pages',
                          'ugly', '--plain')
@@ -786,8 +783,7 @@ def test_a_run_on_memtx_and_vinyl_has_both_rows(bare_checkout, tmp_path):
     """Each engine on the local Tarantool of each storage engine (a copy
     of the checkout's, on ports of their own), in turns, rows side by side,
     recorded per run."""
-    if shutil.which('wrk') is None:
-        pytest.skip('needs wrk (./run.sh setup)')
+    tools.need('wrk')
     out = tmp_path / 'out'
     env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
                STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
@@ -901,8 +897,7 @@ def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
     """The engine's own Tarantool (started by its server.py) is measured
     apart from the server: the start is a second server.py's, the RSS of
     the server's tree leaves the database out."""
-    if shutil.which('wrk') is None or shutil.which('nginx') is None:
-        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    tools.need('wrk', 'nginx')
     out = tmp_path / 'out'
     env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
                STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))

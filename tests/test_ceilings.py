@@ -5,7 +5,6 @@ whose calls return without calling fails."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench.ceilings import CALLS, SKIP_CALL, checks
 from bench.ceilings.http_layer import http_server
 from bench.ceilings.run import python
+from plugins import tools
 
 ENGINE = 'aiohttp-tarantool-one'
 
@@ -95,8 +95,7 @@ def ceilings_bench(tarantool, postgres, out, *options, env=None,
 
 @pytest.fixture(scope='module')
 def ceilings_run(tarantool, postgres, tmp_path_factory):
-    if shutil.which('wrk') is None:
-        pytest.skip('needs wrk (./run.sh setup)')
+    tools.need('wrk')
     out = tmp_path_factory.mktemp('ceilings') / 'out'
     done = ceilings_bench(tarantool, postgres, out, '--engines', ENGINE,
                         '--pages', 'good', '--plain')
@@ -169,8 +168,7 @@ def test_ceilings_section_chart_and_share_of_the_ceiling(ceilings_run):
 @pytest.mark.bench
 def test_a_ceiling_whose_calls_do_no_work_fails(tarantool, postgres,
                                               tmp_path_factory):
-    if shutil.which('wrk') is None:
-        pytest.skip('needs wrk (./run.sh setup)')
+    tools.need('wrk')
     out = tmp_path_factory.mktemp('ceilings-skip') / 'out'
     done = ceilings_bench(tarantool, postgres, out, env={SKIP_CALL: '1'},
                         flag='--limits')

@@ -4,7 +4,6 @@ import io
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,18 +16,9 @@ from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
 from bench import compare, guesses, html, references
 from bench.progress import Progress
 from bench.latency import budget, cells, fixed_rate, oha, steady
+from plugins.tools import need_oha
 
 SLO = {'percentile': 'p99', 'ms': 10.0}
-
-
-def need_oha():
-    path = oha.find()
-    if path is None:
-        cargo = shutil.which('cargo') or os.path.expanduser('~/.cargo/bin/cargo')
-        if not os.access(cargo, os.X_OK):
-            pytest.skip('no cargo here, so no oha (see install.md)')
-        pytest.fail(oha.INSTALL)
-    return path
 
 
 def report(achieved=1000.0, offered=1000.0, p99=5.0, non2xx=0, **errors):

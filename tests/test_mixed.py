@@ -3,7 +3,6 @@ counted from when each request was due across a stall, votes that add up
 to the site's total, clear errors for bad input."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,21 +14,12 @@ import pytest
 from conftest import ROOT, TEST_PACKS, engine_args, free_port, tarantool_address
 from bench import verify
 from bench.latency import mixed
+from plugins.tools import need_loadgen
 
 # Each test runs loadgen or bench.py itself.
 pytestmark = pytest.mark.bench
 
 ENGINE = 'aiohttp-tarantool-one'
-
-
-def need_loadgen():
-    path = mixed.find()
-    if path is None:
-        cargo = shutil.which('cargo') or os.path.expanduser('~/.cargo/bin/cargo')
-        if not os.access(cargo, os.X_OK):
-            pytest.skip('no cargo here, so no loadgen (see install.md)')
-        pytest.fail(mixed.INSTALL)
-    return path
 
 
 def loadgen(*args, timeout=60):

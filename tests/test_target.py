@@ -5,7 +5,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -15,8 +14,8 @@ import pytest
 
 from conftest import ROOT, free_port, wait_until
 from bench import cli, profile, remote, stats
-from bench.latency import oha
 from runtime.processes import answers
+from plugins import tools
 
 ENGINE = 'aiohttp-tarantool-one'
 PAGES = ['ugly', 'good', 'vote']
@@ -63,8 +62,7 @@ def bench(out, *options):
 
 @pytest.fixture(scope='module')
 def site(shared_server):
-    if shutil.which('wrk') is None or shutil.which('nginx') is None:
-        pytest.skip('needs wrk and nginx (./run.sh setup)')
+    tools.need('wrk', 'nginx')
     return shared_server(ENGINE)
 
 
@@ -213,8 +211,7 @@ def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
     """A target that redirects every page to another site: that site is
     never asked for anything, the check says why it failed, and nothing of
     the other site is written into the results."""
-    if shutil.which('wrk') is None:
-        pytest.skip('needs wrk (./run.sh setup)')
+    tools.need('wrk')
     other, other_url = serve(Elsewhere)
     moved, url = serve(Redirecting)
     moved.to = other_url
@@ -239,8 +236,8 @@ def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
 
 @pytest.mark.timeout(600)
 @pytest.mark.bench
-@pytest.mark.skipif(oha.find() is None, reason='needs oha (see install.md)')
 def test_a_target_at_fixed_rates_has_no_cpu_figures(site, tmp_path):
+    tools.need_oha()
     code, err, _ = bench(tmp_path, '--target', site.url, '--latency',
                          '--pages', 'good', '--rates', '100', '--slo', 'p50=50ms')
     assert code == 0, err
