@@ -27,18 +27,22 @@ pytestmark = pytest.mark.db
 LAG = 0.5   # the bound these tests set
 
 
+READS = ('top_stickers', 'bottom_stickers', 'stats', 'packs', 'pack',
+         'sticker')
+
+
 class Counted:
-    """A replica's data interface that counts the calls it serves."""
+    """A data interface that counts the calls it serves: reads, and reads
+    and writes together."""
 
     def __init__(self, data):
-        self.data, self.calls = data, 0
+        self.data, self.calls, self.reads = data, 0, 0
 
     def __getattr__(self, name):
         method = getattr(self.data, name)
-        if name in ('top_stickers', 'bottom_stickers', 'stats', 'packs',
-                    'pack', 'sticker', 'record_visits', 'sticker_pair',
-                    'cast_vote'):
+        if name in READS + ('record_visits', 'sticker_pair', 'cast_vote'):
             self.calls += 1
+            self.reads += name in READS
         return method
 
 
@@ -76,6 +80,7 @@ async def seconds_until(condition, timeout):
 async def test_writes_go_to_the_primary_and_show_on_replicas_in_time(cluster):
     primary, replicas = cluster
     data = replicated(primary, replicas)
+    data.primary = Counted(data.primary)
     await data.start()
     try:
         assert len(data.reading) == 2
@@ -85,7 +90,9 @@ async def test_writes_go_to_the_primary_and_show_on_replicas_in_time(cluster):
         await data.record_visits([Visit(session, '127.0.0.1', 'test')])
         pair = await data.sticker_pair(session, ['a' * 22, 'b' * 22], 60)
         assert await data.cast_vote(session, 'a' * 22, 'b' * 22) == 'ok'
-        # Not one of them on a replica, which could not take it.
+        # All three on the primary, not one on a replica, which could not
+        # take it.
+        assert (data.primary.calls, data.primary.reads) == (3, 0)
         assert sum(r.data.calls for r in data.replicas) == 1
 
         # Reads take the replicas in turn: the stats from one, the sticker
@@ -100,6 +107,7 @@ async def test_writes_go_to_the_primary_and_show_on_replicas_in_time(cluster):
         # The reads went to both replicas in turn, none to the primary.
         calls = [r.data.calls for r in data.replicas]
         assert min(calls) >= 1 and sum(calls) >= 3, calls
+        assert data.primary.reads == 0
     finally:
         await data.close()
 
