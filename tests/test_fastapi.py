@@ -12,6 +12,8 @@ import fastapi_server  # noqa: E402
 from uvicorn_server import serve_app  # noqa: E402
 from pages import MAX_BODY  # noqa: E402
 from pages.http import Route, text_response  # noqa: E402
+from plugins.waiting import until  # noqa: E402
+from runtime.processes import answers  # noqa: E402
 
 
 class Site:
@@ -112,16 +114,24 @@ def free_port():
 async def test_reuse_port_lets_two_servers_share_a_port():
     port = free_port()
     stopped = asyncio.Event()
-    app = fastapi_server.make_app(Site())
+    sites = [Site(), Site()]
     shared = edge.LIMITS._replace(reuse_port=True)
-    servers = [asyncio.ensure_future(serve_app(app, '127.0.0.1', port, stopped,
-                                               shared)) for _ in range(2)]
-    await asyncio.sleep(0.5)
+    servers = [asyncio.ensure_future(serve_app(
+        fastapi_server.make_app(site), '127.0.0.1', port, stopped, shared))
+        for site in sites]
+
+    async def both_serve():     # the kernel spreads new connections
+        answer = await exchange(port, b'GET /good HTTP/1.1\r\nHost: t\r\n'
+                                b'Connection: close\r\n\r\n')
+        assert answer.startswith(b'HTTP/1.1 200 '), answer
+        return all(site.seen for site in sites)
+    await until(lambda: answers('127.0.0.1', port), 10, 0.02)
+    await until(both_serve, 10, 0)
     assert not any(s.done() for s in servers)
     # Without the option the port is taken.
     with pytest.raises(OSError):
-        await serve_app(app, '127.0.0.1', port, stopped,
-                        edge.LIMITS._replace(reuse_port=False))
+        await serve_app(fastapi_server.make_app(Site()), '127.0.0.1', port,
+                        stopped, edge.LIMITS._replace(reuse_port=False))
     stopped.set()
     await asyncio.wait_for(asyncio.gather(*servers), 10)
 
@@ -141,13 +151,13 @@ async def test_served_answers_name_no_version_and_limit_heads(caplog):
     stopped = asyncio.Event()
     server = asyncio.ensure_future(serve_app(
         fastapi_server.make_app(site), '127.0.0.1', port, stopped))
-    await asyncio.sleep(0.5)
+    await until(lambda: answers('127.0.0.1', port), 10, 0.02)
     try:
         good = await exchange(port, b'GET /good HTTP/1.1\r\nHost: t\r\n'
                               b'X-Forwarded-For: 1.2.3.4\r\n'
                               b'Connection: close\r\n\r\n')
         bad = await exchange(port, b'GET /\xff HTTP/1.1\r\nHost: t\r\n\r\n')
-        # httptools has no limit of its own: uvicorn_server gives it one.
+        # httptools has no limit of its own: edge refuses it (431).
         big = await exchange(port, b'GET /good HTTP/1.1\r\nX-Big: '
                              + b'a' * edge.MAX_HEAD + b'\r\n\r\n')
     finally:
@@ -156,7 +166,7 @@ async def test_served_answers_name_no_version_and_limit_heads(caplog):
     assert good.startswith(b'HTTP/1.1 200 ') and good.endswith(b'ok')
     assert site.seen[0][0].ip == '127.0.0.1'
     assert bad.startswith(b'HTTP/1.1 400 ')
-    assert big.startswith(b'HTTP/1.1 400 ')
+    assert big.startswith(b'HTTP/1.1 431 ')
     assert len(site.seen) == 1
     # No log line per malformed request.
     assert not [r for r in caplog.records if r.name.startswith('uvicorn')]

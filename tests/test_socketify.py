@@ -8,7 +8,8 @@ import pytest
 
 from runtime import edge
 from pages.http import Response, Route, text_response
-from runtime.processes import free_port
+from runtime.processes import answers, free_port
+from plugins.waiting import until
 
 socketify_server = pytest.importorskip('socketify_server')
 BIG = b'0123456789abcdef' * 65536     # 1 MiB: more than a 4 KiB window
@@ -17,9 +18,13 @@ BIG = b'0123456789abcdef' * 65536     # 1 MiB: more than a 4 KiB window
 class Site:
     static, favicon = (), ''     # no static files
 
+    def __init__(self, name='site'):
+        self.name = name
+
     def routes(self):
         return [Route('GET', '/big', self.big, 'html', True),
-                Route('GET', '/now', self.now, 'html', False)]
+                Route('GET', '/now', self.now, 'html', False),
+                Route('GET', '/name', self.say_name, 'html', False)]
 
     async def big(self, request):
         await asyncio.sleep(0)      # answered from a task
@@ -27,6 +32,9 @@ class Site:
 
     async def now(self, request):
         return Response(200, 'text/plain', BIG, ())
+
+    async def say_name(self, request):
+        return text_response(200, self.name)
 
     async def not_found(self, request, **params):
         return text_response(404, 'none')
@@ -42,20 +50,41 @@ async def test_port_is_shared_only_when_asked(reuse):
     port = free_port()
     stopped = asyncio.Event()
     first = asyncio.ensure_future(socketify_server.serve(
-        Site(), '127.0.0.1', port, stopped, settings(reuse)))
-    await asyncio.sleep(0.2)
+        Site('first'), '127.0.0.1', port, stopped, settings(reuse)))
+    await until(lambda: answers('127.0.0.1', port), 10, 0.02)
     second = asyncio.ensure_future(socketify_server.serve(
-        Site(), '127.0.0.1', port, stopped, settings(reuse)))
-    await asyncio.sleep(0.2)
+        Site('second'), '127.0.0.1', port, stopped, settings(reuse)))
     try:
-        assert second.done() != reuse
-        if not reuse:
+        if reuse:   # the kernel spreads new connections over both
+            seen = set()
+
+            async def both():
+                seen.add(await answering(port))
+                return seen == {b'first', b'second'}
+            await until(both, 10, 0)
+            assert not second.done()
+        else:
+            await until(second.done, 10, 0.02)
             with pytest.raises(OSError):
                 second.result()
+            assert await answering(port) == b'first'
     finally:
         stopped.set()
         await asyncio.wait_for(asyncio.gather(first, second,
                                               return_exceptions=True), 10)
+
+
+async def answering(port):
+    """The name of the site that answers a new connection."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    try:
+        writer.write(b'GET /name HTTP/1.1\r\nHost: t\r\n'
+                     b'Connection: close\r\n\r\n')
+        answer = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    assert answer.startswith(b'HTTP/1.1 200 '), answer
+    return answer.split(b'\r\n\r\n', 1)[1]
 
 
 def slow_read(port, path):
@@ -87,7 +116,7 @@ async def test_big_answer_reaches_a_slow_reader(path):
     stopped = asyncio.Event()
     serving = asyncio.ensure_future(socketify_server.serve(
         Site(), '127.0.0.1', port, stopped, settings(False)))
-    await asyncio.sleep(0.2)
+    await until(lambda: answers('127.0.0.1', port), 10, 0.02)
     try:
         head, body = await asyncio.get_running_loop().run_in_executor(
             None, slow_read, port, path)
