@@ -198,7 +198,9 @@ def build_settings(p, args):
         s = settings.from_environment()
     except ValueError as e:
         p.error(str(e))
-    s = settings.replace(s, dump=args.data, reuse_port=args.workers > 1, **{
+    # No --data: the settings' own dump, if they have one.
+    s = settings.replace(s, dump=args.data or s.dump,
+                         reuse_port=args.workers > 1, **{
         name: tuple(value) if isinstance(value, list) else value
         for name, value in ((n, getattr(args, n)) for n in OPTIONS)})
     for what in ('sessions', 'votes', 'ballots'):

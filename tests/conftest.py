@@ -21,7 +21,7 @@ from runtime.settings import ROOT  # noqa: E402
 from plugins.databases import (  # noqa: E402,F401
     TEST_PACKS, configure_redis, load_small, load_small_dataset,
     remove_postgres, start_postgres, start_redis, start_tarantool,
-    tarantool_address)
+    tarantool_address, small_data_set)
 from plugins.servers import ServerProcess, engine_args, fetch  # noqa: E402,F401
 from plugins.waiting import until, wait_until  # noqa: E402,F401
 

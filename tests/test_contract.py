@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from data_interface import DataUnavailable, Visit, VoteOutcome
-from conftest import (TEST_PACKS, configure_redis, load_small,
+from conftest import (configure_redis, load_small, small_data_set,
                       remove_postgres, start_postgres, start_redis,
                       start_tarantool)
 
@@ -120,7 +120,7 @@ async def record(data, visits):
 
 
 async def test_catalogue_matches_loaded_data(data):
-    expected = dataset.generate(packs=TEST_PACKS)
+    expected = small_data_set()
     stats = await data.stats()
     assert (stats.packs, stats.stickers) == (len(expected.packs),
                                              len(expected.stickers))
@@ -451,7 +451,7 @@ async def test_functions_take_arguments_at_their_limits(data):
     (win, lose), pair = await issue(data, v, ttl=3600)
     assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
     assert len(await data.top_stickers(100)) == min(
-        100, len(dataset.generate(packs=TEST_PACKS).stickers))
+        100, len(small_data_set().stickers))
     assert await data.pack('a' * 64) is None
     assert await data.sticker('a' * 64, 1) is None
 
@@ -468,7 +468,7 @@ async def test_hostile_text_is_stored_as_text(data):
     assert await data.pack('a\x00b') is None
     assert await data.sticker('a\x00b', 1) is None
     stats = await data.stats()
-    assert stats.stickers == len(dataset.generate(packs=TEST_PACKS).stickers)
+    assert stats.stickers == len(small_data_set().stickers)
 
 
 async def test_load_is_idempotent_and_keeps_ratings(data, backend):
@@ -480,7 +480,7 @@ async def test_load_is_idempotent_and_keeps_ratings(data, backend):
     admin = backend.admin()
     await admin.start()
     try:
-        assert await admin.load(dataset.generate(packs=TEST_PACKS)) == 0
+        assert await admin.load(small_data_set()) == 0
     finally:
         await admin.close()
     assert await current(data, a) == rated
@@ -518,7 +518,7 @@ async def own_database(data, backend, directory, memory=None,
 @pytest.mark.own_database
 async def test_pairs_are_existing_stickers_when_ids_have_gaps(data, backend,
                                                              tmp_path):
-    full = dataset.generate(packs=1)
+    full = small_data_set()
     kept = [full.stickers[1], full.stickers[29], full.stickers[30]]
     assert [s.id for s in kept] == [2, 30, 31]
     new, admin, stop = await own_database(data, backend, str(tmp_path))
@@ -573,7 +573,7 @@ async def test_sessions_stop_at_a_cap_that_fits_memory(data, backend,
         loader = admin()
         await loader.start()
         try:
-            await loader.load(dataset.generate(packs=TEST_PACKS))
+            await loader.load(small_data_set())
             if is_tarantool(loader):
                 _, max_sessions, max_ballots = await loader._call('limits', [])
             else:

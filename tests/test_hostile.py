@@ -3,17 +3,15 @@ answer is a 5xx, every table stays whole, stored text is clean text."""
 import asyncio
 import subprocess
 
-import asyncpg
 import pytest
 
-import dataset
-from conftest import TEST_PACKS
+from conftest import small_data_set
 from pages.http import clean_text
 from plugins.servers import one_of_each
 
 SQL = b"'; DROP TABLE stickers; --"
 USER_AGENT = SQL + b' " \\ \xe2\x98\x83 \xff\xfe\xc0 end'
-PACK = dataset.generate(packs=TEST_PACKS).packs[0].name.encode()
+PACK = small_data_set().packs[0].name.encode()
 
 # (method, target, extra header lines, body): none of them may break a thing.
 REQUESTS = [
@@ -92,6 +90,7 @@ def new_session(head):
 
 
 async def stored_user_agent_postgres(request, session):
+    import asyncpg
     conn = await asyncpg.connect(request.getfixturevalue('postgres').owner_dsn)
     try:
         return await conn.fetchval(
@@ -154,7 +153,7 @@ async def until_written(read):
 
 
 async def stats_match_dataset(data):
-    expected = dataset.generate(packs=TEST_PACKS)
+    expected = small_data_set()
     await data.start()
     try:
         stats = await data.stats()

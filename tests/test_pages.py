@@ -7,11 +7,10 @@ import os
 import pytest
 import yarl
 
-from conftest import TEST_PACKS
+from conftest import small_data_set
 from bench.pagecheck import (all_stickers, ballots, cards, client,
                              session_cookie, vote_total)
 
-import dataset
 from plugins.servers import one_of_each
 
 # Every framework, on each database (both Redis modes), and the older aiohttp and sanic of the
@@ -99,7 +98,7 @@ async def test_forged_and_concurrent_votes_through_http(site):
 
 
 async def test_json_and_404_reach_the_visitor(site):
-    expected = dataset.generate(packs=TEST_PACKS)
+    expected = small_data_set()
     first = expected.stickers[0]
     status, headers, body = await fetch(site + '/stickers')
     assert status == 200
@@ -121,7 +120,7 @@ async def test_json_and_404_reach_the_visitor(site):
 
 
 async def test_pack_and_sticker_pages_answer_a_browser_in_html(site):
-    expected = dataset.generate(packs=TEST_PACKS)
+    expected = small_data_set()
     first = expected.stickers[0]
     status, headers, body = await fetch('%s/packs/%s' % (site, first.pack))
     assert (status, headers['Content-Type']) == (200, 'text/html; charset=utf-8')
@@ -165,7 +164,7 @@ async def test_static_files(site):
     assert status == 200 and 'text/css' in headers['Content-Type']
     status, _, body = await fetch(site + '/favicon.ico')
     assert status == 200 and body[:4] == b'\0\0\1\0'
-    image = dataset.generate(packs=TEST_PACKS).stickers[0].image
+    image = small_data_set().stickers[0].image
     status, _, body = await fetch(site + image)
     assert status == 200 and body.startswith(b'<svg')
 

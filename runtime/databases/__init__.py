@@ -103,7 +103,7 @@ class Databases:
             return found
         return server.address, server.admin_address
 
-    async def tarantool(self):
+    async def find_tarantool(self):
         """The Tarantool address to use: the one given, else the local one
         (see _local), on the storage engine asked for."""
         s = self.settings
@@ -121,7 +121,7 @@ class Databases:
             self.tarantool_admin = as_admin(self.tarantool_address)
         return self.tarantool_address
 
-    async def redis(self):
+    async def find_redis(self):
         """The Redis address to use: the one given, else the local one (see
         _local)."""
         s = self.settings
@@ -132,7 +132,7 @@ class Databases:
             self.redis_admin = as_admin(self.redis_address)
         return self.redis_address
 
-    async def postgres(self):
+    async def find_postgres(self):
         """The PostgreSQL DSN to use: the one given, the local cluster under
         var/ if it runs, a database answering to the default DSN (before the
         cluster has passwords: found_dsn), else the local cluster, started
@@ -197,32 +197,16 @@ class Databases:
         return opening.result()
 
     async def _open(self, engine):
-        kind = of(engine).name
-        if kind == 'postgres':
-            data = data_for(engine, await self.postgres())
-            admin = data_for(engine, self.postgres_owner_dsn)
-            admin.min_size = 1
-        elif kind == 'redis':
-            data = data_for(engine, await self.redis())
-            admin = data_for(engine._replace(mode='one'), self.redis_admin)
-            if self.settings.redis is None:    # ours: limits from settings
-                await self._configure_redis(admin)
-        else:
-            data = data_for(engine, await self.tarantool())
-            admin = data_for(engine._replace(mode='one'),
-                             self.tarantool_admin)
-        try:
-            await data.start()
-        except NotSetUp:
-            # A Redis given by address, without the functions yet.
-            await self._configure_redis(admin, keep=True)
-            await data.start()
+        # One method per database, named as it: the site's data interface,
+        # started, and the loader's.
+        data, admin = await getattr(self, of(engine).name)(engine)
         try:
             await load_if_empty(data, admin, self.settings)
             primary = data
             data = replicated(
                 engine, data, {'tarantool': self.tarantool_replicas,
-                               'postgres': self.postgres_replicas}.get(kind),
+                               'postgres': self.postgres_replicas}.get(
+                                   of(engine).name),
                 self.settings.replica_lag)
             if data is not primary:
                 await data.start_replicas()
@@ -230,6 +214,32 @@ class Databases:
             await data.close()
             raise
         return data
+
+    async def tarantool(self, engine):
+        data = data_for(engine, await self.find_tarantool())
+        admin = data_for(engine._replace(mode='one'), self.tarantool_admin)
+        await data.start()
+        return data, admin
+
+    async def postgres(self, engine):
+        data = data_for(engine, await self.find_postgres())
+        admin = data_for(engine, self.postgres_owner_dsn)
+        admin.min_size = 1
+        await data.start()
+        return data, admin
+
+    async def redis(self, engine):
+        data = data_for(engine, await self.find_redis())
+        admin = data_for(engine._replace(mode='one'), self.redis_admin)
+        if self.settings.redis is None:    # ours: limits from settings
+            await self._configure_redis(admin)
+        try:
+            await data.start()
+        except NotSetUp:
+            # A Redis given by address, without the functions yet.
+            await self._configure_redis(admin, keep=True)
+            await data.start()
+        return data, admin
 
     async def _configure_redis(self, admin, keep=False):
         """Load the functions and set the limits (with keep, only if none

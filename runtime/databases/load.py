@@ -22,16 +22,22 @@ def write_images(images, packs):
              time.monotonic() - started)
 
 
+def data_set(settings):
+    """The data set of the settings: their dump, else the generated one."""
+    if settings.dump is None:
+        return dataset.generate(settings.packs)
+    return dataset.read_dump(settings.dump)
+
+
 async def load_if_empty(data, admin_data, settings):
     """Load the data set (a JSON dump, or the generated one) into an empty
     database; refuse a dump the database does not already hold."""
-    packs, dump = settings.packs, settings.dump
+    dump = settings.dump
     loop = asyncio.get_event_loop()   # files and CPU work off the loop
     if dump is None:
-        await loop.run_in_executor(None, write_images, settings.images, packs)
-        chosen = await loop.run_in_executor(None, dataset.generate, packs)
-    else:
-        chosen = await loop.run_in_executor(None, dataset.read_dump, dump)
+        await loop.run_in_executor(None, write_images, settings.images,
+                                   settings.packs)
+    chosen = await loop.run_in_executor(None, data_set, settings)
     stickers = (await data.stats()).stickers
     if stickers:
         if dump is not None:

@@ -7,12 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import dataset
 from data_interface.address import TarantoolAddress, as_admin
+from runtime.databases.load import data_set
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.redis import ManagedRedis
 from runtime.processes import bindable, free_port
+from runtime.settings import DEFAULTS, replace
 
 TEST_PACKS = 10
 
@@ -40,11 +41,17 @@ def tarantool_address(server):
                             'sticker_app', 'sticker_app')
 
 
+def small_data_set():
+    """The data set the test databases hold: the settings' own (generated,
+    or a site's dump), with TEST_PACKS packs when generated."""
+    return data_set(replace(DEFAULTS, packs=TEST_PACKS))
+
+
 async def load_small(data):
     """Load the test data set through an admin DataInterface."""
     await data.start()
     try:
-        return await data.load(dataset.generate(packs=TEST_PACKS))
+        return await data.load(small_data_set())
     finally:
         await data.close()
 

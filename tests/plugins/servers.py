@@ -16,12 +16,18 @@ from plugins.waiting import wait_until
 
 
 def one_of_each(named, kind='tarantool-one-uvloop'):
-    """`named` and an engine (FRAMEWORK-kind) of every framework of the
-    table it names none of: a framework added to the table gets the page,
-    hostile, edge and signal tests with no edit here."""
+    """The engines `named` that the table has, and one engine of every
+    framework of the table they name none of (FRAMEWORK-kind where there is
+    one): a framework added to the table gets the page, hostile, edge and
+    signal tests with no edit here."""
+    named = [name for name in named if name in engines.BY_NAME]
     have = {name.split('-')[0] for name in named}
-    return list(named) + ['%s-%s' % (f.name, kind) for f in frameworks.TABLE
-                          if f.name not in have]
+    for f in frameworks.TABLE:
+        if f.name not in have:
+            its = [e.name for e in engines.ENGINES if e.framework == f.name]
+            wanted = '%s-%s' % (f.name, kind)
+            named.append(wanted if wanted in its else its[0])
+    return named
 
 
 def skip_unless_runnable(engine):
