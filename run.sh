@@ -7,6 +7,7 @@
 #   ./run.sh bench [bench.py options]    install, then run the benchmark
 #   ./run.sh soak --engine E [--minutes M]  install, then soak one engine
 #   ./run.sh setup [--pythons 3.12,3.13] only install (and more interpreters)
+#   ./run.sh new-site DIR --engine E     a new project serving one engine
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -232,10 +233,13 @@ case "$command" in
         install_oha
         install_loadgen
         exec "$VENV/bin/python" bench.py "$@" ;;
+    new-site)
+        setup "$SERVE_PACKAGES"
+        exec "$VENV/bin/python" -m newsite "$@" ;;
     soak)
         setup "$TEST_PACKAGES"
         exec "$VENV/bin/python" -m bench.soak "$@" ;;
     *)
-        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
         [ "$command" = help ] || exit 2 ;;
 esac

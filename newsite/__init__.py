@@ -1,0 +1,56 @@
+"""./run.sh new-site DIR --engine ENGINE: a new project for one engine of
+this one, that serves, tests and deploys on its own (docs/new-site.md)."""
+import argparse
+import difflib
+import os
+import sys
+
+from runtime import engines, frameworks
+from runtime.databases import table
+
+
+def check_engine(name):
+    """The engine called `name`; SystemExit(2) with why not."""
+    engine = engines.BY_NAME.get(name)
+    if engine is None:
+        close = difflib.get_close_matches(name, engines.BY_NAME, n=1,
+                                          cutoff=0.0)
+        fail('unknown engine %r; did you mean %r? (python server.py --list '
+             'lists them)' % (name, close[0] if close else None))
+    if not (frameworks.BY_NAME[engine.framework].current
+            and table.DRIVER[engine.driver].current):
+        fail('%s runs only on CPython 3.7, which no longer gets security '
+             'fixes: a new site is made for an engine of the current '
+             'interpreter (e.g. %s)' % (name, engines.closest(
+                 name.replace('japronto', 'aiohttp').replace(
+                     'aiotarantool', 'tarantool'))))
+    return engine
+
+
+def check_directory(path):
+    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        fail('%s exists and is not an empty directory: give a new one'
+             % path)
+
+
+def fail(message):
+    print('new-site: ' + message, file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog='./run.sh new-site',
+        description='Write a new project that serves one engine of this '
+                    'one, with its own run.sh, tests and deploy recipe.')
+    p.add_argument('directory', metavar='DIR', help='a new or empty directory')
+    p.add_argument('--engine', required=True, help='e.g. '
+                   'aiohttp-tarantool-one-uvloop (server.py --list)')
+    args = p.parse_args(argv)
+    engine = check_engine(args.engine)
+    check_directory(args.directory)
+    from .build import build
+    build(engine, os.path.abspath(args.directory))
+    print('wrote the %s site to %s: cd there, then ./run.sh test and '
+          './run.sh serve' % (engine.name, args.directory))
+    return 0

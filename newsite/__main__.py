@@ -1,0 +1,5 @@
+import sys
+
+from newsite import main
+
+sys.exit(main())
