@@ -2,6 +2,7 @@
 ports they listen on."""
 import ctypes
 import fcntl
+import ipaddress
 import os
 import pwd
 import queue
@@ -9,6 +10,7 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -217,8 +219,8 @@ def tcp_sockets(pid, port, tcp_state=LISTEN):
 
 
 def tcp_table():
-    """[(local port, remote port, state, inode)] of every IPv4/6 TCP socket
-    of this machine (Linux /proc)."""
+    """[(local address, local port, remote port, state, inode)] of every
+    IPv4/6 TCP socket of this machine (Linux /proc)."""
     rows = []
     for table in ('/proc/net/tcp', '/proc/net/tcp6'):
         try:
@@ -229,11 +231,22 @@ def tcp_table():
         for line in lines:
             p = line.split()
             try:
-                rows.append((int(p[1].rsplit(':', 1)[1], 16),
-                             int(p[2].rsplit(':', 1)[1], 16), p[3], int(p[9])))
+                address, port = p[1].split(':')
+                rows.append((proc_address(address), int(port, 16),
+                             int(p[2].rsplit(':', 1)[1], 16), p[3],
+                             int(p[9])))
             except (IndexError, ValueError):
                 continue
     return rows
+
+
+def proc_address(text):
+    """An address as /proc/net/tcp(6) writes it (32-bit words in host
+    order); an IPv4-mapped one as its IPv4 address."""
+    address = ipaddress.ip_address(b''.join(
+        struct.pack('=I', int(text[i:i + 8], 16))
+        for i in range(0, len(text), 8)))
+    return getattr(address, 'ipv4_mapped', None) or address
 
 
 def socket_fds(pid):
@@ -255,28 +268,44 @@ def socket_fds(pid):
 
 def tcp_socket_fds(pid, port, tcp_state=LISTEN):
     """The descriptors of those sockets in process pid."""
-    inodes = {inode for local, _, state, inode in tcp_table()
+    inodes = {inode for _, local, _, state, inode in tcp_table()
               if state == tcp_state and local == port}
     return [fd for fd, inode in socket_fds(pid) if inode in inodes]
 
 
-def listening(port):
-    """The inodes of the TCP sockets listening on local port `port`."""
-    return {inode for local, _, state, inode in tcp_table()
-            if local == port and state == LISTEN}
+def listening(port, host=None):
+    """The inodes of the TCP sockets listening on local port `port` that a
+    connection to host:port may reach: those bound to that very address if
+    there are any (the kernel prefers them), else those bound to the
+    wildcard address (0.0.0.0 for IPv4, or :: for either: its IPV6_V6ONLY
+    cannot be seen here). One on another address ([::1] when 127.0.0.1 is
+    dialled) is not counted. Every one of the port if host is None or a
+    name."""
+    found = [(address, inode) for address, local, _, state, inode
+             in tcp_table() if local == port and state == LISTEN]
+    try:
+        dialled = ipaddress.ip_address(host)
+    except ValueError:
+        return {inode for _, inode in found}
+    dialled = getattr(dialled, 'ipv4_mapped', None) or dialled
+    return ({i for a, i in found if a == dialled}
+            or {i for a, i in found if a.is_unspecified
+                and (a.version == 6 or dialled.version == 4)})
 
 
-def holds(pid, port):
+def holds(pid, port, host=None):
     """True if process pid holds every socket listening on local port
-    `port`, and there is one: whoever connects there reaches pid."""
-    inodes = listening(port)
+    `port` that a connection to host:port may reach (listening()), and
+    there is one: whoever connects there reaches pid."""
+    inodes = listening(port, host)
     return bool(inodes) and inodes <= {i for _, i in socket_fds(pid)}
 
 
-def listener(port):
-    """The process listening on a local TCP port (the root one when several
-    share the socket), or None (none, or one this user cannot see)."""
-    inodes = listening(port)
+def listener(port, host=None):
+    """The process listening on a local TCP port for host (listening();
+    the root one when several share the socket), or None (none, or one
+    this user cannot see)."""
+    inodes = listening(port, host)
     owners = [int(p) for p in os.listdir('/proc') if p.isdigit()
               and inodes & {i for _, i in socket_fds(int(p))}]
     roots = [p for p in owners if parent(p) not in owners]

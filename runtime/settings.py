@@ -24,6 +24,8 @@ PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
 # Seconds between /about's renders; bench.instructions sets it past a
 # count's end, so that no render falls inside one run and not the other.
 REFRESH_ENVIRONMENT = 'STICKERS_REFRESH_EVERY'
+# Not 5432: a system cluster there is left alone.
+POSTGRES_PORT = 5433
 REDIS_FSYNC = ('always', 'everysec')
 # Tarantool's storage engines for the site's spaces (--tarantool-engine).
 STORAGES = ('memtx', 'vinyl')
@@ -75,8 +77,11 @@ class Settings:
     replica_lag: float = 1.0
     db_host: str = '127.0.0.1'
     tarantool_port: int = 3301
-    postgres_port: int = 5433      # not 5432: a system cluster there is left alone
-    redis_port: int = 6380         # not 6379, for the same reason
+    # None: none set (STICKERS_POSTGRES_PORT), so the local cluster takes
+    # the free port it chose when POSTGRES_PORT was taken, remembered in
+    # var/postgres/port, else POSTGRES_PORT. A port set wins over that.
+    postgres_port: int = None
+    redis_port: int = 6380         # not 6379: a system Redis is left alone
     redis_memory: int = 1024 ** 3  # the local Redis's maxmemory, bytes
     # When the local Redis fsyncs its append-only file: 'always' (before
     # it answers) or 'everysec' (REDIS_FSYNC).
@@ -161,5 +166,5 @@ def from_environment(settings=DEFAULTS, environ=None):
     return replace(settings, **moved)
 
 
-__all__ = ['DEFAULTS', 'ROOT', 'Settings', 'STORAGES',
+__all__ = ['DEFAULTS', 'POSTGRES_PORT', 'ROOT', 'Settings', 'STORAGES',
            'from_environment', 'replace']

@@ -2,7 +2,9 @@
 a command line, files only their account may read, no database left behind
 by a killed server or a signal during start, orphans adopted, root never
 writing through the postgres account's symbolic links, a server run by an
-unprivileged user, and no default or empty Tarantool password."""
+unprivileged user, no default or empty Tarantool password, a PostgreSQL
+port set winning over the one remembered, and a listener on another
+address of the port left alone."""
 import asyncio
 import os
 import pwd
@@ -32,7 +34,7 @@ from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import INSTANCE_LUA, ManagedTarantool
 from runtime.processes import answers, state
-from runtime.settings import DEFAULTS, replace
+from runtime.settings import DEFAULTS, from_environment, replace
 from test_postgres import wait_for
 from test_server import burst, run_server
 from test_supervision import lines, pid_in, ports, wait_lines
@@ -103,7 +105,8 @@ async def test_no_password_on_a_command_line(tmp_path):
             found.prepare()
             passwords = [pg.password('sticker_app'),
                          pg.password('sticker_owner'),
-                         secret(os.path.join(pg.home, 'superuser.password')),
+                         private.read(os.path.join(
+                             pg.home, 'superuser.password')).strip(),
                          tnt.address.password, tnt.admin_address.password]
             private.write(os.path.join(pg.directory, 'sticker_app.password'),
                           odd)
@@ -352,11 +355,13 @@ def test_root_follows_no_symbolic_link_of_the_postgres_account(tmp_path):
         postgres = pwd.getpwnam('postgres')
         os.chown(pg.directory, postgres.pw_uid, postgres.pw_gid)
         port = os.path.join(pg.directory, 'port')
-        os.remove(port)
         os.symlink(str(precious), port)
         os.lchown(port, postgres.pw_uid, postgres.pw_gid)
 
-        again = ManagedPostgres(pg.directory, port=free_port())
+        # No port set, so that it remembers the one it starts on (a free
+        # one, not 5433, which another cluster may hold).
+        again = ManagedPostgres(pg.directory)
+        again.port = free_port()
         assert again.home == pg.directory
         again.start()
         try:
@@ -522,11 +527,12 @@ class StandIn(threading.Thread):
     TARANTOOL = (b'Tarantool 2.11.0 (Binary) 0'.ljust(63) + b'\n'
                  + b'A' * 44 + b' ' * 19 + b'\n')
 
-    def __init__(self, port, greeting=b''):
+    def __init__(self, port, greeting=b'', host='127.0.0.1'):
         super().__init__(daemon=True)
         self.greeting = greeting
         self.received = b''
-        self.server = socket.create_server(('127.0.0.1', port))
+        self.server = socket.create_server((host, port), family=(
+            socket.AF_INET6 if ':' in host else socket.AF_INET))
         self.server.settimeout(0.2)
         self.done = threading.Event()
         self.start()
@@ -609,7 +615,7 @@ def test_a_stand_in_on_the_cluster_port_gets_no_password(bare_checkout,
                          root=bare_checkout, env=env)
     assert site.stop() == 0, site.output()
     pg = ManagedPostgres(os.path.join(bare_checkout, 'var', 'postgres'))
-    port = pg.port
+    port = int(env['STICKERS_POSTGRES_PORT'])
     stand_in = StandIn(port)
     try:
         site = ServerProcess(engine, [], str(tmp_path / 'second.log'),
@@ -630,6 +636,58 @@ def test_a_stand_in_on_the_cluster_port_gets_no_password(bare_checkout,
         assert asyncio.run(burst(site.url + '/good', 2)) == [200] * 2
     finally:
         assert site.stop() == 0, site.output()
+
+
+def test_a_port_set_wins_over_the_one_remembered():
+    """A copied checkout has its original's var/postgres/port: the port set
+    (STICKERS_POSTGRES_PORT, or given) is the one used, and is not
+    remembered; the one remembered serves only when none is set."""
+    directory = tempfile.mkdtemp(prefix='stickers-test-pg-')
+    remembered, port = free_port(), free_port()
+    kept = os.path.join(directory, 'port')
+    private.write(kept, str(remembered))
+    s = from_environment(environ={'STICKERS_POSTGRES_PORT': str(port)})
+    assert ManagedPostgres(directory).port == remembered
+    assert ManagedPostgres(directory, port=port).port == port
+    pg = ManagedPostgres(directory, settings=s)
+    try:
+        pg.start()
+        assert pg.port == port and pg.ours() == pg.postmaster()
+        pg.stop()
+        assert private.read(kept) == str(remembered)
+    finally:
+        remove_postgres(pg)
+
+
+@pytest.mark.parametrize('engine, name', [('aiohttp-redis-one', 'Redis'),
+                                          ('aiohttp-postgres-pool',
+                                           'PostgreSQL')])
+async def test_a_listener_on_another_address_is_left_alone(
+        bare_checkout, tmp_path, engine, name):
+    """Another process listens on the database's port at [::1], where the
+    site never connects: the database on 127.0.0.1 starts, serves, is
+    restarted when killed, and the site serves again; that process gets
+    nothing. (One on 127.0.0.1 itself is refused: the tests above.)"""
+    env = ports()
+    port = int(env['STICKERS_%s_PORT' % engine.split('-')[1].upper()])
+    stand_in = StandIn(port, host='::1')
+    try:
+        site = ServerProcess(engine, [], str(tmp_path / 'site.log'),
+                             root=bare_checkout, env=env)
+        try:
+            assert await burst(site.url + '/good', 4) == [200] * 4
+            os.kill((redis_of if name == 'Redis' else postmaster_of)(
+                bare_checkout), signal.SIGKILL)
+            await asyncio.get_event_loop().run_in_executor(
+                None, wait_lines, site, name + ' restarted', 1, 60)
+            await wait_for(site.url + '/good', 200, timeout=10)
+            assert await burst(site.url + '/good', 8) == [200] * 8
+        finally:
+            assert site.stop() == 0, site.output()
+    finally:
+        stand_in.close()
+    assert stand_in.received == b''
+    assert 'is held by' not in site.output()
 
 
 async def test_after_a_crash_a_stand_in_gets_no_password(bare_checkout,

@@ -51,7 +51,9 @@ def cluster():
     remove_postgres(server)
 
 
-def test_taken_port_is_replaced_and_remembered(cluster):
+def test_taken_port_is_replaced_and_found_again(cluster):
+    """Another object for the running cluster, with the same port set,
+    connects where it runs (its postmaster.pid says)."""
     server, taken = cluster
     assert server.port != taken
     again = ManagedPostgres(server.directory, port=taken)
@@ -167,14 +169,13 @@ async def test_visitors_who_leave_mid_page_cost_no_connection(
 @pytest.mark.server
 async def test_local_cluster_is_made_loaded_kept_and_stopped(monkeypatch):
     """databases.Databases with no DSN: a cluster under var/postgres (here a
-    temporary var/, with a free port remembered as if chosen before),
-    loaded once, stopped on stop(), found again with its data."""
+    temporary var/, no port set, a free port remembered as if chosen
+    before), loaded once, stopped on stop(), found again with its data."""
     from runtime import databases
     from runtime import engines
     from runtime import settings
     root = tempfile.mkdtemp(prefix='stickers-test-var-')
-    s = settings.replace(settings.DEFAULTS, root=root, packs=TEST_PACKS,
-                         postgres_port=free_port())
+    s = settings.replace(settings.DEFAULTS, root=root, packs=TEST_PACKS)
     var = s.var
     os.makedirs(os.path.join(var, 'postgres'))
     os.chmod(root, 0o755)   # as a checkout is

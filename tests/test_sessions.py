@@ -4,7 +4,10 @@ import base64
 import hashlib
 import hmac
 import os
+import pwd
 import stat
+import subprocess
+import sys
 import uuid
 from collections import namedtuple
 
@@ -13,8 +16,9 @@ import pytest
 from bench.pagecheck import ballots, session_cookie
 from conftest import ServerProcess, engine_args, fetch
 from pages.sessions import Sessions, usable_key
-from runtime.settings import DEFAULTS
+from runtime.settings import DEFAULTS, replace
 from plugins.servers import one_of_each
+from test_supervision import ports
 
 # One engine of each framework's adapter.
 ENGINES = one_of_each(['aiohttp-tarantool-one-uvloop', 'sanic-tarantool-one',
@@ -154,3 +158,42 @@ async def test_the_key_is_kept_for_every_start(request, tmp_path):
             assert 'Set-Cookie' not in headers
     mode = os.stat(DEFAULTS.session_key_file).st_mode
     assert stat.S_IMODE(mode) == 0o600
+
+
+def kept_key(root, mode):
+    """Settings of a checkout at root whose var/session.key already holds a
+    key, of that mode."""
+    s = replace(DEFAULTS, root=str(root))
+    os.makedirs(s.var)
+    with open(s.session_key_file, 'w') as f:
+        f.write('k' * 43 + '\n')
+    os.chmod(s.session_key_file, mode)
+    return s
+
+
+def test_a_key_others_may_read_is_made_private(tmp_path):
+    """A session key left 0644 (a wider umask, a copy) is made 0600 before
+    it is used."""
+    import server
+    s = kept_key(tmp_path, 0o644)
+    assert server.with_session_key(s).session_key == 'k' * 43
+    assert stat.S_IMODE(os.stat(s.session_key_file).st_mode) == 0o600
+
+
+@pytest.mark.server
+@pytest.mark.skipif(os.geteuid() != 0, reason='needs root')
+def test_a_key_another_account_owns_is_refused(bare_checkout):
+    """That account may know the key, and so forge any cookie: server.py
+    says so, and stops before it starts anything."""
+    nobody = pwd.getpwnam('nobody')
+    s = kept_key(bare_checkout, 0o600)
+    os.chown(s.session_key_file, nobody.pw_uid, nobody.pw_gid)
+    done = subprocess.run(
+        [sys.executable, 'server.py', '-e', 'aiohttp-tarantool-one'],
+        cwd=bare_checkout, capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, **ports()))
+    assert done.returncode == 1, done.stderr
+    assert ('session key: [Errno 1] belongs to uid %d, which may know what '
+            'it holds' % nobody.pw_uid) in done.stderr, done.stderr
+    assert "remove it: '%s'" % s.session_key_file in done.stderr
+    assert os.listdir(s.var) == ['session.key']

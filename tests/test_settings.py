@@ -17,7 +17,7 @@ from pages import Site
 
 def test_environment_moves_the_ports_and_refuses_bad_ones():
     s = settings.from_environment(environ={'STICKERS_TARANTOOL_PORT': '4001'})
-    assert (s.tarantool_port, s.postgres_port) == (4001, 5433)
+    assert (s.tarantool_port, s.postgres_port) == (4001, None)   # none set
     with pytest.raises(ValueError, match='STICKERS_POSTGRES_PORT'):
         settings.from_environment(environ={'STICKERS_POSTGRES_PORT': '99999'})
 

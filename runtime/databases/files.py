@@ -1,7 +1,8 @@
 """Files of the local databases that only their account may read: made 0600
 (directories 0700), and opened without following a symbolic link, so that
 whoever can write to a directory cannot send root's reads and writes to
-another file through one; among them the accounts' passwords."""
+another file through one; among them the accounts' passwords. A secret
+kept (secret()) is refused if another account owns its file."""
 import errno
 import os
 import secrets
@@ -72,13 +73,18 @@ def tighten(directory, mode=0o700, group=None):
 
 def secret(path, default=None, create=False):
     """The password kept in the file at path (never through a symbolic
-    link); with create, a random one is written there (mode 0600) the
-    first time. Else default if no file."""
+    link), made 0600 if it was not (private()); with create, a random one
+    is written there (mode 0600) the first time. Else default if no
+    file."""
     try:
-        return read(path).strip()
+        fd = _open(path, os.O_RDONLY)
     except FileNotFoundError:
         if not create:
             return default
+    else:
+        with open(fd, 'rb') as f:
+            private(fd, path)
+            return f.read().decode('utf-8', 'replace').strip()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     password = secrets.token_urlsafe(24)
     try:
@@ -86,3 +92,21 @@ def secret(path, default=None, create=False):
     except FileExistsError:   # another process made it first
         return secret(path)
     return password
+
+
+def private(fd, path):
+    """The open file at path made 0600, as write() makes it (what made it
+    may have had a wider umask); PermissionError if it is another
+    account's, which may know what it holds, or cannot be made 0600."""
+    found = os.fstat(fd)
+    if found.st_uid != os.geteuid():
+        raise PermissionError(
+            errno.EPERM, 'belongs to uid %d, which may know what it holds, '
+            'not to this account (uid %d): remove it' % (
+                found.st_uid, os.geteuid()), path)
+    if stat.S_IMODE(found.st_mode) != 0o600:
+        try:
+            os.fchmod(fd, 0o600)
+        except OSError as e:
+            raise PermissionError(e.errno, 'cannot be made private (mode '
+                                  '0600): %s' % e.strerror, path)

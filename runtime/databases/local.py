@@ -32,22 +32,28 @@ class NotOurs(ConnectionError):
 class Owner(namedtuple('Owner', 'name host port pid_path directory option')):
     """The local database `name` of `directory`, which must be the process
     named in pid_path, listening at host:port, before the passwords kept
-    in directory go there."""
+    in directory go there.
+
+    What is checked is every socket a connection to host:port may reach
+    (processes.listening): those bound to host itself, else to the
+    wildcard address. A process listening on the port at another address
+    (::1 when host is 127.0.0.1) gets no connection of ours, and is left
+    alone: refusing for it would let any local user stop the site."""
 
     def pid(self):
-        """That pid if it holds every socket listening on the port, else
-        None."""
+        """That pid if it holds every socket a connection to host:port may
+        reach, else None."""
         try:
             pid = int(files.read(self.pid_path).split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        return pid if holds(pid, self.port) else None
+        return pid if holds(pid, self.port, self.host) else None
 
     def check(self):
         """NotOurs unless its own process listens there."""
         if self.pid() is not None:
             return
-        pid = listener(self.port)
+        pid = listener(self.port, self.host)
         who = ('process %d (%s)' % (pid, command_name(pid)) if pid
                else 'a process this user cannot see')
         raise NotOurs(

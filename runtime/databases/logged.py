@@ -77,7 +77,7 @@ class LoggedDatabase(LocalDatabase):
         said = self._since_start()
         return (bool(said) and self.ready_mark in said
                 and answers(self.host, self.port)
-                and holds(self.process.pid, self.port))
+                and holds(self.process.pid, self.port, self.host))
 
     @property
     def pid(self):

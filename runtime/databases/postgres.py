@@ -6,8 +6,9 @@ Roles: sticker_owner owns the database, its schema and every object in it
 (applies schema.sql, loads data); sticker_app, the site's, may only connect,
 call the site's functions and read stickers and packs (see the end of
 schema.sql). Their random passwords are kept in directory/ROLE.password
-(mode 0600), the port the cluster was last started on in directory/port;
-the server that manages the cluster holds directory/server.lock.
+(mode 0600), the port the cluster last started on when none was set in
+directory/port; the server that manages the cluster holds
+directory/server.lock.
 
 The cluster itself (data/, postgres.log, superuser.password) lives in
 directory/cluster. Run as root, it belongs to the system user postgres
@@ -32,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..processes import (adopt_orphans, answers, ended, free_port, holds,
                          launcher, reap, reap_orphans, spawn, state)
-from ..settings import DEFAULTS
+from ..settings import DEFAULTS, POSTGRES_PORT
 from . import files
 from . import postgres_layout as layout
 from .files import secret
@@ -123,9 +124,13 @@ class ManagedPostgres(LocalDatabase):
         self.host = settings.db_host
         self.app, self.owner = settings.app_user, settings.owner_user
         self.database = settings.database
-        port = port or settings.postgres_port
         self.home = layout.home_of(self.directory)
-        self.port = self._remembered_port() or port
+        # Where it runs, if it does; else a port set (given, or
+        # STICKERS_POSTGRES_PORT) wins over the one remembered, which a
+        # copied checkout has from its original.
+        self.port_set = bool(port or settings.postgres_port)
+        self.port = (self._running_port() or port or settings.postgres_port
+                     or self._remembered_port() or POSTGRES_PORT)
         self.started = False    # managed by this object: stop() stops it
         self.process = None     # the postmaster, if this object started it
         self.pid = None         # the postmaster's
@@ -163,6 +168,16 @@ class ManagedPostgres(LocalDatabase):
     @property
     def log_file(self):
         return os.path.join(self.home, 'postgres.log')
+
+    def _running_port(self):
+        """The port in postmaster.pid (its 4th line) while that postmaster
+        runs, else None."""
+        if self.postmaster() is None:
+            return None
+        try:
+            return int(files.read(self.pid_path).split('\n')[3])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def _remembered_port(self):
         try:
@@ -263,7 +278,8 @@ class ManagedPostgres(LocalDatabase):
                 raise RuntimeError('PostgreSQL did not start within %.0f s: '
                                    '%s' % (START_TIMEOUT, self._log_tail()))
             time.sleep(0.05)
-        files.write(os.path.join(self.directory, 'port'), str(self.port))
+        if not self.port_set:
+            files.write(os.path.join(self.directory, 'port'), str(self.port))
         self.prepare()
 
     def _progress(self):
@@ -281,7 +297,7 @@ class ManagedPostgres(LocalDatabase):
         return (lines[0] == str(self.pid) and len(lines) > 7
                 and lines[7].strip() == 'ready'
                 and answers(self.host, self.port)
-                and holds(self.pid, self.port))
+                and holds(self.pid, self.port, self.host))
 
     def _log_tail(self):
         try:

@@ -26,7 +26,7 @@ import time
 
 from ..processes import (children, command_line, end_all, launcher,
                          reap_orphans, spawn, state, terminate)
-from ..settings import DEFAULTS
+from ..settings import DEFAULTS, POSTGRES_PORT
 from . import files
 from . import postgres_layout as layout
 from .postgres import STOP_TIMEOUT, ManagedPostgres, bindir
@@ -43,12 +43,14 @@ STALE = 'has already been removed'
 
 class ManagedPostgresStandby(ManagedPostgres):
     """Replica `index` (1, 2...) of `primary`, a started ManagedPostgres, on
-    port settings.postgres_port + 10 * index (or a free one if taken)."""
+    port settings.postgres_port (or POSTGRES_PORT) + 10 * index (or a free
+    one if taken)."""
 
     def __init__(self, primary, index, settings=DEFAULTS):
+        base = settings.postgres_port or POSTGRES_PORT
         super().__init__(
             os.path.join(settings.var, 'postgres-replica-%d' % index),
-            port=settings.postgres_port + 10 * index, settings=settings)
+            port=base + 10 * index, settings=settings)
         self.primary = primary
         self.name = 'PostgreSQL replica %d' % index
         self._copied = 0    # the log's size once the copy was made
