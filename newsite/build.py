@@ -164,14 +164,13 @@ def requirements(engine, directory):
     wanted += list(OPTIONAL.get(table.of(engine).name, ()))
     if engine.loop == 'uvloop':
         wanted.append('uvloop')
+    wanted += ['pytest', 'pytest_asyncio', 'pytest_timeout']
     probe = ('import sys, importlib; sys.path.insert(0, "."); '
              'import server; from runtime import frameworks; '
              'frameworks.adapter(%r); importlib.import_module(%r); '
-             'import pytest, pytest_asyncio, pytest_timeout; '
-             'print("\\n".join(sorted(sys.modules)))'
-             % (engine.framework, driver.data.split(':')[0]))
-    for m in wanted:
-        probe = probe.replace('import pytest,', 'import %s, pytest,' % m)
+             'import %s; print("\\n".join(sorted(sys.modules)))'
+             % (engine.framework, driver.data.split(':')[0],
+                ', '.join(wanted)))
     loaded = subprocess.run([sys.executable, '-c', probe], cwd=directory,
                             capture_output=True, text=True, check=True)
     tops = {m.split('.')[0] for m in loaded.stdout.split()}

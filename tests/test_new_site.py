@@ -11,6 +11,8 @@ import pytest
 import newsite
 from bench.pagecheck import ballots, client, session_cookie
 from conftest import ROOT, free_port, terminate, wait_until
+from runtime import engines, frameworks
+from runtime.databases import table
 from runtime.processes import answers
 
 ENGINES = ['aiohttp-tarantool-one-uvloop', 'granian-postgres-pool-uvloop',
@@ -47,6 +49,25 @@ def test_a_directory_in_use_is_refused(tmp_path, capsys):
     assert os.listdir(str(tmp_path)) == ['notes.txt']
 
 
+def needed(engine):
+    """The distributions (lower case) of the modules the engine names: its
+    framework's, its driver's, its loop's."""
+    from importlib.metadata import packages_distributions
+    e = engines.BY_NAME[engine]
+    found = list(frameworks.BY_NAME[e.framework].modules)
+    found += table.DRIVER[e.driver].modules
+    found += ['uvloop'] if e.loop == 'uvloop' else []
+    owners = packages_distributions()
+    return {d.lower() for m in found for d in owners[m]}
+
+
+def pinned(site):
+    """The distributions (lower case) of the site's requirements.txt."""
+    text = (site / 'requirements.txt').read_text()
+    return {line.split('==')[0].lower() for line in text.splitlines()
+            if '==' in line}
+
+
 def site_environment(port_name):
     """The environment of the site's commands: this virtualenv reused, and
     the local database on a free port (not the checkout's)."""
@@ -78,6 +99,9 @@ async def test_a_new_site_tests_and_serves_on_its_own(tmp_path, engine):
         capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     assert not (site / 'bench').exists() and not (site / 'bench.py').exists()
+    # Its own virtualenv comes from these pins (the test reuses this one).
+    assert needed(engine) <= pinned(site)
+    assert {'pytest', 'jinja2'} <= pinned(site)
     assert subprocess.run(['git', 'init', '-q'], cwd=str(site)).returncode == 0
     database = engine.split('-')[1]
     env = site_environment('STICKERS_%s_PORT' % database.upper())
