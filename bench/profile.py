@@ -147,7 +147,7 @@ def _inodes_while(pid, work):
 def database_ports(server_pid, listen_port):
     """Ports the server has connections out to (its database)."""
     table, mine = _inodes_while(server_pid, tcp_table)
-    return {remote for local, remote, state, inode in table
+    return {remote for _, local, remote, state, inode in table
             if inode in mine and state == ESTABLISHED and local != listen_port}
 
 
