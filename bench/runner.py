@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from . import (machine, memory, profile, pythons, references, remote, stats,
                verify, wrk)
+from runtime import stalls
 from runtime.databases import table
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
@@ -159,6 +160,7 @@ class Matrix:
         self.hellos = {}    # hello reference name -> its target record
         self.last_votes = None  # (name, vote total) after a mix's last point
         self.python_of = {}     # target name -> its interpreter's version
+        self.stalls_of = {}     # target name -> its stall record's file
         self.storage_of = {}    # target name -> its Tarantool storage engine
         self.replicas_of = {}   # target name -> its read replicas, if any
         self.progress = Progress(planned(settings), stream)
@@ -299,8 +301,13 @@ class Matrix:
             args += ['--replicas', str(replicas)]
         log = self.log(t)
         port = self.s.port if first else free_port()
+        env = dict(self.s.server_env)
+        if self.s.latency:      # its loop's stalls, for the timed points
+            env[stalls.ENVIRONMENT] = self.stalls_of[name] = os.path.join(
+                self.s.out, 'stalls', name + '.jsonl')
+            os.makedirs(os.path.dirname(env[stalls.ENVIRONMENT]), exist_ok=True)
         server = EngineServer(engine.name, port, args, log,
-                              self.s.pin['server'], self.s.server_env,
+                              self.s.pin['server'], env,
                               python=python.python, label=name)
         t['command'] = server.argv
         left = target_guess(self.s, 'engine')

@@ -7,14 +7,18 @@ loop did not turn meanwhile. A watchdog thread looks every THRESHOLD for a
 late beat and then samples the loop thread's stack, and the garbage
 collector's passes are timed by gc.callbacks. A stall's cause:
 - gc: collections took half of it or more (generation, ms, collected);
+- host: the loop's thread waited for a CPU more than it ran or slept (the
+  kernel's schedstat), or it waited for events (the loop's own frames on
+  top) with its beat due: stopped, or not scheduled;
+- blocked: it slept more than it ran in a call of its own (a blocking
+  call, or the GIL held by another thread), with the stack where;
 - periodic: the stack was in the site's own periodic work (PERIODIC);
 - callback: the stack was in other Python code (its innermost frames);
-- unsampled: no collection, and the watchdog did not get the GIL while it
-  lasted (C code that holds it, or a stall too short to catch);
-- host: the loop was waiting for events (its own frames on top) with its
-  beat due: the process got no CPU.
+- unsampled: the watchdog did not get the GIL while it lasted (C code that
+  holds it, or a stall too short to catch).
 Only the loop's thread is watched: a stall in granian's or Robyn's own Rust
-threads does not show here (uWebSockets runs in the loop's thread)."""
+threads does not show here (uWebSockets runs in the loop's thread). Time a
+hypervisor takes from a VM counts as the thread's own running there."""
 import collections
 import gc
 import json
@@ -48,6 +52,8 @@ class Stalls:
         self.loop = loop
         self.thread_id = threading.get_ident()
         self.last = time.perf_counter()
+        self.schedstat = '/proc/%s/schedstat' % os.readlink('/proc/thread-self')
+        self.readings = collections.deque(maxlen=16)   # (when, times())
         self.base = None        # the code of the loop's own frames
         self.samples = {}       # beat time -> (when, stack) of a late beat
         self.collections = collections.deque(maxlen=4096)
@@ -61,6 +67,7 @@ class Stalls:
 
     def start(self):
         self.running = True
+        self.readings.append((time.perf_counter(), self.times()))
         gc.callbacks.append(self._collected)
         self.handle = self.loop.call_later(BEAT, self._beat)
         self.watchdog.start()
@@ -98,17 +105,30 @@ class Stalls:
         while self.running:
             time.sleep(WATCH)
             last = self.last
-            if time.perf_counter() - last > BEAT + WATCH / 2 \
-                    and last not in self.samples:
+            now = time.perf_counter()
+            if now - last <= BEAT + WATCH / 2:
+                self.readings.append((now, self.times()))
+            elif last not in self.samples:
                 frame = sys._current_frames().get(self.thread_id)
                 self.samples[last] = (self.idle(frame), stack(frame))
             if self.found:
                 self._write()
 
+    def times(self):
+        """(ran, waited for a CPU) of the loop's thread so far, seconds."""
+        try:
+            with open(self.schedstat) as f:
+                ran, waited = f.read().split()[:2]
+        except (OSError, ValueError):
+            return None
+        return int(ran) / 1e9, int(waited) / 1e9
+
     def _write(self):
         lines = []
+        now, times = time.perf_counter(), self.times()
         while self.found:
-            lines.append(json.dumps(self.judge(*self.found.popleft())))
+            lines.append(json.dumps(self.judge(*self.found.popleft(),
+                                               now=now, times=times)))
         if lines:
             with open(self.path, 'a') as f:
                 f.write(''.join(line + '\n' for line in lines))
@@ -118,15 +138,19 @@ class Stalls:
         return frame is None or (frame.f_code in (self.base or ())) or \
             frame.f_code.co_filename.endswith(SELECTORS)
 
-    def judge(self, last, end, wall):
+    def judge(self, last, end, wall, now=None, times=None):
         """The record of a stall after the beat at `last`, to `end`
-        (perf_counter)."""
+        (perf_counter); `times` at `now`, after it."""
         start = last + BEAT
         took = end - start
+        spent = self.spent(start, now, times)
         passes = [c for c in list(self.collections)
                   if c[0] < end and c[0] + c[1] > start]
         record = {'at': round(wall, 4), 'ms': round(took * 1000, 2),
                   'pid': os.getpid()}
+        if spent:
+            record['ran_ms'], record['waited_ms'], record['slept_ms'] = [
+                round(t * 1000, 2) for t in spent]
         if passes:
             record['gc'] = [[g, round(t * 1000, 2), n] for _, t, g, n in passes]
         sample = self.samples.pop(last, None)
@@ -134,6 +158,15 @@ class Stalls:
             del self.samples[beat]
         if sum(c[1] for c in passes) >= took / 2:
             record['cause'] = 'gc'
+        elif spent and spent[1] > max(spent[0], spent[2]):
+            record['cause'] = 'host'
+        elif spent and spent[2] > spent[0]:
+            # Asleep in a call of its own, or stopped while it waited for
+            # events (SIGSTOP, a frozen cgroup): the host's.
+            record['cause'] = ('blocked' if sample and not sample[0]
+                               else 'host')
+            if sample:
+                record['stack'] = sample[1]
         elif sample is None:
             record['cause'] = 'unsampled'
         elif sample[0]:
@@ -145,6 +178,20 @@ class Stalls:
             if work:
                 record['work'] = work
         return record
+
+
+    def spent(self, start, now, times):
+        """(ran, waited for a CPU, slept) of the loop's thread from the
+        last reading before `start` to `now`, a span that holds the stall;
+        None where the kernel does not say."""
+        before = None
+        for reading in list(self.readings):
+            if reading[0] <= start:
+                before = reading
+        if times is None or before is None or before[1] is None:
+            return None
+        ran, waited = times[0] - before[1][0], times[1] - before[1][1]
+        return ran, waited, max(0.0, now - before[0] - ran - waited)
 
 
 def stack(frame):

@@ -5,6 +5,8 @@ import asyncio
 import gc
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -12,13 +14,24 @@ import pytest
 from conftest import ServerProcess, engine_args, wait_until
 from plugins.servers import one_of_each
 from runtime import stalls
+from runtime.settings import ROOT
+
+
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def block():
-    time.sleep(0.05)
+    spin(0.05)
 
 
 def refresh():
+    spin(0.05)
+
+
+def wait():
     time.sleep(0.05)
 
 
@@ -54,6 +67,14 @@ def test_a_blocking_call_is_recorded_with_its_stack(tmp_path, monkeypatch):
     assert record['pid'] == os.getpid()
 
 
+def test_a_sleeping_call_is_recorded_as_blocked(tmp_path, monkeypatch):
+    [record] = [r for r in recorded(tmp_path, monkeypatch, wait)
+                if r['ms'] >= 40]
+    assert record['cause'] == 'blocked', record
+    assert any(':wait:' in line for line in record['stack']), record
+    assert record['slept_ms'] >= 40
+
+
 def test_a_full_collection_is_recorded_as_gc(tmp_path, monkeypatch):
     def collect():
         heap = [Node() for _ in range(300000)]
@@ -86,7 +107,7 @@ def test_summary_counts_per_cause():
 @pytest.mark.parametrize('engine', one_of_each(['aiohttp-tarantool-one-uvloop']))
 def test_a_serving_process_records_a_stop_of_its_loop(request, tmp_path, engine):
     """SIGSTOP for 0.3 s: the serving process records a stall that long
-    (its loop waited for events: the host's, or unsampled)."""
+    (its thread waited for a CPU: the host's)."""
     path = str(tmp_path / 'stalls.jsonl')
     server = ServerProcess(engine, engine_args(request, engine),
                            str(tmp_path / 'server.log'),
@@ -101,6 +122,54 @@ def test_a_serving_process_records_a_stop_of_its_loop(request, tmp_path, engine)
                                     if r['ms'] >= 250], 10, 0.05,
                            lambda: str(stalls.read(path)))
         assert found[0]['pid'] == server.process.pid
-        assert found[0]['cause'] in ('host', 'unsampled'), found
+        assert found[0]['cause'] == 'host', found
     finally:
         server.stop()
+
+
+HOGGED = '''
+import asyncio, os, sys, time
+from runtime import stalls
+os.sched_setaffinity(0, {0})
+async def main():
+    watched = stalls.Stalls(sys.argv[1], asyncio.get_event_loop())
+    watched.start()
+    print('ready', flush=True)
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:     # busy: preempted mostly in code
+        step = time.perf_counter() + 0.001
+        while time.perf_counter() < step:
+            pass
+        await asyncio.sleep(0)
+    watched.stop()
+asyncio.run(main())
+'''
+HOG = '''
+import os, time
+os.sched_setaffinity(0, {0})
+os.nice(-15)
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    pass
+'''
+
+
+@pytest.mark.server
+def test_a_loop_that_waits_for_its_cpu_is_stalled_by_the_host(tmp_path):
+    """A process at a higher priority spinning on the core of a busy loop:
+    the stalls it makes are the host's (waited for a CPU), though the loop
+    was mostly in its own code when the watchdog looked."""
+    path = str(tmp_path / 'stalls.jsonl')
+    loop = subprocess.Popen([sys.executable, '-c', HOGGED, path], cwd=ROOT,
+                            stdout=subprocess.PIPE)
+    try:
+        assert loop.stdout.readline() == b'ready\n'
+        subprocess.run([sys.executable, '-c', HOG], check=True, timeout=30)
+    finally:
+        loop.wait(30)
+    records = stalls.read(path)
+    assert records, 'no stall'
+    causes = [r['cause'] for r in records]
+    assert causes.count('host') > len(causes) / 2, records
+    assert all(r['waited_ms'] > 0 for r in records if r['cause'] == 'host'
+               and 'waited_ms' in r)

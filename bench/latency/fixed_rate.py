@@ -4,9 +4,12 @@ members taking turns run by run, then the highest rate within the budget is
 searched for. Each point records the CPU per request of the server and of
 its database at that rate. The mixed workload (mixed.py) runs the same
 way with loadgen; its saturation is loadgen's closed-loop rate and each of
-its points is checked against the site's vote total."""
+its points is checked against the site's vote total; each point also
+records the serving loop's stalls (runtime/stalls.py)."""
 import statistics
+import time
 
+from runtime import stalls
 from .. import profile
 from ..guesses import RUN_GUESS, point_guess, search_guess, searches
 from ..wrk import path
@@ -162,6 +165,20 @@ def steady_floor(matrix):
     return not steady.unsteady(cores, matrix.s.slo)
 
 
+def stalled(matrix, name, began, ended):
+    """The serving loop's stalls while a point ran (runtime/stalls.py):
+    per cause, stalls per second and their p50 and max ms; None where the
+    server does not record them (a --target site)."""
+    path = matrix.stalls_of.get(name)
+    if path is None:
+        return None
+    time.sleep(stalls.WATCH * 3)    # its watchdog writes what it found
+    found = stalls.read(path, began, ended)
+    return {'causes': stalls.summary(found, ended - began),
+            'seconds': round(ended - began, 2),
+            'max_ms': max([r['ms'] for r in found] or [0.0])}
+
+
 def point(matrix, member, page, run, rate, label, retry=False):
     """One fixed-rate run of a member; its record, added to results.json."""
     s = matrix.s
@@ -176,6 +193,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
         votes = (last[1] if last and last[0] == member.name
                  else matrix.settled_votes(url))
     before = member.cpu()
+    began = time.time()
     watch = steady.watching(s.pin['wrk'], s.point_duration + 0.5)
     if mix:
         record = mixed.run(mixed.command(s.loadgen, url, rate, s.point_duration,
@@ -187,6 +205,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
                                      s.connections, s.timeout, s.pin['wrk']),
                          s.point_duration, rate)
     after = member.cpu()
+    record['stalls'] = stalled(matrix, member.name, began, time.time())
     record['host'] = steady.watched(watch, s.slo)
     report = record.get('oha')
     if report is not None:

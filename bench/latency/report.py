@@ -124,6 +124,34 @@ def page_tables(results, names, page):
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
 
 
+CAUSES = ('gc', 'periodic', 'callback', 'blocked', 'unsampled', 'host')
+
+
+def stall_table(results, names, pages):
+    """Per engine and page, over its fixed-rate points: the serving loop's
+    stalls per second by cause (runtime/stalls.py), and the longest."""
+    rows = []
+    for name in names:
+        for page in pages:
+            records = [r['stalls'] for r in results['latency']
+                       if r.get('target') == name and r.get('page') == page
+                       and r.get('stalls')]
+            if not records:
+                continue
+            seconds = sum(r['seconds'] for r in records)
+            rows.append([name, page, str(len(records))] + [
+                '%.2f' % (sum(r['causes'].get(c, {}).get('per_s', 0)
+                              * r['seconds'] for r in records) / seconds)
+                for c in CAUSES] + [tables.ms(max(r['max_ms'] for r in records))])
+    if not rows:
+        return []
+    return ['', "The serving loop's stalls over 3 ms during the fixed-rate "
+            'points, per second by cause (gc: the collector; periodic: the '
+            "site's own; callback: a request's code; blocked: asleep in a call; "
+            'unsampled: held in C; host: no CPU), and the longest:', ''] + tables.table_md(
+        ['engine', 'page', 'points'] + list(CAUSES) + ['longest ms'], rows)
+
+
 def kind_table(cells, names, keys):
     """The mix's figures per request kind, at each rate step."""
     rows = []
@@ -197,5 +225,6 @@ def sections(results, names):
     if not results['settings'].get('latency'):
         return [], {}
     pages = results['settings']['pages']
-    first = capacity_table(results, names, pages)
+    first = capacity_table(results, names, pages) + stall_table(
+        results, names, pages)
     return first, {page: page_tables(results, names, page) for page in pages}
