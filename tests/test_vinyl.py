@@ -12,13 +12,14 @@ import pytest
 import dataset
 from conftest import (TEST_PACKS, ServerProcess, free_port, start_tarantool,
                       tarantool_address)
-from data_interface import Visit, VoteOutcome
+from data_interface import DataUnavailable, Visit, VoteOutcome
 from data_interface.address import as_admin
 from data_interface.tarantool.asynctnt_data import AsynctntData
 from runtime.databases.table import BY_NAME
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.settings import DEFAULTS, replace
 from test_supervision import ports
+from test_site import get, started, stopped
 from test_tarantool import first_vote
 
 # Each test starts its own databases or server.py processes.
@@ -101,9 +102,9 @@ def test_a_tarantool_found_on_the_other_engine_is_refused(bare_checkout):
 
 async def test_vinyl_caps_are_settings(tmp_path):
     """By default 1,000,000 sessions and ballots; given ones are kept, and
-    concurrent calls past them (conflicting on the oldest rows) all succeed
-    and leave the tables at the caps; the counts survive a restart, where
-    they are counted again."""
+    concurrent calls past them (which may conflict on the oldest rows) all
+    succeed and leave the tables at the caps; the counts survive a restart,
+    where they are counted again."""
     directory = str(tmp_path / 'db')
     db = start_tarantool(directory, TNT_ENGINE='vinyl')
     try:
@@ -148,7 +149,8 @@ async def test_vinyl_caps_are_settings(tmp_path):
         db.stop()
     # A snapshot at start (the log is past the threshold) writes the rows
     # to disk and no cache keeps them: reads yield, so the transactions
-    # below overlap, conflict, and run again.
+    # below overlap, and may conflict and run again (that they do, and are
+    # counted: test_conflicting_transactions_run_again_or_fail_with_503).
     db = start_tarantool(directory, TNT_ENGINE='vinyl', TNT_MAX_SESSIONS='300',
                          TNT_MAX_BALLOTS='400', TNT_VINYL_CACHE='0',
                          TNT_CHECKPOINT_WAL_THRESHOLD=str(64 * 1024))
@@ -164,5 +166,80 @@ async def test_vinyl_caps_are_settings(tmp_path):
                 before.users, before.views + 1000, 300)
         finally:
             await data.close()
+    finally:
+        db.stop()
+
+
+async def admin_call(db, name, *args):
+    admin = AsynctntData(as_admin(tarantool_address(db)))
+    await admin.start()
+    try:
+        return await admin._call(name, list(args))
+    finally:
+        await admin.close()
+
+
+async def new_visitors(site, count):
+    """The statuses of `count` new visitors' GET / at once, and the page
+    of a 503 among them (None if none)."""
+    answers = await asyncio.gather(*[get(site, '/') for _ in range(count)])
+    refused = [r for r in answers if r.status == 503]
+    return ([r.status for r in answers],
+            refused[0].body.decode() if refused else None)
+
+
+async def test_conflicting_transactions_run_again_or_fail_with_503(tmp_path):
+    """New visitors at once at the ballots' cap each drop the oldest ballot,
+    read from disk (no cache), so their transactions overlap and conflict:
+    the instance counts each run again, and every visitor is served. With
+    one run allowed, a visitor whose run conflicts gets a 503."""
+    directory = str(tmp_path / 'db')
+    caps = dict(TNT_ENGINE='vinyl', TNT_MAX_BALLOTS='400')
+    db = start_tarantool(directory, **caps)
+    try:
+        admin = AsynctntData(as_admin(tarantool_address(db)))
+        await admin.start()
+        try:
+            await admin.load(dataset.generate(packs=TEST_PACKS))
+        finally:
+            await admin.close()
+        site = await started(AsynctntData(tarantool_address(db)))
+        try:
+            for _ in range(20):
+                statuses, _ = await new_visitors(site, 20)
+                assert statuses == [200] * 20
+        finally:
+            await stopped(site)
+    finally:
+        db.stop()
+    # A snapshot at start puts the ballots on disk, where no cache keeps
+    # them: make_room's read of the oldest yields.
+    db = start_tarantool(directory, TNT_VINYL_CACHE='0',
+                         TNT_CHECKPOINT_WAL_THRESHOLD=str(16 * 1024), **caps)
+    try:
+        site = await started(AsynctntData(tarantool_address(db)))
+        try:
+            assert await admin_call(db, 'conflicts') == [0, 0, 100]
+            for name, args in [('conflicts', []), ('set_retries', [1])]:
+                with pytest.raises(DataUnavailable, match='denied'):
+                    await site.data._call(name, args)     # the app's account
+            for _ in range(5):
+                statuses, _ = await new_visitors(site, 20)
+                assert statuses == [200] * 20
+                retried, failed, _ = await admin_call(db, 'conflicts')
+                if retried:
+                    break
+            assert retried > 0 and failed == 0
+            assert await admin_call(db, 'set_retries', 1) == 1
+            for _ in range(5):
+                statuses, page = await new_visitors(site, 20)
+                assert set(statuses) <= {200, 503}, statuses
+                if page:
+                    break
+            assert page and 'The database is unavailable' in page
+            _, failed, _ = await admin_call(db, 'conflicts')
+            assert failed >= statuses.count(503)
+        finally:
+            await stopped(site)
     finally:
         db.stop()

@@ -152,13 +152,17 @@ end
 -- RETRIES times; then the call fails (503). At least one of a set of
 -- conflicting transactions commits each round.
 local RETRIES = 100
+-- Since start: transactions run again after a conflict, and calls that
+-- failed on one after RETRIES runs (conflicts() tells them).
+local retried, gave_up = 0, 0
 
 local function conflict(err)
     return type(err) == 'cdata' and err.code == box.error.TRANSACTION_CONFLICT
 end
 
 local function atomically(fn, ...)
-    for attempt = 1, RETRIES do
+    local most = RETRIES    -- set_retries() may change it meanwhile
+    for attempt = 1, most do
         local change = {}
         box.begin()
         local ok, result = pcall(fn, change, ...)
@@ -171,8 +175,26 @@ local function atomically(fn, ...)
             return result
         end
         box.rollback()
-        if not conflict(err) or attempt == RETRIES then error(err) end
+        if not conflict(err) then error(err) end
+        if attempt == most then
+            gave_up = gave_up + 1
+            error(err)
+        end
+        retried = retried + 1
     end
+end
+
+-- {runs again, calls failed, RETRIES}: for tests and operators.
+function conflicts()
+    return {retried, gave_up, RETRIES}
+end
+
+-- Fewer (or more) runs before a conflicting call fails, until a restart:
+-- the tests' way to a failed one.
+function set_retries(retries)
+    check_integer(retries, 1, 1000, 'retries')
+    RETRIES = retries
+    return RETRIES
 end
 
 -- Delete the tuple of `key` if it is there; 1 if it was. memtx's delete
@@ -505,8 +527,10 @@ M.APP_FUNCTIONS = {'record_visits', 'sticker_pair', 'cast_vote',
     'top_stickers', 'bottom_stickers', 'site_stats', 'list_packs', 'pack_stickers',
     'get_sticker', 'replication_position'}
 -- Not for the app: the expiry fiber sweeps (expire(0, 0, 0) would empty
--- every session), limits() is for tests and operators.
-M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits', 'storage_engine'}
+-- every session); limits(), conflicts() and set_retries() are for tests
+-- and operators.
+M.ADMIN_FUNCTIONS = {'load_stickers', 'expire', 'limits', 'storage_engine',
+    'conflicts', 'set_retries'}
 
 -- config: engine ('memtx' or 'vinyl', of new spaces; existing ones must be
 -- on it), session_ttl and sweep_every (seconds), max_sessions and
