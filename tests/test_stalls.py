@@ -106,8 +106,8 @@ def test_summary_counts_per_cause():
 @pytest.mark.server
 @pytest.mark.parametrize('engine', one_of_each(['aiohttp-tarantool-one-uvloop']))
 def test_a_serving_process_records_a_stop_of_its_loop(request, tmp_path, engine):
-    """SIGSTOP for 0.3 s: the serving process records a stall that long
-    (its thread waited for a CPU: the host's)."""
+    """SIGSTOP for 0.3 s: the serving process records a stall that long,
+    in which its loop's thread hardly ran."""
     path = str(tmp_path / 'stalls.jsonl')
     server = ServerProcess(engine, engine_args(request, engine),
                            str(tmp_path / 'server.log'),
@@ -122,7 +122,10 @@ def test_a_serving_process_records_a_stop_of_its_loop(request, tmp_path, engine)
                                     if r['ms'] >= 250], 10, 0.05,
                            lambda: str(stalls.read(path)))
         assert found[0]['pid'] == server.process.pid
-        assert found[0]['cause'] == 'host', found
+        # Stopped while it waited for events: the host's; while in code,
+        # it looks asleep there (blocked). Either way it hardly ran.
+        assert found[0]['cause'] in ('host', 'blocked'), found
+        assert found[0]['ran_ms'] < found[0]['ms'] / 4, found
     finally:
         server.stop()
 
