@@ -70,6 +70,27 @@ def tree_rss_kib(pid, leave_out=()):
     return sum(rss_kib(p) or 0 for p in tree(pid, leave_out))
 
 
+def pss_kib(pid):
+    """The PSS of pid in KiB (/proc/PID/smaps_rollup: each shared page
+    counted once over the processes sharing it), None if unreadable."""
+    try:
+        with open('/proc/%d/smaps_rollup' % pid) as f:
+            for line in f:
+                if line.startswith('Pss:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def tree_pss_kib(pid, leave_out=()):
+    """The PSS of pid and its descendants summed: PostgreSQL's shared
+    buffers once, not once per backend as summed RSS has them."""
+    if pss_kib(pid) is None:
+        return None
+    return sum(pss_kib(p) or 0 for p in tree(pid, leave_out))
+
+
 def answered(url):
     """True once url answers 200."""
     try:
@@ -106,6 +127,13 @@ def database_rss_kib(pids):
     return sum(tree_rss_kib(pid) or 0 for pid in pids)
 
 
+def database_pss_kib(pids):
+    """The PSS of the databases' process trees, or None."""
+    if not pids:
+        return None
+    return sum(tree_pss_kib(pid) or 0 for pid in pids)
+
+
 class Watch:
     """One server's figures, in the `memory` dict of its target record."""
 
@@ -114,6 +142,7 @@ class Watch:
         self.m = record['memory'] = {
             'server_rest_kib': None, 'server_peak_kib': None,
             'database_rest_kib': None, 'database_peak_kib': None,
+            'server_peak_pss_kib': None, 'database_peak_pss_kib': None,
             'database_pids': databases, 'idle_connections': 0,
             'idle_connections_kib': None, 'per_connection_kib': None}
 
@@ -143,7 +172,11 @@ class Watch:
         """Keep the highest RSS seen at the end of a page's timed runs."""
         for key, now in (('server_peak_kib', self.server()),
                          ('database_peak_kib',
-                          database_rss_kib(self.databases))):
+                          database_rss_kib(self.databases)),
+                         ('server_peak_pss_kib',
+                          tree_pss_kib(self.pid, self.databases)),
+                         ('database_peak_pss_kib',
+                          database_pss_kib(self.databases))):
             if now is not None:
                 self.m[key] = max(self.m[key] or 0, now)
 

@@ -120,6 +120,53 @@ def cpu_delta(before, after):
     return sum(max(0.0, v - before.get(k, 0.0)) for k, v in after.items())
 
 
+# The database's one thread that runs every request in turn: Tarantool's
+# transaction (tx) thread and Redis's command loop are each the process's
+# main thread; PostgreSQL has none (a backend per connection).
+SERIAL = {'tarantool': "Tarantool's transaction (tx) thread",
+          'redis-server': "Redis's main (command) thread"}
+
+
+def thread_cpu(pid, tid):
+    """CPU seconds of one thread of pid, or 0.0 if it is gone."""
+    try:
+        with open('/proc/%d/task/%d/stat' % (pid, tid)) as f:
+            fields = f.read().rpartition(')')[2].split()
+        return (int(fields[11]) + int(fields[12])) / HZ
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def written_bytes(pid):
+    """Bytes pid caused to be sent to storage (/proc/PID/io write_bytes),
+    0 when unreadable."""
+    try:
+        with open('/proc/%d/io' % pid) as f:
+            for line in f:
+                if line.startswith('write_bytes:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def database_demand(pid):
+    """What a database server has used so far: CPU seconds of its serial
+    thread (SERIAL; 0 for PostgreSQL), of everything else (other threads,
+    PostgreSQL's processes), and bytes written to storage (its WAL or AOF)."""
+    cpu = database_cpu(pid)
+    if not cpu:
+        return {'serial': 0.0, 'spread': 0.0, 'written': 0}
+    serial = thread_cpu(pid, pid) if command_name(pid) in SERIAL else 0.0
+    return {'serial': serial, 'spread': max(0.0, sum(cpu.values()) - serial),
+            'written': sum(written_bytes(p) for p in cpu)}
+
+
+def demand_delta(before, after):
+    """after - before of database_demand's figures, key by key."""
+    return {k: max(0, after.get(k, 0) - before.get(k, 0)) for k in after}
+
+
 # --- which process is the database ------------------------------------------
 
 def _socket_inodes(pid):

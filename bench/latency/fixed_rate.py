@@ -2,7 +2,7 @@
 (its saturation rate), each member is offered fixed rates with oha, the
 members taking turns run by run, then the highest rate within the budget is
 searched for. Each point records the CPU per request of the server and of
-its database at that rate. The mixed workload (mixed.py) runs the same
+its database at that rate, and the database's split by tier (demand()). The mixed workload (mixed.py) runs the same
 way with loadgen; its saturation is loadgen's closed-loop rate and each of
 its points is checked against the site's vote total; each point also
 records the serving loop's stalls (runtime/stalls.py)."""
@@ -76,6 +76,38 @@ class Member:
         for pid in dbs:     # the primary's and its replicas'
             cpu.update(profile.database_cpu(pid))
         return tree_cpu(self.server.process.pid, skip=tuple(dbs)), cpu
+
+    def tiers(self):
+        """The database's demand so far by tier: the primary's serial
+        thread and the rest of it (profile.database_demand), and the CPU
+        of its read replicas; None for a --target site or no database."""
+        if self.server.process is None or not self.database:
+            return None
+        (primary, _), replicas = self.database[0], self.database[1:]
+        found = profile.database_demand(primary)
+        found['replicas'] = sum(sum(profile.database_cpu(pid).values())
+                                for pid, _ in replicas)
+        return found
+
+
+def demand(server, before, after, answered, seconds):
+    """Per request, at one point: the server's CPU µs, the database's split
+    into its serial thread's and the rest (and its replicas'), the bytes it
+    wrote to storage (a proxy for the WAL flush or fsync a vote waits for,
+    which shows as no CPU); and each tier's share of a core."""
+    if not answered or server is None:
+        return None
+    delta = profile.demand_delta(before, after) if before and after else {}
+    per = lambda v: None if v is None else round(v / answered * 1e6, 1)  # noqa: E731
+    share = lambda v: (None if v is None or not seconds  # noqa: E731
+                       else round(v / seconds, 3))
+    return {'server_us': per(server), 'serial_us': per(delta.get('serial')),
+            'spread_us': per(delta.get('spread')),
+            'replicas_us': per(delta.get('replicas')),
+            'written_bytes': (None if 'written' not in delta
+                              else round(delta['written'] / answered, 1)),
+            'server_share': share(server), 'serial_share': share(delta.get('serial')),
+            'seconds': seconds and round(seconds, 3)}
 
 
 def turns(matrix, members, page, mode):
@@ -192,7 +224,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
         last, matrix.last_votes = matrix.last_votes, None
         votes = (last[1] if last and last[0] == member.name
                  else matrix.settled_votes(url))
-    before = member.cpu()
+    before, tiers = member.cpu(), member.tiers()
     began = time.time()
     watch = steady.watching(s.pin['wrk'], s.point_duration + 0.5)
     if mix:
@@ -204,7 +236,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
                                      s.point_duration,
                                      s.connections, s.timeout, s.pin['wrk']),
                          s.point_duration, rate)
-    after = member.cpu()
+    after, tiers = member.cpu(), (tiers, member.tiers())
     record['stalls'] = stalled(matrix, member.name, began, time.time())
     record['host'] = steady.watched(watch, s.slo)
     report = record.get('oha')
@@ -224,7 +256,9 @@ def point(matrix, member, page, run, rate, label, retry=False):
                        if answered and server is not None else None),
             'database': (round(database / answered * 1e6, 1)
                          if answered and database is not None else None)},
-        miss=budget.verdict(report, s.slo))
+        miss=budget.verdict(report, s.slo),
+        demand=demand(server, tiers[0], tiers[1], answered,
+                      (report or {}).get('seconds')))
     if mix:
         after = matrix.settled_votes(url)
         check = mixed.vote_check(votes, after, report)
