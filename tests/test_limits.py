@@ -77,3 +77,35 @@ def test_limit_ballots_option():
     with pytest.raises(SystemExit) as e:
         server.parse_args(['-e', 'x', '--limit-ballots', '5/d'])
     assert e.value.code == 2
+
+
+class Counting(dict):
+    """A dict that counts the buckets looked up."""
+    looked = 0
+
+    def __getitem__(self, key):
+        self.looked += 1
+        return dict.__getitem__(self, key)
+
+
+def test_a_full_table_is_swept_a_slice_at_a_time():
+    """At the cap, a new address costs a look at SWEEP buckets at most,
+    never a pass over the whole table: those full again go, else the older
+    half of the slice."""
+    from pages import limits
+    limit = RateLimit(2, 1, max_addresses=limits.SWEEP * 5,
+                      clock=lambda: 0.0)
+    limit.buckets = Counting((n, [0.0, 0.0]) for n in range(limits.SWEEP * 5))
+    assert limit.take('new') == 0
+    assert limit.buckets.looked <= limits.SWEEP
+    assert len(limit.buckets) == limits.SWEEP * 5 - limits.SWEEP // 2 + 1
+    assert 0 not in limit.buckets and limits.SWEEP // 2 in limit.buckets
+    # Full again (2 s later, at 1/s): only those of the slice go.
+    limit.clock = lambda: 2.0
+    limit.buckets.looked = 0
+    for n in range(limits.SWEEP // 2 - 1):
+        limit.take('more-%d' % n)
+    assert len(limit.buckets) == limits.SWEEP * 5
+    limit.take('last')
+    assert limit.buckets.looked <= limits.SWEEP
+    assert len(limit.buckets) == limits.SWEEP * 4 + 1
