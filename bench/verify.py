@@ -125,6 +125,8 @@ async def check_vote(base, api):
     winner, loser = [dict(x) for x in before]
     winner.update(rating=winner['rating'] + 1, votes_plus=winner['votes_plus'] + 1)
     loser.update(rating=loser['rating'] - 1, votes_minus=loser['votes_minus'] + 1)
+    need(after != before, 'the vote did not count: stickers %d and %d '
+         'unchanged' % (a, b))
     need(after == [winner, loser], 'stickers went from %s to %s' % (before, after))
     need(moved == 1, 'the vote total moved by %d' % moved)
     return 'sticker %d +1, sticker %d -1, total +1' % (a, b)
