@@ -10,8 +10,9 @@ import argparse
 import math
 import sys
 
+from . import sizing, storage
 from .compare import commit, load
-from .latency import budget, floor, mixed
+from .latency import budget, demand, floor, mixed
 from .latency.cells import capacities
 from .latency.noise import NOISE, noisy, triple
 
@@ -19,7 +20,7 @@ from .latency.noise import NOISE, noisy, triple
 # large cloud (a general-purpose instance's hourly price / its vCPUs).
 PRICE = 0.04
 SOURCE = "an assumption: about a large cloud's on-demand vCPU-hour"
-HOURS = 730             # a month of hours
+HOURS = sizing.HOURS
 MAX_CORES = 64
 PROG = 'bench.py advise'
 
@@ -104,12 +105,38 @@ def memory_mib(target, cores, workers):
     return kib / 1024.0
 
 
-def row(name, found, rate, workers, price, max_cores, target=None):
-    """One engine's figures: capacity per core, cores (None past
-    max_cores or with no capacity), monthly $, $/M requests, memory MiB,
-    notes."""
+def memory_of(target, workers):
+    """{'server_kib' per process, 'database_kib', 'pss'} from the run's
+    memory after load: PSS where measured (shared pages once), else RSS."""
+    m = (target or {}).get('memory') or {}
+    pss = bool(m.get('server_peak_pss_kib'))
+    server = m.get('server_peak_pss_kib') or m.get('server_peak_kib')
+    if not server:
+        return None
+    return {'server_kib': server / float(workers), 'pss': pss,
+            'database_kib': (m.get('database_peak_pss_kib') if pss
+                             else m.get('database_peak_kib'))}
+
+
+def replica_run(results, name, page, slo):
+    """The demand of the same engine run with read replicas, or None."""
+    for t in results.get('targets') or []:
+        other = t['name']
+        tags = [x for x in storage._tags(other)
+                if not x.endswith(('replica', 'replicas'))]
+        if storage.replicas_of(other) and storage.retagged(other, tags) == name:
+            found = demand.at_capacity(results, other, page, slo)
+            if found and found.get('replicas_us'):
+                return found
+    return None
+
+
+def row(name, found, rate, workers, price, max_cores, target=None,
+        results=None, page=None, slo=None):
+    """One engine's figures: capacity per core, and the site sized from its
+    demand per tier (sizing.size) where the run measured it, else cores
+    from its capacity alone, with one database not sized."""
     per_core = (found['rate']['median'] or 0.0) / workers
-    cores = int(math.ceil(rate / per_core)) if per_core else None
     notes = []
     if found['open']:
         notes.append('capacity at least this: kept the budget at every rate tried')
@@ -120,6 +147,11 @@ def row(name, found, rate, workers, price, max_cores, target=None):
     if found.get('host'):
         notes.append('%d of %d searches stopped where only a slow host missed'
                      % (found['host'], found['rate']['runs']))
+    d = demand.at_capacity(results, name, page, slo) if results else None
+    if d and d.get('share') and d.get('server_us') and per_core:
+        return sized(name, per_core, d, rate, workers, price, max_cores,
+                     target, results, page, slo, notes)
+    cores = int(math.ceil(rate / per_core)) if per_core else None
     if not per_core:
         notes.append('kept the budget at no rate tried')
     elif cores > max_cores:
@@ -130,11 +162,60 @@ def row(name, found, rate, workers, price, max_cores, target=None):
             workers, 's' if workers > 1 else ''))
     else:
         notes.append('measured on %d core%s' % (workers, 's' if workers > 1 else ''))
+    if per_core:
+        notes.append('no CPU per request in the run: cores from capacity '
+                     'alone, the database not sized')
     monthly = cores * HOURS * price if cores else None
     per_million = cores * million_price(price, rate) if cores else None
     return {'engine': name, 'per_core': per_core, 'cores': cores,
+            'app': cores, 'database': '–', 'busiest': None,
             'monthly': monthly, 'per_million': per_million,
             'memory_mib': memory_mib(target, cores, workers), 'notes': notes}
+
+
+def sized(name, per_core, d, rate, workers, price, max_cores, target,
+          results, page, slo, notes):
+    d = dict(d, database=demand.database_of(name),
+             share=min(1.0, d['share'] / workers))
+    replica = replica_run(results, name, page, slo)
+    if storage.replicas_of(name):
+        replica = d
+    memory = memory_of(target, workers)
+    site = sizing.size(rate, d, price, max_cores, replica, memory)
+    notes = site['notes'] + notes
+    notes.append('measured: CPU µs per request (server %.0f, database %s) '
+                 'at %s/s, core %.0f %% busy; modelled: the cores' % (
+                     d['server_us'], database_us(d), '{:,.0f}'.format(d['rate']),
+                     d['share'] * 100))
+    if d['split'] == 'estimated' and d['database'] in sizing.THREAD:
+        notes.append('split estimated: the run recorded the database\'s CPU '
+                     'whole, all counted on its %s (an upper bound)'
+                     % sizing.THREAD[d['database']])
+    if d.get('written_bytes'):
+        notes.append('%.0f bytes written to storage per request (the wait '
+                     'for their flush is not CPU, not in the model)'
+                     % d['written_bytes'])
+    if d['database'] in sizing.THREAD and not site['replicas'] and not replica \
+            and site['cores'] is not None:
+        notes.append('read replicas not measured in this run')
+    cores = site['cores']
+    return {'engine': name, 'per_core': per_core, 'cores': cores,
+            'app': site['app'], 'database': site['database'],
+            'busiest': site['busiest'], 'total': site['total'],
+            'monthly': site['monthly'],
+            'per_million': cores * million_price(price, rate) if cores else None,
+            'memory_mib': (None if site['memory_kib'] is None
+                           else site['memory_kib'] / 1024.0),
+            'pss': bool(memory and memory['pss']), 'notes': notes}
+
+
+def database_us(d):
+    if d.get('serial_us') is None:
+        return 'not read'
+    if d['database'] in sizing.THREAD:
+        return '%.0f on its %s + %.0f' % (d['serial_us'], sizing.THREAD[d['database']],
+                                          d.get('spread_us') or 0)
+    return '%.0f' % ((d.get('serial_us') or 0) + (d.get('spread_us') or 0))
 
 
 def million_price(price, rate):
@@ -168,40 +249,53 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                'as the rates tried)' % (budget.label(measured), budget.label(slo)))
     workers = (results.get('settings') or {}).get('workers') or 1
     by_name = {t['name']: t for t in results.get('targets') or []}
-    rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n))
+    rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n),
+                results, page, slo)
             for n in names if n in found]
     rows.sort(key=lambda r: (r['cores'] is None, r['cores'] or 0, -r['per_core']))
     if not any(r['cores'] for r in rows):
-        best = max(rows, key=lambda r: r['per_core']) if rows else None
-        raise Refused('no engine serves %s requests/s of %s within %s on at most '
-                      '%d cores%s' % ('{:,.0f}'.format(rate), page, budget.label(slo),
-                                      max_cores, '' if not best or not best['per_core']
-                                      else ' (%s would need %d)' % (
-                                          best['engine'],
-                                          math.ceil(rate / best['per_core']))),
-                      code=1)
+        raise Refused(refusal(rows, rate, page, slo, max_cores), code=1)
+    modelled = any(r.get('busiest') for r in rows)
     scaling = ('more cores assumed to scale linearly, NOT measured: the run '
                'had one server process per engine' if workers == 1 else
                'measured with %d server processes per engine (--workers): '
                'capacity/core = capacity / %d; beyond %d cores assumed linear, '
                'not measured' % (workers, workers, workers))
+    pss = [r for r in rows if r['memory_mib'] and r.get('pss')]
     header = [
         '%s requests/s of %s within %s' % ('{:,.0f}'.format(rate), page,
                                            budget.label(slo)),
         'From: %s run, commit %s' % (results.get('started'), commit(results)),
         'Capacity: %s. A core: the one a server process and the database it '
         'started shared in the run.' % how,
-        'Scaling: %s (Tarantool runs every request in one thread: its pages '
-        'stop scaling near one core of it, see docs/benchmark.md, "A big '
-        'machine").' % scaling,
+        'Scaling: %s.' % scaling]
+    if modelled:
+        header += [
+            'Sizing (modelled from measured demand): each tier at u, the busy '
+            "share of the run's core (server + database CPU over the point's "
+            'seconds) at the highest rate that kept the budget; app cores = '
+            'rate x server CPU per request / u; the database\'s serial thread '
+            "(Tarantool's transaction thread, Redis's main thread) is one core "
+            'and must stay within u at the rate, whatever the app cores; the '
+            "rest of the database (PostgreSQL's backends, other threads) in "
+            'cores at u; read replicas from a --replicas run where the run has '
+            'one. Not modelled: the network between tiers, locks and WAL '
+            'waits (PostgreSQL\'s row locks on a vote\'s counters included).',
+            'Columns: app cores, database layout and its cores, cores in all, '
+            'the busiest tier at that rate.']
+    header += [
         'Cost: cores x %d h x $%g per core-hour (%s); $/M requests at a '
         'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
                           if price == PRICE else 'as given',
                           '{:,.0f}'.format(rate)),
-        ('Memory: the cores\' server processes and the database they use, '
-         'each as the run measured it after its load (RSS); more processes '
-         'assumed to take as much each, not measured.' if any(
-             r['memory_mib'] for r in rows) else
+        ('Memory: the app cores\' server processes and the database, each as '
+         'the run measured it after its load (%s); more processes assumed to '
+         'take as much each, not measured.' % (
+             'PSS: shared pages counted once' if pss and len(pss) == len(
+                 [r for r in rows if r['memory_mib']]) else
+             'RSS where PSS was not measured: PostgreSQL\'s summed over its '
+             'processes counts its shared buffers once per process, an '
+             'overestimate') if any(r['memory_mib'] for r in rows) else
          'Memory: not measured (results.json records none; python -m '
          'bench.soak measures an engine\'s).')]
     if page == mixed.PAGE:
@@ -212,21 +306,48 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
     return header, rows
 
 
+def refusal(rows, rate, page, slo, max_cores):
+    """Why no engine serves the rate: the nearest one's reason."""
+    said = 'no engine serves %s requests/s of %s within %s on at most %d cores' % (
+        '{:,.0f}'.format(rate), page, budget.label(slo), max_cores)
+    sized = [r for r in rows if r.get('busiest')]
+    if sized:
+        best = min(sized, key=lambda r: r['total'])
+        return '%s (%s: %s cores; %s)' % (said, best['engine'], best['total'],
+                                          best['notes'][0])
+    best = max(rows, key=lambda r: r['per_core']) if rows else None
+    if not best or not best['per_core']:
+        return said
+    return '%s (%s would need %d)' % (said, best['engine'],
+                                      math.ceil(rate / best['per_core']))
+
+
+COLUMNS = ['engine', 'capacity/core', 'app cores', 'database', 'cores',
+           'busiest', 'monthly $', '$/M requests', 'memory', 'notes']
+
+
+def cells(r):
+    """A row's columns as text."""
+    money = lambda v, f: '–' if v is None else f % v  # noqa: E731
+    busiest = r.get('busiest')
+    return [r['engine'], '{:,.0f}'.format(r['per_core']),
+            '–' if r.get('app') is None else str(r['app']), r['database'],
+            '–' if r['cores'] is None else str(r['cores']),
+            '–' if not busiest else '%s %.0f %%' % (busiest[0], busiest[1] * 100),
+            money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
+            'not measured' if r['memory_mib'] is None else
+            '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])]
+
+
 def text(header, rows):
     """The header and the rows as a plain, aligned table."""
-    money = lambda v, f: '–' if v is None else f % v  # noqa: E731
-    table = [['engine', 'capacity/core', 'cores', 'monthly $', '$/M requests',
-              'memory', 'notes']]
-    for r in rows:
-        table.append([r['engine'], '{:,.0f}'.format(r['per_core']),
-                      '–' if r['cores'] is None else str(r['cores']),
-                      money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
-                      'not measured' if r['memory_mib'] is None else
-                      '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])])
-    widths = [max(len(line[i]) for line in table) for i in range(6)]
-    lines = ['  '.join(c.rjust(w) if 0 < i < 5 else c.ljust(w)
-                       for i, (c, w) in enumerate(zip(line, widths))) + '  ' + line[6]
-             for line in table]
+    table = [COLUMNS] + [cells(r) for r in rows]
+    last = len(COLUMNS) - 1
+    widths = [max(len(line[i]) for line in table) for i in range(last)]
+    numeric = (1, 2, 4, 6, 7, 8)
+    lines = ['  '.join(c.rjust(w) if i in numeric else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(line, widths)))
+             + '  ' + line[last] for line in table]
     return '\n'.join(header + [''] + lines) + '\n'
 
 

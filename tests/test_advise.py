@@ -82,11 +82,20 @@ def run(tmp_path, capsys):
     return go
 
 
-def rows(out):
-    """{engine: its row's columns} of the table, in order."""
+def columns(out):
+    """{engine: {column: text}} of the table, in order."""
     lines = out.split('\n\nengine', 1)[1].splitlines()[1:]
-    cells = [re.split(r'\s{2,}', line.strip(), maxsplit=6) for line in lines if line]
-    return {c[0]: c for c in cells}
+    last = len(advise.COLUMNS) - 1
+    cells = [re.split(r'\s{2,}', line.strip(), maxsplit=last) for line in lines if line]
+    return {c[0]: dict(zip(advise.COLUMNS, c)) for c in cells}
+
+
+def rows(out):
+    """{engine: [engine, capacity/core, cores, monthly $, $/M requests,
+    memory, notes]} of the table, in order."""
+    keep = ('engine', 'capacity/core', 'cores', 'monthly $', '$/M requests',
+            'memory', 'notes')
+    return {name: [c[k] for k in keep] for name, c in columns(out).items()}
 
 
 def test_cores_cost_and_cost_per_million(run):
@@ -114,7 +123,7 @@ def test_memory_is_the_cores_servers_and_their_database(run):
     # 3 cores: 3 server processes of 60 MiB after load, and 300 MiB of database
     assert rows(out)['a-tarantool-one'][5] == '480 MiB'
     assert rows(out)['b-postgres-pool'][5] == 'not measured'
-    assert "Memory: the cores' server processes" in out
+    assert "Memory: the app cores' server processes" in out
     data['settings']['workers'] = 2     # the run's RSS was of 2 processes
     data['capacity'] = [dict(c, rate=c['rate'] * 2) for c in data['capacity']]
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
@@ -305,7 +314,8 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
         assert cores == sorted(cores) and all(c >= 1 for c in cores)
         for r in table.values():
             if r[2] == '–':
-                assert 'more than --max-cores' in r[6] or 'no rate' in r[6], r
+                assert ('more than --max-cores' in r[6] or 'no rate' in r[6]
+                        or 'shard the writes' in r[6]), r
 
 
 def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
@@ -376,3 +386,121 @@ def test_a_machine_floor_past_the_budget_is_said(run):
     assert floor.lines([{'when': 'before', 'error': 'nginx did not start'}], SLO) == [
         'Machine floor: not taken (nginx did not start).']
     assert floor.lines(None, SLO) == []
+
+
+def with_demand(data, target, rates, demand, server_s, database_s,
+                replicas=None):
+    """Fixed-rate points of target at rates (the last one missed), each
+    with its demand per tier and its CPU over 3 s (the core's busy share:
+    (server_s + database_s) / 3)."""
+    for run in (1, 2, 3):
+        for rate in rates:
+            p = point(target, 'good', run, rate, 30.0 if rate == rates[-1] else 5.0)
+            p['cpu_s'] = {'server': server_s, 'database': database_s}
+            p['demand'] = dict(demand, replicas_us=replicas, written_bytes=300.0)
+            data['latency'].append(p)
+    return data
+
+
+def sizing_results():
+    """a (Tarantool): 150 µs server, 50 µs on its transaction thread, 20 µs
+    on its other threads, its core 80 % busy at 4,000/s; b (PostgreSQL):
+    200 µs server, 300 µs in its processes, 75 % busy at 2,500/s; a run of
+    a with 2 read replicas: 20 µs left on the primary's thread, 60 µs on
+    the replicas."""
+    data = results()
+    data['latency'] = []
+    with_demand(data, 'a-tarantool-one', [1000.0, 2000.0, 4000.0, 4500.0],
+                {'server_us': 150.0, 'serial_us': 50.0, 'spread_us': 20.0},
+                1.6, 0.8)
+    with_demand(data, 'b-postgres-pool', [1000.0, 2500.0, 2800.0],
+                {'server_us': 200.0, 'serial_us': 0.0, 'spread_us': 300.0},
+                1.5, 0.75)
+    a, b = data['targets'][0], data['targets'][1]
+    a['memory'] = {'server_peak_kib': 60 * 1024, 'database_peak_kib': 300 * 1024,
+                   'server_peak_pss_kib': 30 * 1024,
+                   'database_peak_pss_kib': 200 * 1024}
+    b['memory'] = {'server_peak_kib': 50 * 1024, 'database_peak_kib': 400 * 1024}
+    return data
+
+
+def test_a_site_is_sized_per_tier_from_the_demand(run):
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'],
+              sizing_results())[1]
+    a = columns(out)['a-tarantool-one']
+    # app: ceil(10,000 x 150 µs / 0.8) = ceil(1.875) = 2; the transaction
+    # thread 0.5 of a core (within 0.8) on a core of its own, the other
+    # threads ceil(10,000 x 20 µs / 0.8) = 1: 2 database cores; 4 in all
+    assert [a['app cores'], a['database'], a['cores']] == ['2', '1 primary, 2 cores', '4']
+    assert a['busiest'] == 'app 75 %'      # 1.5 cores of work on 2
+    assert a['monthly $'] == '%.2f' % (4 * 730 * 0.04)
+    # PSS: 2 server processes of 30 MiB and the database's 200 MiB
+    assert a['memory'] == '260 MiB'
+    assert 'core 80 % busy' in a['notes'] and '300 bytes written' in a['notes']
+    assert 'read replicas not measured in this run' in a['notes']
+    b = columns(out)['b-postgres-pool']
+    # app ceil(10,000 x 200 µs / 0.75) = 3; database ceil(3.0 / 0.75) = 4
+    assert [b['app cores'], b['database'], b['cores']] == ['3', '1 primary, 4 cores', '7']
+    # 3.0 cores of work on 4; RSS: 3 x 50 + 400
+    assert b['busiest'] == 'database 75 %' and b['memory'] == '550 MiB'
+    # ranked by cores in all: c and d (no demand: cores from capacity alone)
+    assert list(columns(out)) == ['c-tarantool-one', 'd-tarantool-one',
+                                  'a-tarantool-one', 'b-postgres-pool']
+    assert columns(out)['c-tarantool-one']['database'] == '–'
+    assert 'Sizing (modelled from measured demand)' in out
+
+
+def test_one_primary_that_cannot_take_the_rate_is_said(run):
+    data = sizing_results()
+    out = run(['RESULTS', '--rate', '20000', '--workload', 'good'], data)[1]
+    a = columns(out)['a-tarantool-one']
+    assert a['cores'] == '–' and a['monthly $'] == '–'
+    assert a['busiest'] == 'transaction thread 100 %'
+    assert a['notes'].startswith(
+        'one Tarantool primary: its transaction thread would be 100 % busy (the '
+        'run kept the budget with its core 80 % busy): shard the writes; read '
+        'replicas not measured in this run')
+    assert list(columns(out))[-1] == 'a-tarantool-one'     # after those that fit
+    # no engine fits: the refusal says why the nearest cannot
+    status, out, err = run(['RESULTS', '--rate', '20000', '--workload', 'good',
+                            '--max-cores', '3'], data)
+    assert status == 1 and out == ''
+    assert err == ('bench.py advise: error: no engine serves 20,000 requests/s of '
+                   'good within p99 ≤ 10 ms on at most 3 cores (a-tarantool-one: '
+                   '6 cores; one Tarantool primary: its transaction thread would '
+                   'be 100 % busy (the run kept the budget with its core 80 % '
+                   'busy): shard the writes; read replicas not measured in this '
+                   'run)\n')
+
+
+def test_read_replicas_take_the_reads_where_a_replicas_run_measured_them(run):
+    data = sizing_results()
+    data['targets'].append({'name': 'a-tarantool-one (2 replicas)',
+                            'kind': 'engine', 'status': 'ok'})
+    with_demand(data, 'a-tarantool-one (2 replicas)', [1000.0, 4000.0, 4500.0],
+                {'server_us': 150.0, 'serial_us': 20.0, 'spread_us': 10.0},
+                1.6, 0.8, replicas=60.0)
+    out = run(['RESULTS', '--rate', '20000', '--workload', 'good'], data)[1]
+    a = columns(out)['a-tarantool-one']
+    # the primary's thread 0.4; replicas ceil(20,000 x 60 µs / 0.8) = 2;
+    # app ceil(3.0 / 0.8) = 4; the primary 1 + ceil(0.2 / 0.8) = 2 cores
+    assert [a['app cores'], a['database'], a['cores']] == [
+        '4', 'primary + 2 replicas, 4 cores', '8']
+    assert a['memory'] == '720 MiB'        # 4 x 30 + 3 x 200
+
+
+def test_demand_without_the_split_is_an_estimate(run):
+    """A run from before the split (us_per_request only): the whole of
+    Tarantool's CPU counted on its transaction thread, said as such."""
+    data = sizing_results()
+    for p in data['latency']:
+        del p['demand']
+        p['us_per_request'] = {'server': 150.0, 'database': 70.0}
+    out = run(['RESULTS', '--rate', '20000', '--workload', 'good'], data)[1]
+    a = columns(out)['a-tarantool-one']
+    assert a['busiest'] == 'transaction thread 140 %'
+    assert 'would be up to 140 % busy' in a['notes']
+    assert 'split estimated' in a['notes']
+    b = columns(out)['b-postgres-pool']     # PostgreSQL: no serial thread
+    assert b['database'] == '1 primary, 2 cores'    # ceil(20,000 x 70 µs / 0.75)
+    assert 'split estimated' not in b['notes']
