@@ -1,6 +1,7 @@
 """Writing a one-engine site into a directory: its pruned modules, the
 database's schema, the templates and static files, a small data set, the
 deploy recipe, its run.sh, requirements, README and tests."""
+import ast
 import json
 import os
 import re
@@ -90,7 +91,8 @@ def build(engine, directory):
             text = text.replace('{functions}\n', shell_functions())
         write(directory, '.gitignore' if name == 'gitignore' else name,
               text, mode)
-    write(directory, 'requirements.txt', requirements(engine, directory))
+    write(directory, 'requirements.txt',
+          requirements(engine, directory, site_tests.values()))
 
 
 def pytest_ini(tests):
@@ -154,10 +156,26 @@ def shell_functions():
     return '\n'.join(found)
 
 
-def requirements(engine, directory):
+def third_party(sources, directory):
+    """The top-level modules `sources` import that are neither the
+    standard library's nor the site's (in `directory`)."""
+    found = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found.update(a.name.split('.')[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found.add(node.module.split('.')[0])
+    return {m for m in found if m not in sys.stdlib_module_names
+            and m not in ('conftest', 'plugins')
+            and not os.path.exists(os.path.join(directory, m))
+            and not os.path.exists(os.path.join(directory, m + '.py'))}
+
+
+def requirements(engine, directory, tests):
     """The pins of this project's requirements.txt that the site uses:
-    the distributions of what its modules import (run in `directory`),
-    what they need, the loop's and the tests'."""
+    the distributions of what its modules and `tests` (their sources)
+    import (run in `directory`), what they need, the loop's."""
     framework = frameworks.BY_NAME[engine.framework]
     driver = table.DRIVER[engine.driver]
     wanted = list(framework.modules) + list(driver.modules)
@@ -165,6 +183,7 @@ def requirements(engine, directory):
     if engine.loop == 'uvloop':
         wanted.append('uvloop')
     wanted += ['pytest', 'pytest_asyncio', 'pytest_timeout']
+    wanted += sorted(third_party(tests, directory) - set(wanted))
     probe = ('import sys, importlib; sys.path.insert(0, "."); '
              'import server; from runtime import frameworks; '
              'frameworks.adapter(%r); importlib.import_module(%r); '

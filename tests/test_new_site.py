@@ -101,7 +101,7 @@ async def test_a_new_site_tests_and_serves_on_its_own(tmp_path, engine):
     assert not (site / 'bench').exists() and not (site / 'bench.py').exists()
     # Its own virtualenv comes from these pins (the test reuses this one).
     assert needed(engine) <= pinned(site)
-    assert {'pytest', 'jinja2'} <= pinned(site)
+    assert {'pytest', 'jinja2', 'aiohttp', 'yarl'} <= pinned(site)
     assert subprocess.run(['git', 'init', '-q'], cwd=str(site)).returncode == 0
     database = engine.split('-')[1]
     env = site_environment('STICKERS_%s_PORT' % database.upper())
