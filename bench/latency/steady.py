@@ -194,6 +194,8 @@ def main(argv):
     if not 0.1 <= seconds <= 600:
         sys.exit('usage: python -m bench.latency.steady [--watch] [SECONDS], '
                  'SECONDS from 0.1 to 600')
+    if not watching:    # for whoever wants to stop it while it works
+        print('measuring', file=sys.stderr, flush=True)
     print(json.dumps((watch if watching else probe)(seconds)), flush=True)
     if watching:
         os._exit(0)     # no teardown at the lowest priority
