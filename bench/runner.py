@@ -20,7 +20,7 @@ from .nginx import Nginx
 from .progress import Progress
 from .storage import DEFAULT as DEFAULT_STORAGES, label as variant_name, tagged
 from .ceilings import run as ceilings
-from .latency import budget, fixed_rate, floor, mixed, oha
+from .latency import budget, demand, fixed_rate, floor, mixed, oha
 from .latency.noise import NOISE
 
 
@@ -191,6 +191,8 @@ class Matrix:
             ceilings.run(self)
         self.floor('after')
         self.results['finished'] = time.strftime('%Y-%m-%dT%H:%M:%S%z')
+        if self.s.latency:      # per engine and page, what advise sizes from
+            self.results['demand'] = demand.summary(self.results)
         self.save()
         self.progress.close()
         return self.results

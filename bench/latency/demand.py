@@ -130,3 +130,74 @@ def summary(results):
                      at_capacity=at_capacity(results, name, page, slo))
         out.append(found)
     return out
+
+
+def check(results, entry):
+    """The model at one core against the run: (predicted saturation,
+    measured; predicted capacity within the budget, measured), predicted
+    from the median demand of the kept points, the capacity at the busy
+    share u of the highest kept point."""
+    total = (entry['server_us'] or 0) + (entry['serial_us'] or 0) + (
+        entry['spread_us'] or 0)
+    at = entry.get('at_capacity') or {}
+    found = [c for c in results.get('capacity') or []
+             if c.get('target') == entry['target'] and c.get('page') == entry['page']]
+    saturation = median([c.get('saturation') for c in found])
+    capacity = median([c.get('rate') for c in found])
+    if not total:
+        return None
+    workers = (results.get('settings') or {}).get('workers') or 1
+    return (1e6 * workers / total, saturation,
+            at.get('share') and at['share'] * 1e6 / total, capacity)
+
+
+def section(results, names):
+    """results.md's demand per tier and the model's check, or []."""
+    kinds = {t['name']: t.get('kind') for t in results.get('targets') or []}
+    entries = [e for e in summary(results) if e['target'] in names
+               and kinds.get(e['target']) == 'engine']
+    if not entries:
+        return []
+    us = lambda v: '–' if v is None else '{:,.0f}'.format(v)  # noqa: E731
+    rows, checks = [], []
+    for e in entries:
+        at = e.get('at_capacity') or {}
+        rows.append([e['target'], e['page'], str(e['points']), us(e['server_us']),
+                     us(e['serial_us']) if e['database'] in SERIAL else '–',
+                     us(e['spread_us']), us(e['replicas_us']) if e['replicas_us'] else '–',
+                     us(e['written_bytes']), e['split'] or 'not read',
+                     '–' if at.get('share') is None else '%.0f %%' % (at['share'] * 100)])
+        found = check(results, e)
+        if found:
+            ratio = lambda a, b: '–' if not a or not b else '%.2f' % (b / a)  # noqa: E731
+            checks.append([e['target'], e['page'], us(found[0]), us(found[1]),
+                           ratio(found[0], found[1]), us(found[2]), us(found[3]),
+                           ratio(found[2], found[3])])
+    from ..tables import table_md
+    lines = ['', '## Demand per tier', '',
+             'CPU µs per request at the fixed-rate points that kept the budget '
+             "(median): the server's; the database's on its serial thread "
+             "(Tarantool's transaction thread, Redis's main thread: one core "
+             "at most, whatever the app cores) and spread over cores "
+             "(PostgreSQL's processes, Tarantool's other threads); its read "
+             "replicas'; bytes it wrote to storage per request (its WAL or AOF: "
+             'a proxy for the flush or fsync a vote waits for, which is not '
+             "CPU). split: measured per thread, or estimated (a run before the "
+             "split: Tarantool's and Redis's whole CPU counted on the serial "
+             "thread). u: the busy share of the run's core (server + database) "
+             'at the highest rate that kept the budget, what `bench.py advise` '
+             'sizes each tier at.', ''] + table_md(
+        ['engine', 'page', 'points', 'server µs', 'serial µs', 'spread µs',
+         'replicas µs', 'written B', 'split', 'u'], rows)
+    if checks:
+        lines += ['', 'The model at one core: predicted from the demand above '
+                  '(server + database µs per request), against what the run '
+                  'measured on that core. Saturation: a core 100 % busy, against '
+                  'the closed-loop rate; capacity: the core at u, against the '
+                  'capacity within the budget. measured ÷ predicted above 1: '
+                  'the demand per request falls as the rate rises (work batched '
+                  'per wakeup), so sizing from it errs towards more cores.', '']
+        lines += table_md(['engine', 'page', 'saturation predicted', 'measured',
+                           'ratio', 'capacity predicted', 'measured', 'ratio'],
+                          checks)
+    return lines

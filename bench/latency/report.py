@@ -2,7 +2,7 @@
 then per page the figures at each fixed rate."""
 from .. import tables
 from ..stats import ratio
-from . import budget, floor, mixed
+from . import budget, demand, floor, mixed
 from .cells import capacities, steps
 from .noise import NOISE
 
@@ -226,5 +226,5 @@ def sections(results, names):
         return [], {}
     pages = results['settings']['pages']
     first = capacity_table(results, names, pages) + stall_table(
-        results, names, pages)
+        results, names, pages) + demand.section(results, names)
     return first, {page: page_tables(results, names, page) for page in pages}
