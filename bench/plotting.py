@@ -14,3 +14,25 @@ def short(value):
     if value >= 1000:
         return '%.1fk' % (value / 1000)
     return '%.0f' % value
+
+
+def fit_title(fig, ax, rect=(0, 0, 1, 1)):
+    """Wrap ax's title until it lies within the figure (a title placed at
+    the axes, right of the labels, runs past the edge otherwise), laying
+    the figure out again each time."""
+    import textwrap
+    title = ax.title if ax.get_title() else ax._left_title
+    for _ in range(4):
+        fig.canvas.draw()
+        box = title.get_window_extent(fig.canvas.get_renderer())
+        room = fig.bbox.width - max(box.x0, 0) - 4
+        if box.x0 >= 0 and box.x1 <= fig.bbox.width - 2:
+            return
+        text = title.get_text().replace('\n', ' ')
+        head, colon, rest = text.partition(': ')
+        if colon and '\n' not in title.get_text():    # first at its colon
+            title.set_text(head + ':\n' + rest)
+        else:
+            width = max(20, int(len(text) * room / max(box.width, 1)) - 2)
+            title.set_text(textwrap.fill(text, width))
+        fig.tight_layout(rect=rect)

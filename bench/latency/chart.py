@@ -4,7 +4,7 @@ dots, the budget as a dashed line; and the capacity within the budget, one
 bar per target, highest first."""
 import os
 
-from ..plotting import plt, short
+from ..plotting import fit_title, plt, short
 from ..tables import targets
 from . import budget
 from ..tables import FLAG
@@ -46,6 +46,7 @@ def page_chart(results, page, path):
     ax.grid(True, which='both', alpha=0.25)
     ax.legend(fontsize=7, loc='upper left', frameon=False)
     fig.tight_layout()
+    fit_title(fig, ax)
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -85,6 +86,7 @@ def capacity_chart(results, page, path):
              'process and its database on one core' % results['settings']['runs'],
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fit_title(fig, ax, (0, 0.03, 1, 1))
     fig.savefig(path)
     plt.close(fig)
     return path
