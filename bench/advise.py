@@ -397,3 +397,48 @@ def main(argv):
         return e.code
     sys.stdout.write(text(header, rows))
     return 0
+
+
+def embedded(results, page=None):
+    """What results.html's ranking (bench/ranking.js) computes advise's
+    table from, for the workload advise would choose: per engine its
+    capacity searches, and per fixed-rate point the rate, whether it served
+    what was asked (no errors, the rate achieved, the votes adding up), its
+    p99, its demand per tier and the core's busy share."""
+    slo = run_slo(results)
+    try:
+        page = page or workload_of(results, None)
+    except Refused:
+        page = sorted({p for (_, p) in capacities(results)})[0]
+    by_name = {t['name']: t for t in results.get('targets') or []}
+    workers = (results.get('settings') or {}).get('workers') or 1
+    found = {n: c for (n, p), c in capacities(results).items() if p == page}
+    out = []
+    for name in engines(results):
+        points = []
+        for r in results.get('latency') or []:
+            if r.get('target') != name or r.get('page') != page:
+                continue
+            check = r.get('vote_check') or {'ok': True}
+            report = r.get('oha')
+            points.append({
+                'k': '%s|%s' % (r.get('pair'), r.get('run')),
+                'o': demand.offered_of(r),
+                'ok': bool(check['ok'] and budget.served(report) is None),
+                'p': (report or {}).get('latency_ms', {}).get('p99'),
+                'd': demand.of_point(r), 's': demand.share(r)})
+        replicas = []
+        for t in results.get('targets') or []:
+            tags = [x for x in storage._tags(t['name'])
+                    if not x.endswith(('replica', 'replicas'))]
+            if storage.replicas_of(t['name']) and \
+                    storage.retagged(t['name'], tags) == name:
+                replicas.append(t['name'])
+        cap = [c['rate'] for c in results.get('capacity') or []
+               if c.get('target') == name and c.get('page') == page]
+        out.append({'name': name, 'database': demand.database_of(name),
+                    'tagged': bool(storage.replicas_of(name)),
+                    'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
+                    'cap': cap if name in found else None, 'points': points})
+    return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
+            'max_cores': MAX_CORES, 'hours': HOURS, 'engines': out}

@@ -5,6 +5,8 @@ import html
 import os
 import re
 
+from . import answer
+
 STYLE = '''
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em;
        padding: 0 1em; color: #222; }
@@ -16,6 +18,8 @@ tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; }
 code { background: #f4f4f4; padding: 0 .2em; }
 .scroll { overflow-x: auto; }
+details { margin: 1em 0; } summary { cursor: pointer; color: #444; }
+form label { margin-right: 1.5em; } form input { width: 8em; }
 '''
 IMAGE = re.compile(r'!\[([^\]]*)\]\(([^)]+)\)')
 
@@ -49,12 +53,9 @@ def table(lines, folder):
     return out + ['</table></div>']
 
 
-def render(markdown, folder, title='Benchmark results'):
-    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-           '<title>%s</title><style>%s</style></head><body>' % (
-               html.escape(title), STYLE)]
-    lines = markdown.splitlines()
-    i = 0
+def blocks(lines, folder):
+    """Markdown's tables, lists, headings and paragraphs as HTML lines."""
+    out, i = [], 0
     while i < len(lines):
         line = lines[i]
         if line.startswith('|'):
@@ -78,14 +79,43 @@ def render(markdown, folder, title='Benchmark results'):
         elif line.strip():
             out.append('<p>%s</p>' % inline(line, folder))
         i += 1
+    return out
+
+
+def render(markdown, folder, title='Benchmark results', results=None):
+    """The page: its title, then (for a latency run) the answer first, the
+    run's metadata folded, then the sections of results.md."""
+    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
+           '<title>%s</title><style>%s</style></head><body>' % (
+               html.escape(title), STYLE)]
+    lines = markdown.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith('## ')),
+                 len(lines))
+    head, body = lines[:first], lines[first:]
+    top = [line for line in head if line.startswith('# ')][:1]
+    out += blocks(top, folder)
+    out += answer.section(results, folder) if results else []
+    rest = [line for line in head if line not in top]
+    if any(line.strip() for line in rest):
+        out += ['<details><summary>The run: when, commit, machine, versions, '
+                'load</summary>'] + blocks(rest, folder) + ['</details>']
+    out += blocks(body, folder)
     return '\n'.join(out + ['</body></html>', ''])
 
 
 def write(out):
-    """results.html beside results.md in folder out; its path."""
+    """results.html beside results.md in folder out (results.json, when
+    there, gives the page its answer first); its path."""
+    import json
     with open(os.path.join(out, 'results.md')) as f:
         text = f.read()
+    results = None
+    try:
+        with open(os.path.join(out, 'results.json')) as f:
+            results = json.load(f)
+    except (OSError, ValueError):
+        pass
     path = os.path.join(out, 'results.html')
     with open(path, 'w') as f:
-        f.write(render(text, out))
+        f.write(render(text, out, results=results))
     return path

@@ -84,6 +84,10 @@ def missed(record, slo):
     return budget.verdict(record.get('oha'), slo)
 
 
+def offered_of(record):
+    return record.get('offered') or (record.get('oha') or {}).get('offered')
+
+
 def at_capacity(results, name, page, slo):
     """Per run, the points at the highest rate that kept slo below the
     lowest that missed it; over the runs, the medians of their demand and
@@ -95,12 +99,12 @@ def at_capacity(results, name, page, slo):
             runs.setdefault((r.get('pair'), r.get('run')), []).append(r)
     chosen, rates = [], []
     for records in runs.values():
-        offered = [(r.get('offered'), missed(r, slo) is None) for r in records]
+        offered = [(offered_of(r), missed(r, slo) is None) for r in records]
         lo, _ = budget.bracket(offered)
         if lo is None:
             continue
         rates.append(lo)
-        chosen += [r for r in records if r.get('offered') == lo
+        chosen += [r for r in records if offered_of(r) == lo
                    and missed(r, slo) is None]
     points = [p for p in map(of_point, chosen) if p]
     if not points:

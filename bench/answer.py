@@ -1,0 +1,78 @@
+"""The opening of results.html for a latency run: the workload's capacity
+chart, the top stacks, one site sized for an example rate by bench.py
+advise, and a form that ranks the stacks for the reader's own rate and
+p99 budget in the page (bench/ranking.js on the data advise.embedded()
+gives it)."""
+import html
+import json
+import os
+
+from . import advise
+from .latency import budget
+from .latency.cells import capacities
+
+EXAMPLE = 20000     # requests/s of the sizing the page opens with
+TOP = 5
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def esc(text):
+    return html.escape(str(text), quote=True)
+
+
+def rows_html(rows):
+    out = ['<div class="scroll"><table><tr>%s</tr>' % ''.join(
+        '<th>%s</th>' % esc(c) for c in advise.COLUMNS)]
+    for r in rows:
+        out.append('<tr>%s</tr>' % ''.join(
+            '<td class="%s">%s</td>' % ('n' if i in (1, 2, 4, 6, 7, 8) else '', esc(c))
+            for i, c in enumerate(advise.cells(r))))
+    return out + ['</table></div>']
+
+
+def section(results, folder):
+    """HTML lines, or [] when the run has no latency figures."""
+    try:
+        data = advise.embedded(results)
+    except (advise.Refused, IndexError, KeyError, TypeError):
+        return []
+    from .html import image
+    page, slo = data['page'], data['slo']
+    found = sorted(((c['rate']['median'] or 0, n) for (n, p), c in
+                    capacities(results).items()
+                    if p == page and n in advise.engines(results)), reverse=True)
+    out = ['<h2>Which stack, and how many cores</h2>',
+           '<p>%s</p>' % image('capacity %s' % page, 'chart-capacity-%s.png' % page,
+                               folder),
+           '<h3>Top stacks: %s within %s on one core</h3>' % (
+               esc(page), esc(budget.label(slo))), '<ol>']
+    out += ['<li>%s: %s requests/s</li>' % (esc(n), '{:,.0f}'.format(rate))
+            for rate, n in found[:TOP]]
+    out += ['</ol>', '<h3>One site for %s requests/s of %s (bench.py advise)</h3>'
+            % ('{:,.0f}'.format(EXAMPLE), esc(page))]
+    try:
+        header, rows = advise.advise(results, EXAMPLE, None, page)
+        out += ['<p>%s</p>' % esc(line) for line in header[3:]] + rows_html(rows)
+    except advise.Refused as e:
+        out.append('<p>%s</p>' % esc(e))
+    with open(os.path.join(HERE, 'ranking.js')) as f:
+        script = f.read()
+    blob = json.dumps(data, separators=(',', ':')).replace('</', '<\\/')
+    out += [
+        '<h3>Your rate and budget</h3>',
+        '<form id="advise" onsubmit="return false">'
+        '<label>requests/s of %s <input id="advise-rate" type="number" min="1" '
+        'value="%d"></label><label>p99 budget, ms <input id="advise-budget" '
+        'type="number" min="0.01" step="any" value="%g"></label></form>'
+        % (esc(page), EXAMPLE, slo['ms'] if slo['percentile'] == 'p99' else 10),
+        '<p>The ranking of <code>bench.py advise RESULTS --rate N --slo p99=Bms'
+        '</code> for this run, computed in this page from the figures it '
+        'holds (another budget is read from the fixed-rate points).</p>',
+        '<p id="advise-said"></p>',
+        '<div class="scroll"><table><thead><tr><th>engine</th><th>app cores</th>'
+        '<th>database</th><th>cores</th><th>busiest</th><th>monthly $</th>'
+        '<th>memory</th><th>notes</th></tr></thead><tbody id="advise-out">'
+        '</tbody></table></div>',
+        '<script type="application/json" id="advise-data">%s</script>' % blob,
+        '<script>%s</script>' % script]
+    return out
