@@ -20,6 +20,7 @@ REMOTE_LIMITS = {'sessions': '30/m', 'votes': '60/m', 'ballots': '120/m'}
 PORT_ENVIRONMENT = {'tarantool_port': 'STICKERS_TARANTOOL_PORT',
                     'postgres_port': 'STICKERS_POSTGRES_PORT',
                     'redis_port': 'STICKERS_REDIS_PORT',
+                    'rediscluster_port': 'STICKERS_REDISCLUSTER_PORT',
                     'tarantool_vinyl_port': 'STICKERS_TARANTOOL_VINYL_PORT'}
 # Seconds between /about's renders; bench.instructions sets it past a
 # count's end, so that no render falls inside one run and not the other.
@@ -62,11 +63,12 @@ class Settings:
     # session_key_file; None: a Site makes a random one of its own.
     session_key: str = field(default=None, repr=False)
     # Databases: the ones given (--tarantool: a TarantoolAddress,
-    # --postgres: a URL, --redis: a RedisAddress), else local ones with
-    # these defaults.
+    # --postgres: a URL, --redis: a RedisAddress, --rediscluster: a
+    # ClusterAddress), else local ones with these defaults.
     tarantool: object = None
     postgres: str = None
     redis: object = None
+    rediscluster: object = None
     # Read replicas: given (--tarantool-replica: TarantoolAddresses,
     # --postgres-replica: URLs), or this many started beside the local
     # primary (--replicas); a replica lagging more than replica_lag seconds
@@ -83,6 +85,9 @@ class Settings:
     postgres_port: int = None
     redis_port: int = 6380         # not 6379: a system Redis is left alone
     redis_memory: int = 1024 ** 3  # the local Redis's maxmemory, bytes
+    # The local Redis Cluster's first node (its six: this port and the
+    # five above, cluster bus +10000); they share redis_memory.
+    rediscluster_port: int = 7001
     # When the local Redis fsyncs its append-only file: 'always' (before
     # it answers) or 'everysec' (REDIS_FSYNC).
     redis_fsync: str = 'always'

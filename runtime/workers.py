@@ -261,6 +261,7 @@ def without_addresses(argv):
     p.add_argument('--tarantool', action='append')
     p.add_argument('--postgres', action='append')
     p.add_argument('--redis', action='append')
+    p.add_argument('--rediscluster', action='append')
     p.add_argument('--tarantool-replica', action='append')
     p.add_argument('--postgres-replica', action='append')
     return p.parse_known_args(argv)[1]

@@ -47,7 +47,7 @@ async def current(data, s):
 
 
 def database(data):
-    """'tarantool', 'postgres' or 'redis'."""
+    """'tarantool', 'postgres', 'redis' or 'rediscluster'."""
     return type(data).__module__.split('.')[1]
 
 
@@ -65,6 +65,9 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
         if is_tarantool(admin):
             return tuple(await admin._call(
                 'expire', [session_ttl, max_sessions, max_ballots]))
+        if database(admin) == 'rediscluster':
+            return await admin.expire_below(session_ttl, max_sessions,
+                                            max_ballots)
         if database(admin) == 'redis':
             removed = [0, 0]
             while True:
@@ -114,6 +117,8 @@ async def record(data, visits):
         return await data._call('record_visits', [visits])
     if database(data) == 'redis':
         return await data._call('record_visits', [x for v in visits for x in v])
+    if database(data) == 'rediscluster':
+        return await data.record_visits(visits)
     return await data._query(
         'fetchval', 'SELECT record_visits($1, $2, $3)',
         *[[v[i] for v in visits] for i in range(3)])
@@ -357,6 +362,15 @@ async def test_app_cannot_choose_what_the_sweep_removes(data):
             with pytest.raises(DataUnavailable, match='bad argument'):
                 await data._call(name, args)
         assert await data.expire() == (0, 0)
+    elif database(data) == 'rediscluster':
+        # The same, in every bucket.
+        for name, args in [('expire_below', [0, 0, 0, 1000]),
+                           ('set_limits', [0, 0, 0]), ('limits', [])]:
+            with pytest.raises(DataUnavailable, match='no permissions'):
+                await data._fcall(name, 'st:{b0}:admin', args)
+            with pytest.raises(DataUnavailable, match='bad argument'):
+                await data._fcall(name, 'st:{b0}:counters', args)
+        assert await data.expire() == (0, 0)
     else:
         with pytest.raises(DataUnavailable, match='does not exist'):
             await data._query('fetchval', 'SELECT expire($1, $2, $3, $4)',
@@ -509,6 +523,13 @@ async def own_database(data, backend, directory, memory=None,
         configure_redis(server)
         return (lambda: RedisData(server.address, data.mode),
                 lambda: RedisData(server.admin_address), server.stop)
+    if database(data) == 'rediscluster':
+        from conftest import configure_rediscluster, start_rediscluster
+        from data_interface.rediscluster.cluster_data import ClusterData
+        server = start_rediscluster(directory)
+        configure_rediscluster(server)
+        return (lambda: ClusterData(server.address),
+                lambda: ClusterData(server.admin_address), server.stop)
     server = start_postgres()
     kind = type(data)    # the driver's
     return (lambda: kind(server.dsn), lambda: kind(server.owner_dsn),

@@ -64,6 +64,8 @@ class Databases:
         self.postgres_owner_dsn = settings.postgres
         self.redis_address = settings.redis
         self.redis_admin = None
+        self.rediscluster_address = settings.rediscluster
+        self.rediscluster_admin = None
         self.tarantool_replicas = list(settings.tarantool_replicas)
         self.postgres_replicas = list(settings.postgres_replicas)
         self.managed = []
@@ -131,6 +133,31 @@ class Databases:
         elif self.redis_admin is None:
             self.redis_admin = as_admin(self.redis_address)
         return self.redis_address
+
+    async def find_rediscluster(self):
+        """The Redis Cluster's address to use: the one given, else the
+        local one's, each node started, adopted or found as _run_here does
+        for one database, then made into a cluster if it is not one yet."""
+        s = self.settings
+        if self.rediscluster_address is None:
+            cluster = managed('rediscluster',
+                              BY_NAME['rediscluster'].directory(s),
+                              settings=s)
+            await self._blocking(cluster.prepare)
+            for node in cluster.nodes:
+                node.guard()
+                if not await self._blocking(answers, s.db_host, node.port):
+                    await self._start(node)
+                elif await self._blocking(node.adopt):
+                    self.managed.append(node)
+                else:
+                    await self._blocking(node.check_listener)
+            await self._blocking(cluster.form)
+            self.rediscluster_address = cluster.address
+            self.rediscluster_admin = cluster.admin_address
+        elif self.rediscluster_admin is None:
+            self.rediscluster_admin = as_admin(self.rediscluster_address)
+        return self.rediscluster_address
 
     async def find_postgres(self):
         """The PostgreSQL DSN to use: the one given, the local cluster under
@@ -237,6 +264,18 @@ class Databases:
             await data.start()
         except NotSetUp:
             # A Redis given by address, without the functions yet.
+            await self._configure_redis(admin, keep=True)
+            await data.start()
+        return data, admin
+
+    async def rediscluster(self, engine):
+        data = data_for(engine, await self.find_rediscluster())
+        admin = data_for(engine, self.rediscluster_admin)
+        if self.settings.rediscluster is None:    # ours
+            await self._configure_redis(admin)
+        try:
+            await data.start()
+        except NotSetUp:
             await self._configure_redis(admin, keep=True)
             await data.start()
         return data, admin

@@ -239,13 +239,56 @@ class Redis(Database):
                                            a.port, a.db)
 
 
+class RedisCluster(Database):
+    """The site on a Redis Cluster (docs/databases.md): per-visitor data
+    in 64 hash-tagged buckets, the rankings in one more group."""
+    name = 'rediscluster'
+    drivers = (
+        Driver('rediscluster', 'rediscluster', ('pool',), ('redis',), False,
+               True, 'data_interface.rediscluster.cluster_data:ClusterData'),
+    )
+    managed_class = 'runtime.databases.rediscluster:ManagedCluster'
+    metavar = '[USER:PASS@]HOST:PORT,...'
+    given = ('seed nodes of a Redis Cluster with the accounts of '
+             'data_interface/rediscluster/accounts.py, instead of a local '
+             'one under var/')
+    pid_file = 'node0/redis.pid'
+    server_binary = 'redis-server'
+
+    async def configure(self, loader, session_ttl, max_sessions, max_ballots):
+        await loader.start()
+        try:
+            await loader.configure(session_ttl, max_sessions, max_ballots)
+        finally:
+            await loader.close()
+
+    def parse(self, text):
+        from data_interface.rediscluster.address import parse
+        return parse(text)
+
+    def from_json(self, value):
+        from data_interface.rediscluster.address import from_json
+        return from_json(value)
+
+    def to_json(self, address):
+        return [address.host, address.port, address.user, address.password,
+                list(address.seeds)]
+
+    def label(self, address):
+        return ','.join(address.seeds)
+
+    def url(self, a):
+        from data_interface.rediscluster.address import url
+        return url(a)
+
+
 def _load(where):
     module, name = where.split(':')
     return getattr(import_module(module), name)
 
 
 # One line per database, in the order engines are listed.
-TABLE = (Tarantool(), Postgres(), Redis())
+TABLE = (Tarantool(), Postgres(), Redis(), RedisCluster())
 BY_NAME = {d.name: d for d in TABLE}
 DRIVERS = tuple(driver for d in TABLE for driver in d.drivers)
 DRIVER = {driver.name: driver for driver in DRIVERS}

@@ -12,7 +12,8 @@ from plugins.databases import tarantool_address
 class Backend:
     """How the contract suite makes DataInterface objects for one backend:
     new() for the app's account, admin() for the loader's, via(port) for the
-    app's account reaching the database through 127.0.0.1:port (a relay);
+    app's account reaching the database through 127.0.0.1:port (a relay;
+    None where there is none);
     engine: Tarantool's storage engine (None for PostgreSQL)."""
 
     def __init__(self, new, admin, via, engine=None):
@@ -54,6 +55,15 @@ def _redis_backend(request, mode):
                                           timeout=2))
 
 
+def _rediscluster_backend(request):
+    from data_interface.rediscluster.cluster_data import ClusterData
+    server = request.getfixturevalue('rediscluster')
+    address, admin = server.address, server.admin_address
+    # No relay: a cluster client follows the slot map to every node.
+    return Backend(lambda: ClusterData(address), lambda: ClusterData(admin),
+                   None)
+
+
 # Contract-suite backends: name -> (pytest request -> Backend)
 BACKENDS = {
     'tarantool-one': lambda request: _tarantool_backend(request, 'one'),
@@ -65,6 +75,7 @@ BACKENDS = {
     'postgres-pool': _postgres_backend,
     'redis-one': lambda request: _redis_backend(request, 'one'),
     'redis-pool': lambda request: _redis_backend(request, 'pool'),
+    'rediscluster-pool': _rediscluster_backend,
 }
 # Drivers of the legacy environment (.venv37), tested there: see run.sh.
 LEGACY_BACKENDS = set()

@@ -142,6 +142,67 @@ def redis(tmp_path_factory):
         server.stop()
 
 
+# The cluster's accounts: the single Redis's two and the one its replicas
+# and redis-cli log in as.
+CLUSTER_PASSWORDS = dict(REDIS_PASSWORDS, sticker_cluster='sticker_cluster')
+
+
+def cluster_port():
+    """A free port with the five above it and their cluster bus ports
+    (+10000) free too."""
+    while True:
+        port = free_port()
+        if port + 10005 < 65536 and all(
+                bindable('127.0.0.1', port + k)
+                and bindable('127.0.0.1', port + 10000 + k)
+                for k in range(6)):
+            return port
+
+
+def start_rediscluster(directory):
+    from runtime.databases.rediscluster import ManagedCluster
+    server = ManagedCluster(directory, port=cluster_port(),
+                            passwords=CLUSTER_PASSWORDS)
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def configure_rediscluster(server, **limits):
+    """Load the functions and set the limits, as server.py does."""
+    from data_interface.rediscluster.cluster_data import ClusterData
+
+    async def configure():
+        admin = ClusterData(server.admin_address)
+        await admin.start()
+        try:
+            return await admin.configure(
+                limits.get('session_ttl', 900), limits.get('max_sessions'),
+                limits.get('max_ballots'),
+                sweep_every=limits.get('sweep_every', 5.0))
+        finally:
+            await admin.close()
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, configure()).result()
+
+
+@pytest.fixture(scope='session')
+def rediscluster(tmp_path_factory):
+    """A Redis Cluster (three primaries, three replicas) with the small
+    data set loaded; it sweeps hourly, as the Redis fixture does."""
+    from data_interface.rediscluster.cluster_data import ClusterData
+    server = start_rediscluster(str(tmp_path_factory.mktemp('rediscluster')))
+    try:
+        configure_rediscluster(server, sweep_every=3600)
+        load_small_dataset(ClusterData(server.admin_address))
+        yield server
+    finally:
+        server.stop()
+
+
 def start_postgres():
     """A cluster of our own on a free port; its directory is not under
     pytest's tmp_path, which the postgres user (when root) cannot enter."""

@@ -1,0 +1,344 @@
+"""DataInterface on a Redis Cluster through redis-py's asyncio RedisCluster.
+
+Per-visitor data (a session, its visits, its ballots, its votes) lives in
+one of BUCKETS hash-tagged buckets chosen from the session; the catalogue
+and the rankings in one more group, {c}, which every vote reaches. Each
+call is one FCALL on the keys of one slot (cluster.lua), routed here by its
+key (no COMMAND GETKEYS). Nothing is retried: a vote sent twice would be
+refused the second time, so a call that fails answers 503 and the caller
+decides (docs/databases.md, Redis Cluster)."""
+import asyncio
+import logging
+import os
+import re
+import zlib
+
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import (NoPermissionError, RedisClusterException,
+                              RedisError)
+
+from .. import (KEEPALIVE, MAX_VISITS, REFUSED, DataInterface,
+                DataUnavailable, NotSetUp, Stats, VoteOutcome, pack_of,
+                packs_of, sticker_of, stickers_of)
+from ..address import no_password
+from ..redis.redis_data import Connection, argument, caps
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'cluster.lua'), encoding='utf-8') as _f:
+    LIBRARY = _f.read()
+VERSION = re.search(r"^local VERSION = '(\w+)'", LIBRARY, re.M).group(1)
+
+log = logging.getLogger('rediscluster')
+
+# Fixed, so that a reshard moves whole buckets (each is one slot).
+BUCKETS = 64
+CATALOGUE = 'st:{c}:'
+READ_ONLY = ('pick_pair', 'judge_vote', 'applied_marks', 'bucket_stats',
+             'top_stickers', 'bottom_stickers', 'catalogue_stats',
+             'list_packs', 'pack_stickers', 'get_sticker', 'limits',
+             'stickers_version')
+EXPIRE_BATCH = 200
+UNAVAILABLE = (RedisError, RedisClusterException, OSError,
+               asyncio.TimeoutError)
+UUID = re.compile(rb'^[0-9a-f-]{36}$')
+
+
+def bucket_of(session):
+    """The bucket of a session (any text: a bad one is refused later)."""
+    return zlib.crc32(str(session).encode('utf-8', 'replace')) % BUCKETS
+
+
+def bucket(n):
+    return 'st:{b%d}:' % n
+
+
+def share(total, n):
+    """Bucket n's share of a cap of `total`: the shares add up to it."""
+    return total // BUCKETS + (1 if n < total % BUCKETS else 0)
+
+
+def member(sticker_id):
+    return '%016d' % sticker_id
+
+
+class Cluster(RedisCluster):
+    """Finds an FCALL's slot from its first key, as redis-py does for EVAL,
+    instead of asking a node (COMMAND GETKEYS) at each redirect."""
+
+    async def _determine_slot(self, command, *args):
+        if command.upper() in ('FCALL', 'FCALL_RO') and len(args) > 2 \
+                and str(args[1]) != '0':
+            return self.keyslot(args[2])
+        return await super()._determine_slot(command, *args)
+
+
+class ClusterData(DataInterface):
+    """mode 'pool': up to max_size connections per node."""
+
+    sweeps_itself = False
+
+    def __init__(self, address, mode='pool', max_size=16, timeout=3.0):
+        if mode != 'pool':
+            raise ValueError('mode must be pool, not %r' % mode)
+        self.address = address
+        self.mode = mode
+        self.max_size = max_size
+        self.timeout = timeout
+        self._client = None
+
+    def __str__(self):
+        return str(self.address)
+
+    async def start(self):
+        a = self.address
+        if a.password is None:
+            raise DataUnavailable(no_password('Redis Cluster', a))
+        nodes = [ClusterNode(*seed.rsplit(':', 1)) for seed in a.seeds]
+        client = Cluster(
+            startup_nodes=nodes, username=a.user, password=a.password,
+            decode_responses=True, require_full_coverage=False,
+            # No retry: a write is never sent twice (module docstring).
+            retry=Retry(NoBackoff(), 0), max_connections=self.max_size,
+            socket_timeout=self.timeout, socket_connect_timeout=2.0,
+            socket_keepalive=True, socket_keepalive_options=KEEPALIVE)
+        # The project's connection checks who listens before its password
+        # goes there (data_interface.address.guard).
+        client.connection_kwargs['connection_class'] = Connection
+        for node in client.startup_nodes:
+            node.connection_class = Connection
+        self._client = client
+        self._turns = asyncio.Semaphore(self.max_size)
+        try:
+            await self._execute(('CLUSTER', 'SLOTS'), client.initialize)
+            await self._check_library()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _check_library(self):
+        """Load cluster.lua on every primary that lacks this version (the
+        loader's account may, the app's may not: NotSetUp)."""
+        for node in self._client.get_primaries():
+            try:
+                if await self._node(node, 'FCALL_RO', 'stickers_version',
+                                    0) == VERSION:
+                    continue
+            except DataUnavailable as e:
+                if 'Function not found' not in str(e):
+                    raise
+            try:
+                await self._node(node, 'FUNCTION', 'LOAD', 'REPLACE', LIBRARY)
+            except DataUnavailable as e:
+                if not isinstance(e.__cause__, NoPermissionError):
+                    raise
+                raise NotSetUp(
+                    'Redis Cluster node %s has not the functions of '
+                    'cluster.lua version %s, and this account cannot load '
+                    "them (%s): start once with the loader's account"
+                    % (node.name, VERSION, e)) from e
+
+    async def close(self):
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def _execute(self, what, function, *args, **kwargs):
+        # redis-py's cluster fails a call past max_connections at a node:
+        # calls wait for their turn here instead, max_size at a time.
+        try:
+            await asyncio.wait_for(self._turns.acquire(), self.timeout)
+        except asyncio.TimeoutError:
+            raise DataUnavailable('Redis Cluster at %s: no connection free '
+                                  'in %g s' % (self, self.timeout))
+        try:
+            return await function(*args, **kwargs)
+        except UNAVAILABLE as e:
+            raise DataUnavailable('Redis Cluster at %s: %s: %s' % (
+                self, what[1] if what[0].startswith('FCALL') else what[0],
+                e)) from e
+        finally:
+            self._turns.release()
+
+    async def _node(self, node, *args):
+        return await self._execute(args, self._client.execute_command,
+                                   *args, target_nodes=node)
+
+    async def _fcall(self, name, key, args=()):
+        command = 'FCALL_RO' if name in READ_ONLY else 'FCALL'
+        args = (command, name, 1, key) + tuple(argument(a) for a in args)
+        return await self._execute(args, self._client.execute_command, *args)
+
+    async def _call(self, name, args):
+        """A page's function by name, as a client could call it."""
+        if name == 'sticker_pair':
+            return await self._pair(*args)
+        if name == 'cast_vote':
+            return await self.cast_vote(*args)
+        return await self._fcall(name, CATALOGUE + 'ratings', args)
+
+    # Visits and votes: in the visitor's bucket.
+    async def record_visits(self, visits):
+        """Every visit checked first, so that a bad one refuses the whole
+        batch; then one call per bucket (each all or nothing)."""
+        if len(visits) > MAX_VISITS:
+            raise DataUnavailable('%s: at most %d visits in a batch'
+                                  % (REFUSED, MAX_VISITS))
+        by_bucket = {}
+        for v in visits:
+            if len(v) != 3:
+                raise DataUnavailable('%s: a visit is 3 fields' % REFUSED)
+            session, ip, agent = [argument(x) for x in v]
+            if not UUID.match(session):
+                raise DataUnavailable('%s: session must be a uuid' % REFUSED)
+            if len(ip) > 64 or len(agent) > 256:
+                raise DataUnavailable('%s: ip or user agent too long'
+                                      % REFUSED)
+            by_bucket.setdefault(bucket_of(v[0]), []).extend(v)
+        counts = await asyncio.gather(*[
+            self._fcall('record_visits', bucket(n) + 'sessions', flat)
+            for n, flat in by_bucket.items()])
+        return sum(counts)
+
+    async def _pair(self, session, token_a, token_b, ttl):
+        picked = await self._fcall('pick_pair', CATALOGUE + 'ratings')
+        await self._fcall('issue_ballots',
+                          bucket(bucket_of(session)) + 'ballots',
+                          [session, token_a, token_b, ttl,
+                           member(picked[0][0]), member(picked[1][0])])
+        return picked
+
+    async def sticker_pair(self, session, tokens, ttl):
+        return stickers_of(await self._pair(session, tokens[0], tokens[1],
+                                            ttl))
+
+    async def cast_vote(self, session, win_token, lose_token):
+        """Counted in the voter's bucket (the answer), then applied to the
+        rankings; if that fails, the next sweep applies it."""
+        n = bucket_of(session)
+        result = await self._fcall('cast_vote', bucket(n) + 'ballots',
+                                   [session, win_token, lose_token])
+        if result[0] == VoteOutcome.OK:
+            try:
+                await self._apply(n, 0, result[1:])
+            except DataUnavailable as e:
+                log.warning('a vote of bucket %d is counted, its rankings '
+                            'wait for the next sweep: %s', n, e)
+            return VoteOutcome.OK
+        if result[0] != VoteOutcome.UNKNOWN:
+            return result[0]
+        return await self._whose(n, result, session, win_token, lose_token)
+
+    async def _whose(self, n, here, session, win_token, lose_token):
+        """Unknown in the voter's bucket: tokens issued to another session
+        live in that one's bucket, so ask the others what they would say
+        (no writes), and answer as one Redis would: 'foreign' for another
+        session's pair, 'not_pair' for two tokens that both exist."""
+        answers = await asyncio.gather(*[
+            self._fcall('judge_vote', bucket(other) + 'ballots',
+                        [session, win_token, lose_token])
+            for other in range(BUCKETS) if other != n],
+            return_exceptions=True)
+        answers = [a for a in answers if isinstance(a, list)] + [here]
+        for a in answers:
+            if a[0] != VoteOutcome.UNKNOWN:
+                return a[0]
+        if any(a[1] for a in answers) and any(a[2] for a in answers):
+            return VoteOutcome.NOT_PAIR
+        return VoteOutcome.UNKNOWN
+
+    async def _apply(self, n, floor, entries):
+        return await self._fcall('apply_votes', CATALOGUE + 'applied',
+                                 [n, floor] + list(entries))
+
+    # The catalogue.
+    async def top_stickers(self, count):
+        return stickers_of(await self._call('top_stickers', [count]))
+
+    async def bottom_stickers(self, count):
+        return stickers_of(await self._call('bottom_stickers', [count]))
+
+    async def packs(self):
+        return packs_of(await self._call('list_packs', []))
+
+    async def pack(self, name):
+        return pack_of(await self._call('pack_stickers', [name]))
+
+    async def sticker(self, pack, sticker_id):
+        return sticker_of(await self._call('get_sticker', [pack, sticker_id]))
+
+    async def stats(self):
+        """The catalogue's counts and the buckets' sums."""
+        parts = await asyncio.gather(
+            self._call('catalogue_stats', []),
+            *[self._fcall('bucket_stats', bucket(n) + 'counters')
+              for n in range(BUCKETS)])
+        sums = [sum(p[i] for p in parts[1:]) for i in range(5)]
+        return Stats(*(list(parts[0]) + sums))
+
+    # Sweeps.
+    async def expire(self):
+        """Each bucket's sweep (at its pace), and its logged votes that the
+        rankings lack applied (once)."""
+        flat = await self._fcall('applied_marks', CATALOGUE + 'applied')
+        marks = {int(flat[i]): int(flat[i + 1])
+                 for i in range(0, len(flat), 2)}
+        removed = await asyncio.gather(*[
+            self._expire_bucket(n, marks.get(n, 0)) for n in range(BUCKETS)])
+        return (sum(r[0] for r in removed), sum(r[1] for r in removed))
+
+    async def _expire_bucket(self, n, mark):
+        removed = [0, 0]
+        while True:
+            r = await self._fcall('expire', bucket(n) + 'counters',
+                                  [EXPIRE_BATCH, mark])
+            removed = [removed[0] + r[0], removed[1] + r[1]]
+            floor, entries = r[2], r[3:]
+            if entries or floor > mark:
+                mark = await self._apply(n, floor, entries)
+            if max(r[:2]) < EXPIRE_BATCH:
+                return removed
+
+    async def expire_below(self, session_ttl, max_sessions, max_ballots,
+                           batch=1000):
+        """Loader only: every bucket's sweep with lowered limits (tests)."""
+        removed = [0, 0]
+        for n in range(BUCKETS):
+            while True:
+                r = await self._fcall('expire_below', bucket(n) + 'admin', [
+                    session_ttl, share(max_sessions, n),
+                    share(max_ballots, n), batch])
+                removed = [removed[0] + r[0], removed[1] + r[1]]
+                if max(r) < batch:
+                    break
+        return tuple(removed)
+
+    async def configure(self, session_ttl, max_sessions=None,
+                        max_ballots=None, keep=False, sweep_every=5.0):
+        """Loader only: each bucket's share of the caps (no more than fit
+        the primaries' maxmemory), the idle time and the sweep's pace;
+        returns (session_ttl, max_sessions, max_ballots) of the whole."""
+        if keep:
+            first = await self._fcall('limits', bucket(0) + 'admin')
+            if first[4]:
+                return (first[0], first[1] * BUCKETS, first[2] * BUCKETS)
+        primaries = self._client.get_primaries()
+        info = await self._node(primaries[0], 'INFO', 'memory')
+        memory = int(info.get('maxmemory', 0)) if isinstance(info, dict) \
+            else 0
+        sessions, ballots = caps(memory * len(primaries), max_sessions,
+                                 max_ballots)
+        await asyncio.gather(*[
+            self._fcall('set_limits', bucket(n) + 'admin', [
+                session_ttl, share(sessions, n), share(ballots, n),
+                sweep_every]) for n in range(BUCKETS)])
+        return session_ttl, sessions, ballots
+
+    async def load_batch(self, packs, stickers):
+        args = [len(packs)]
+        for p in packs:
+            args.extend(p)
+        for s in stickers:
+            args.extend(s)
+        return await self._fcall('load_stickers', CATALOGUE + 'admin', args)

@@ -1,0 +1,172 @@
+"""A local Redis Cluster with its data under var/rediscluster, for when no
+--rediscluster address is given: three primaries and three replicas on
+loopback ports PORT..PORT+5 (their cluster bus +10000), each a redis-server
+in cluster mode with its own directory (node0..node5: append-only file,
+fsynced as the single Redis's, nodes.conf), made into one cluster by
+redis-cli --cluster create at the first start. The accounts are the single
+Redis's two and sticker_cluster (replication, redis-cli), with random
+passwords kept in DIRECTORY/USER.password (0600).
+
+Each node is watched and restarted on its own, like the single Redis
+(runtime/databases/__init__.py): a killed primary's replica takes over
+after cluster-node-timeout, and the restarted node rejoins as a replica
+from its nodes.conf."""
+import logging
+import os
+import shutil
+import subprocess
+import time
+
+import redis as redis_py
+
+from data_interface.rediscluster.accounts import CLUSTER_USER, acl_lines
+from data_interface.rediscluster.address import ClusterAddress
+from ..settings import DEFAULTS
+from . import files
+from .files import secret
+from .redis import CONFIG, ManagedRedis
+
+log = logging.getLogger('rediscluster')
+
+NODES, REPLICAS = 6, 1
+SLOTS = 16384
+# Milliseconds a primary may not answer before its replica takes over.
+NODE_TIMEOUT = 2000
+
+CLUSTER_CONFIG = """cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout {timeout}
+# The buckets on the shards that answer keep serving while one fails over.
+cluster-require-full-coverage no
+masteruser {user}
+masterauth {password}
+"""
+
+
+class ManagedNode(ManagedRedis):
+    """One node of the cluster, in DIRECTORY/nodeN on PORT+N."""
+    option = '--rediscluster'
+
+    def __init__(self, cluster, index):
+        self.name = 'Redis Cluster node %d' % index
+        self.cluster = cluster
+        super().__init__(os.path.join(cluster.directory, 'node%d' % index),
+                         host=cluster.host, port=cluster.port + index,
+                         memory=cluster.memory, settings=cluster.settings)
+
+    def _password(self, user):
+        return self.cluster.password(user)
+
+    def _config(self):
+        text = CONFIG.format(host=self.host, port=self.port,
+                             directory=self.directory, memory=self.memory,
+                             fsync=self.fsync)
+        text += CLUSTER_CONFIG.format(
+            timeout=NODE_TIMEOUT, user=CLUSTER_USER,
+            password=self.cluster.password(CLUSTER_USER))
+        users = acl_lines(*[self.cluster.password(u)
+                            for u in self.cluster.users])
+        path = os.path.join(self.directory, 'redis.conf')
+        files.write(path, text + '\n'.join(users) + '\n')
+        return path
+
+
+class ManagedCluster:
+    """The six nodes; start() starts them and makes or waits for the
+    cluster, stop() stops them."""
+    name = 'Redis Cluster'
+    option = '--rediscluster'
+
+    def __init__(self, directory, port=None, settings=DEFAULTS,
+                 passwords=None):
+        self.directory = os.path.abspath(directory)
+        self.settings = settings
+        self.host = settings.db_host
+        self.port = port or settings.rediscluster_port
+        # Three primaries and their replicas share the single Redis's
+        # memory setting.
+        self.memory = settings.redis_memory // NODES
+        self.users = settings.app_user, settings.admin_user, CLUSTER_USER
+        self.passwords = passwords or {}
+        self.nodes = [ManagedNode(self, i) for i in range(NODES)]
+
+    def password(self, user):
+        return self.passwords.get(user) or secret(
+            os.path.join(self.directory, user + '.password'), create=True)
+
+    def _address(self, user):
+        return ClusterAddress(
+            self.host, self.port, user, self.password(user),
+            tuple('%s:%d' % (self.host, n.port) for n in self.nodes))
+
+    @property
+    def address(self):
+        return self._address(self.users[0])
+
+    @property
+    def admin_address(self):
+        return self._address(self.users[1])
+
+    def prepare(self):
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        files.tighten(self.directory)
+
+    def start(self):
+        """Start every node, then make the cluster (blocking)."""
+        self.prepare()
+        for node in self.nodes:
+            node.start()
+        self.form()
+
+    def stop(self):
+        for node in reversed(self.nodes):
+            node.stop()
+
+    def client(self, node):
+        return redis_py.Redis(host=self.host, port=node.port,
+                              username=CLUSTER_USER,
+                              password=self.password(CLUSTER_USER),
+                              decode_responses=True, socket_timeout=5)
+
+    def info(self, node):
+        with self.client(node) as c:
+            return c.cluster('INFO')
+
+    def form(self, timeout=60.0):
+        """Make the cluster if its slots are not assigned yet, then wait
+        until every node says it is ok."""
+        if int(self.info(self.nodes[0]).get('cluster_slots_assigned',
+                                            0)) < SLOTS:
+            self._create()
+        deadline = time.monotonic() + timeout
+        while True:
+            states = [self.info(n) for n in self.nodes]
+            if all(s.get('cluster_state') == 'ok'
+                   and int(s.get('cluster_slots_assigned', 0)) == SLOTS
+                   and int(s.get('cluster_known_nodes', 0)) == NODES
+                   for s in states):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError('%s in %s did not become ok in %.0f s: %s'
+                                   % (self.name, self.directory, timeout,
+                                      states))
+            time.sleep(0.1)
+
+    def _create(self):
+        binary = shutil.which('redis-cli')
+        if binary is None:
+            raise RuntimeError('redis-cli is not installed: run ./run.sh '
+                               'setup (or apt-get install redis-tools)')
+        log.info('making a Redis Cluster of %s:%d-%d', self.host, self.port,
+                 self.port + NODES - 1)
+        # The password in the environment, never on a command line.
+        env = dict(os.environ, REDISCLI_AUTH=self.password(CLUSTER_USER))
+        done = subprocess.run(
+            [binary, '--user', CLUSTER_USER, '--cluster', 'create']
+            + ['%s:%d' % (self.host, n.port) for n in self.nodes]
+            + ['--cluster-replicas', str(REPLICAS), '--cluster-yes'],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError('redis-cli --cluster create failed: %s'
+                               % done.stdout.decode(errors='replace')[-500:])
