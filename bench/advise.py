@@ -390,7 +390,8 @@ def main(argv):
             raise Refused('cannot read results: %s' % e)
         try:
             header, rows = advise(results, rate, slo, args.workload, price, max_cores)
-        except (KeyError, TypeError, AttributeError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError,
+                OverflowError, ZeroDivisionError) as e:
             raise Refused('not a bench.py results.json (%s)' % e)
     except Refused as e:
         sys.stderr.write('%s: error: %s\n' % (PROG, e))

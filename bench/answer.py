@@ -34,7 +34,7 @@ def section(results, folder):
     """HTML lines, or [] when the run has no latency figures."""
     try:
         data = advise.embedded(results)
-    except (advise.Refused, IndexError, KeyError, TypeError):
+    except (advise.Refused, IndexError, KeyError, TypeError, ValueError):
         return []
     from .html import image
     page, slo = data['page'], data['slo']
@@ -53,7 +53,8 @@ def section(results, folder):
     try:
         header, rows = advise.advise(results, EXAMPLE, None, page)
         out += ['<p>%s</p>' % esc(line) for line in header[3:]] + rows_html(rows)
-    except advise.Refused as e:
+    except (advise.Refused, KeyError, TypeError, ValueError, OverflowError,
+            ZeroDivisionError) as e:
         out.append('<p>%s</p>' % esc(e))
     with open(os.path.join(HERE, 'ranking.js')) as f:
         script = f.read()

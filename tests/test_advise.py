@@ -504,3 +504,15 @@ def test_demand_without_the_split_is_an_estimate(run):
     b = columns(out)['b-postgres-pool']     # PostgreSQL: no serial thread
     assert b['database'] == '1 primary, 2 cores'    # ceil(20,000 x 70 µs / 0.75)
     assert 'split estimated' not in b['notes']
+
+
+@pytest.mark.parametrize('share, server_us', [(1e-320, 150.0), ('x', 150.0),
+                                              (0.8, 'many'), (0.8, -5.0)])
+def test_odd_demand_figures_are_refused_or_sized_never_a_crash(run, share, server_us):
+    data = sizing_results()
+    for p in data['latency']:
+        p['cpu_s'] = {'server': share, 'database': 0.0}
+        p['demand']['server_us'] = server_us
+    status, out, err = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)
+    assert status in (0, 1, 2) and 'Traceback' not in err
+    assert (status == 0) == bool(out) and (status == 0) != bool(err)
