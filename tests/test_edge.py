@@ -32,16 +32,14 @@ EDGED = [e for e in ENGINES if frameworks.BY_NAME[e.split('-')[0]].edge]
 ROBYN = 'robyn-'
 
 
-def no_timeouts(engine):
-    if engine.startswith(ROBYN):
-        pytest.skip('Robyn sets no head, body or keep-alive timeout and no '
-                    'connection cap')
-
-
-def fixed_limits(engine):
-    if engine in UWS:
-        pytest.skip("uWebSockets' fixed head and body timeout, no cap")
-    no_timeouts(engine)
+# Where a test is for some engines only, it is asked of those alone.
+# Timed: head, body and keep-alive timeouts (not Robyn's actix-web);
+TIMED = [e for e in ENGINES if not e.startswith(ROBYN)]
+# as set, with a connection cap (not uWebSockets' fixed 10 s and no cap);
+SET = [e for e in TIMED if e not in UWS]
+# the cap closing the oldest idle connection (granian's makes new ones wait).
+EVICTING = [e for e in SET if not e.startswith(GRANIAN)]
+GRANIANS = [e for e in ENGINES if e.startswith(GRANIAN)]
 
 
 # Short head and body limits, so that a test sees them act; the keep-alive
@@ -115,8 +113,8 @@ def get(path, method=b'GET'):
     return b'%s %s HTTP/1.1\r\nHost: t\r\n\r\n' % (method, path)
 
 
+@pytest.mark.parametrize('engine', SET, scope='module')
 async def test_partial_head_is_closed(short, engine):
-    fixed_limits(engine)
     assert await closed(short.port, b'GET /ugly HTTP/1.1\r\nHost: t\r\n') \
         < PATIENCE
     # A byte now and then does not keep it open.
@@ -124,8 +122,8 @@ async def test_partial_head_is_closed(short, engine):
                         trickle=b'X-Slow: ' + b'z' * 200) < PATIENCE
 
 
+@pytest.mark.parametrize('engine', SET, scope='module')
 async def test_partial_body_is_closed(short, engine):
-    fixed_limits(engine)
     head = (b'POST / HTTP/1.1\r\nHost: t\r\nContent-Type: '
             b'application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n')
     assert await closed(short.port, head + b'win=') < PATIENCE
@@ -226,8 +224,8 @@ def test_a_body_sent_byte_by_byte_is_not_scanned_again(monkeypatch, make):
     assert counting.scanned < 4 * len(sent + body)
 
 
+@pytest.mark.parametrize('engine', TIMED)
 async def test_idle_connection_is_closed(request, engine, start_server):
-    no_timeouts(engine)
     short = start_server(engine, *(engine_args(request, engine) + [
         '--keepalive-timeout', '1', '--header-timeout', '60',
         '--body-timeout', '60']))
@@ -249,11 +247,9 @@ async def test_idle_connection_is_closed(request, engine, start_server):
     assert 'Traceback' not in short.output()
 
 
+@pytest.mark.parametrize('engine', EVICTING)
 async def test_connection_cap_keeps_visitors_served(request, engine,
                                                     start_server):
-    if engine.startswith(GRANIAN):
-        pytest.skip('granian makes new connections wait at the cap (below)')
-    fixed_limits(engine)
     server = start_server(engine, *(engine_args(request, engine) + [
         '--max-connections', '50', '--header-timeout', '120']))
     slow = []
@@ -286,12 +282,11 @@ async def test_connection_cap_keeps_visitors_served(request, engine,
     assert server.process.poll() is None
 
 
+@pytest.mark.parametrize('engine', GRANIANS)
 async def test_granian_cap_makes_new_connections_wait(request, engine,
                                                       start_server):
     """granian's core accepts no connection beyond the cap until one
     ends: a visitor waits for the slow ones' head timeout."""
-    if not engine.startswith(GRANIAN):
-        pytest.skip('granian only')
     server = start_server(engine, *(engine_args(request, engine) + [
         '--max-connections', '5', '--header-timeout', '3']))
     slow = []
@@ -313,12 +308,12 @@ async def test_granian_cap_makes_new_connections_wait(request, engine,
     assert server.process.poll() is None
 
 
+@pytest.mark.parametrize('engine', TIMED)
 async def test_clients_that_never_read_are_closed(request, engine,
                                                   start_server):
     """Clients that pipeline many requests and read no answer hold a
     connection only while their pages work and then a keep-alive period:
     at the cap a new visitor is served, and none of them stays open."""
-    no_timeouts(engine)
     server = start_server(engine, *(engine_args(request, engine) + [
         '--max-connections', '10', '--keepalive-timeout', '2']))
     stuffed = []
@@ -385,12 +380,12 @@ async def _ends(reader, writer, drip, within):
     return False
 
 
+@pytest.mark.parametrize('engine', TIMED)
 async def test_bodies_that_never_come_do_not_lock_visitors_out(
         request, engine, start_server):
     """A visitor is served within the body timeout plus a second, and each
     connection whose body does not come is closed by the body timeout (a
     trickle does not extend it)."""
-    no_timeouts(engine)
     server = start_server(engine, *(engine_args(request, engine) + [
         '--max-connections', '20', '--header-timeout', str(BODY_TIMEOUT),
         '--body-timeout', str(BODY_TIMEOUT), '--keepalive-timeout', '10']))
