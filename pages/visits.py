@@ -16,6 +16,9 @@ RETRY_AFTER = 0.5       # seconds after the database failed a batch
 MAX_PENDING = 20000     # visits kept waiting; beyond, the oldest go
 CLOSE_TIMEOUT = 5.0     # seconds close() waits for the last batches
 LOG_EVERY = 5.0         # seconds between lines about lost visits
+# Visits per call: encoding 1,000 held the loop about 1.2 ms, 250 under
+# one (a backlog after an outage goes in more calls, each giving it back).
+SLICE = min(250, MAX_VISITS)
 
 
 class Visits:
@@ -45,7 +48,7 @@ class Visits:
         try:
             while self.pending:
                 batch = [self.pending.popleft() for _ in
-                         range(min(MAX_VISITS, len(self.pending)))]
+                         range(min(SLICE, len(self.pending)))]
                 try:
                     await self.data.record_visits(batch)
                 except DataUnavailable as e:

@@ -421,6 +421,20 @@ async def test_visits_are_written_in_batches(site):
     assert sum(sizes) == 60 and len(sizes) < 10, sizes
 
 
+async def test_a_backlog_of_visits_goes_a_slice_per_call(site):
+    """Visits piled up while the database was away are written a slice
+    per call (each call's encoding holds the loop), all of them."""
+    from pages import visits
+    sizes = batches(site)
+    before = await stats(site)
+    session = str(uuid.uuid4())
+    for _ in range(visits.SLICE * 3 + 7):
+        site.visits.add(Visit(session, '127.0.0.1', 'test'))
+    await site.visits.flush()
+    assert sizes == [visits.SLICE] * 3 + [7]
+    assert counted(before, await stats(site))[1] == visits.SLICE * 3 + 7
+
+
 async def test_visits_wait_out_an_outage(site, caplog):
     sizes = batches(site, failures=3)
     before = await stats(site)
