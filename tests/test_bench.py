@@ -918,6 +918,10 @@ def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
     # The server's tree (its Tarantool is its child) without the database.
     assert m['server_rest_kib'] < status['hello-aiohttp-uvloop']['memory'][
         'server_rest_kib'] + m['database_rest_kib'] / 2
+    # PSS too (smaps_rollup): shared pages once, never above the RSS
+    for part in ('server', 'database'):
+        pss = m[part + '_peak_pss_kib']
+        assert 1024 < pss <= m[part + '_peak_kib'] * 1.05, m
     assert (out / 'logs' / (engine + '-second-start.log')).is_file()
     assert re.search(r'^%s: start [\d.]+ s, RSS [\d.]+ MiB at rest' % engine,
                      done.stderr, re.M), done.stderr
