@@ -514,6 +514,9 @@ local function expire(keys, args)
             redis.call('SET', p .. 'swept', t)
         end
     end
+    -- A write of its own, so that a WAIT after this call covers every
+    -- vote logged before it (the client applies them only then).
+    redis.call('HSET', p .. 'counters', 'settled_at', t)
     local result = {removed[1], removed[2]}
     for _, x in ipairs(settle(p, mark)) do result[#result + 1] = x end
     return result

@@ -16,8 +16,9 @@ import zlib
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import (NoPermissionError, RedisClusterException,
-                              RedisError)
+from redis.exceptions import (AskError, ClusterDownError, MovedError,
+                              NoPermissionError, RedisClusterException,
+                              RedisError, ResponseError, TryAgainError)
 
 from .. import (KEEPALIVE, MAX_VISITS, REFUSED, DataInterface,
                 DataUnavailable, NotSetUp, Stats, VoteOutcome, pack_of,
@@ -40,6 +41,12 @@ READ_ONLY = ('pick_pair', 'judge_vote', 'applied_marks', 'bucket_stats',
              'list_packs', 'pack_stickers', 'get_sticker', 'limits',
              'stickers_version')
 EXPIRE_BATCH = 200
+# A vote's bucket write is applied to the rankings once a replica of its
+# shard has it: WAIT for one, this many milliseconds at most (else the
+# sweep applies it once a replica has it).
+WAIT_MS = 100
+# Errors of a command that did not run: the regular path follows them.
+NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 UNAVAILABLE = (RedisError, RedisClusterException, OSError,
                asyncio.TimeoutError)
 UUID = re.compile(rb'^[0-9a-f-]{36}$')
@@ -170,6 +177,60 @@ class ClusterData(DataInterface):
         args = (command, name, 1, key) + tuple(argument(a) for a in args)
         return await self._execute(args, self._client.execute_command, *args)
 
+    async def _fcall_acked(self, name, key, args):
+        """(the FCALL's result, whether a replica of its shard has it: or
+        the shard has none) with WAIT 1 WAIT_MS sent right after it on the
+        same connection. Nothing is sent twice: a call the node did not run
+        (a redirect during a migration, a failover) goes the regular way,
+        without the WAIT."""
+        fcall = ('FCALL', name, 1, key) + tuple(argument(a) for a in args)
+        client = self._client
+        try:
+            await asyncio.wait_for(self._turns.acquire(), self.timeout)
+        except asyncio.TimeoutError:
+            raise DataUnavailable('Redis Cluster at %s: no connection free '
+                                  'in %g s' % (self, self.timeout))
+        try:
+            slot = client.keyslot(key)
+            shard = client.nodes_manager.slots_cache.get(slot) or []
+            if len(shard) < 2:    # no replica known: no WAIT
+                result = None
+            else:
+                result, replicas = await self._with_wait(shard[0], fcall)
+        except UNAVAILABLE as e:
+            raise DataUnavailable('Redis Cluster at %s: %s: %s'
+                                  % (self, name, e)) from e
+        finally:
+            self._turns.release()
+        if result is None or isinstance(result, NOT_RUN):
+            return await self._fcall(name, key, args), len(shard) < 2
+        if isinstance(result, ResponseError):
+            raise DataUnavailable('Redis Cluster at %s: %s: %s'
+                                  % (self, name, result)) from result
+        return result, isinstance(replicas, int) and replicas >= 1
+
+    async def _with_wait(self, node, fcall):
+        conn = node.acquire_connection()
+        try:
+            await node.disconnect_if_needed(conn)
+            await conn.send_packed_command(conn.pack_commands(
+                [fcall, ('WAIT', 1, WAIT_MS)]))
+            replies = []
+            for _ in range(2):
+                try:
+                    replies.append(await conn.read_response())
+                except ResponseError as e:
+                    replies.append(e)
+        except BaseException:
+            # Replies may be left unread: this connection is not reused.
+            await conn.disconnect()
+            raise
+        finally:
+            node.release(conn)
+        if isinstance(replies[0], (ConnectionError, OSError)):
+            raise replies[0]
+        return replies
+
     async def _call(self, name, args):
         """A page's function by name, as a client could call it."""
         if name == 'sticker_pair':
@@ -217,9 +278,12 @@ class ClusterData(DataInterface):
         """Counted in the voter's bucket (the answer), then applied to the
         rankings; if that fails, the next sweep applies it."""
         n = bucket_of(session)
-        result = await self._fcall('cast_vote', bucket(n) + 'ballots',
-                                   [session, win_token, lose_token])
+        result, replicated = await self._fcall_acked(
+            'cast_vote', bucket(n) + 'ballots',
+            [session, win_token, lose_token])
         if result[0] == VoteOutcome.OK:
+            if not replicated:    # a failover could still lose it
+                return VoteOutcome.OK
             try:
                 await self._apply(n, 0, result[1:])
             except DataUnavailable as e:
@@ -291,11 +355,11 @@ class ClusterData(DataInterface):
     async def _expire_bucket(self, n, mark):
         removed = [0, 0]
         while True:
-            r = await self._fcall('expire', bucket(n) + 'counters',
-                                  [EXPIRE_BATCH, mark])
+            r, replicated = await self._fcall_acked(
+                'expire', bucket(n) + 'counters', [EXPIRE_BATCH, mark])
             removed = [removed[0] + r[0], removed[1] + r[1]]
             floor, entries = r[2], r[3:]
-            if entries or floor > mark:
+            if replicated and (entries or floor > mark):
                 mark = await self._apply(n, floor, entries)
             if max(r[:2]) < EXPIRE_BATCH:
                 return removed

@@ -38,6 +38,9 @@ cluster-config-file nodes.conf
 cluster-node-timeout {timeout}
 # The buckets on the shards that answer keep serving while one fails over.
 cluster-require-full-coverage no
+# Its pings move the replicas' offsets: CLUSTER SLOTS lists a replica (and
+# a client knows there is one to wait for) once its offset is not 0.
+repl-ping-replica-period 1
 masteruser {user}
 masterauth {password}
 """
@@ -134,23 +137,58 @@ class ManagedCluster:
 
     def form(self, timeout=60.0):
         """Make the cluster if its slots are not assigned yet, then wait
-        until every node says it is ok."""
+        until every node says it is ok and each primary's replica is in
+        sync (before that, a vote could not be acknowledged by one)."""
         if int(self.info(self.nodes[0]).get('cluster_slots_assigned',
                                             0)) < SLOTS:
             self._create()
         deadline = time.monotonic() + timeout
-        while True:
-            states = [self.info(n) for n in self.nodes]
-            if all(s.get('cluster_state') == 'ok'
-                   and int(s.get('cluster_slots_assigned', 0)) == SLOTS
-                   and int(s.get('cluster_known_nodes', 0)) == NODES
-                   for s in states):
-                return
+        while not self.settled():
             if time.monotonic() > deadline:
-                raise RuntimeError('%s in %s did not become ok in %.0f s: %s'
+                raise RuntimeError('%s in %s did not settle in %.0f s: %s'
                                    % (self.name, self.directory, timeout,
-                                      states))
+                                      self.nodes_line()))
             time.sleep(0.1)
+
+    def nodes_line(self, node=None):
+        """CLUSTER NODES as one node sees it: [(port, flags, slots)]."""
+        with self.client(node or self.nodes[0]) as c:
+            text = c.execute_command('CLUSTER', 'NODES')
+        rows = []
+        for line in text.splitlines():
+            fields = line.split()
+            port = int(fields[1].split('@')[0].rsplit(':', 1)[1])
+            rows.append((port, fields[2], fields[8:]))
+        return rows
+
+    def primaries(self):
+        """The nodes that serve slots now."""
+        ports = {port for port, flags, slots in self.nodes_line()
+                 if 'master' in flags and slots}
+        return [n for n in self.nodes if n.port in ports]
+
+    def settled(self):
+        for node in self.nodes:
+            s = self.info(node)
+            if (s.get('cluster_state') != 'ok'
+                    or int(s.get('cluster_slots_assigned', 0)) != SLOTS
+                    or int(s.get('cluster_known_nodes', 0)) != NODES):
+                return False
+        rows = self.nodes_line()
+        if any('fail' in flags for _, flags, _ in rows) or sum(
+                'slave' in flags for _, flags, _ in rows) != NODES - NODES // 2:
+            return False
+        for node in self.primaries():
+            with self.client(node) as c:
+                replication = c.info('replication')
+            if replication.get('slave0', {}).get('state') != 'online':
+                return False
+        for node in self.nodes:
+            with self.client(node) as c:
+                ranges = c.execute_command('CLUSTER', 'SLOTS')
+            if any(len(r) < 4 for r in ranges):    # no replica listed
+                return False
+        return True
 
     def _create(self):
         binary = shutil.which('redis-cli')

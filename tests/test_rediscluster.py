@@ -1,0 +1,173 @@
+"""The site on a Redis Cluster (docs/databases.md, Redis Cluster): calls
+routed by their key, a vote counted once in its bucket and applied once to
+the rankings however often it is sent, the sweep that applies what a
+vote's own request could not, and how stale /good may be."""
+import asyncio
+import secrets
+import uuid
+from dataclasses import replace
+
+import pytest
+
+from data_interface import DataUnavailable, Visit, VoteOutcome
+from data_interface.rediscluster import cluster_data
+from data_interface.rediscluster.cluster_data import (
+    BUCKETS, CATALOGUE, ClusterData, bucket, bucket_of)
+from pages import Site
+from runtime.settings import DEFAULTS
+from conftest import until
+
+
+@pytest.fixture
+async def data(rediscluster):
+    d = ClusterData(rediscluster.address)
+    await d.start()
+    yield d
+    await d.close()
+
+
+def visit():
+    return Visit(str(uuid.uuid4()), '127.0.0.1', 'pytest')
+
+
+async def issue(data, v):
+    tokens = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    pair = await data.sticker_pair(v.session, tokens, 600)
+    return tokens, pair
+
+
+async def current(data, s):
+    return await data.sticker(s.pack, s.id)
+
+
+def command_calls(cluster, name):
+    """Calls of a command so far, over every node (INFO commandstats)."""
+    total = 0
+    for node in cluster.nodes:
+        with cluster.client(node) as c:
+            total += c.info('commandstats').get(
+                'cmdstat_' + name, {}).get('calls', 0)
+    return total
+
+
+async def test_calls_go_by_their_key_without_asking_a_node(data,
+                                                          rediscluster):
+    """redis-py asks a node COMMAND GETKEYS for each FCALL it routes
+    itself; ClusterData routes by the key it names."""
+    before = command_calls(rediscluster, 'command|getkeys')
+    v = visit()
+    await data.record_visits([v])
+    for _ in range(25):
+        await data.top_stickers(9)
+        (win, lose), _ = await issue(data, v)
+        assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    await data.stats()
+    assert command_calls(rediscluster, 'command|getkeys') == before
+
+
+async def test_sessions_spread_over_the_buckets_and_shards(data):
+    buckets = {bucket_of(str(uuid.uuid4())) for _ in range(2000)}
+    assert buckets == set(range(BUCKETS))
+    nodes = {data._client.get_node_from_key(bucket(n) + 'ballots').name
+             for n in range(BUCKETS)}
+    assert len(nodes) == 3
+
+
+async def counted_not_applied(data, v, win, lose):
+    """A vote counted in its bucket whose rankings were not moved: its
+    request died between the two calls."""
+    n = bucket_of(v.session)
+    result = await data._fcall('cast_vote', bucket(n) + 'ballots',
+                               [v.session, win, lose])
+    assert result[0] == VoteOutcome.OK
+    return n, result[1:]
+
+
+async def test_a_vote_cut_off_before_the_rankings_counts_once(data):
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    before = await data.stats()
+    n, entry = await counted_not_applied(data, v, win, lose)
+    assert (await data.stats()).votes == before.votes + 1
+    assert await current(data, a) == a      # the rankings lack it
+    await data.expire()                     # the sweep applies it
+    a2, b2 = await current(data, a), await current(data, b)
+    assert (a2.rating, a2.votes_plus) == (a.rating + 1, a.votes_plus + 1)
+    assert (b2.rating, b2.votes_minus) == (b.rating - 1, b.votes_minus + 1)
+    # Sent again, by a late request or the next sweep: nothing moves.
+    await data._apply(n, 0, entry)
+    await data.expire()
+    assert (await current(data, a), await current(data, b)) == (a2, b2)
+    assert (await data.stats()).votes == before.votes + 1
+
+
+async def test_votes_applied_out_of_order_count_once(data):
+    v = visit()
+    (win1, lose1), (a, b) = await issue(data, v)
+    (win2, lose2), (c, d) = await issue(data, v)
+    ids = {a.id, b.id, c.id, d.id}
+    if len(ids) < 4:
+        pytest.skip('the two pairs share a sticker')
+    n, first = await counted_not_applied(data, v, win1, lose1)
+    _, second = await counted_not_applied(data, v, win2, lose2)
+    # The second before the first, twice (above a gap), then the first.
+    assert await data._apply(n, 0, second) == int(first[0]) - 1
+    assert await data._apply(n, 0, second) == int(first[0]) - 1
+    assert await data._apply(n, 0, first) == int(second[0])
+    await data._apply(n, 0, list(second) + list(first))
+    for s, by in ((a, 1), (b, -1), (c, 1), (d, -1)):
+        assert (await current(data, s)).rating == s.rating + by
+
+
+async def test_a_vote_is_answered_after_its_replica_has_it(data,
+                                                          rediscluster):
+    before = command_calls(rediscluster, 'wait')
+    v = visit()
+    (win, lose), (a, _) = await issue(data, v)
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    assert command_calls(rediscluster, 'wait') == before + 1
+    # Applied at once: the voter sees it on the next page.
+    assert (await current(data, a)).rating == a.rating + 1
+
+
+async def test_the_rankings_show_a_vote_within_one_refresh(rediscluster,
+                                                           monkeypatch):
+    """The bound docs/databases.md states: a vote answered 200 is in the
+    rankings when answered, or, if its own request could not apply it, at
+    the site's next refresh (every refresh_every seconds) once the
+    rankings' shard answers."""
+    data = ClusterData(rediscluster.address)
+    await data.start()
+    site = Site(data, replace(DEFAULTS, refresh_every=1.0))
+    await site.start()
+    try:
+        v = visit()
+        (win, lose), (a, _) = await issue(data, v)
+        real = data._apply
+
+        async def lost(*args):
+            monkeypatch.setattr(data, '_apply', real)
+            raise DataUnavailable('the rankings did not answer')
+        monkeypatch.setattr(data, '_apply', lost)
+        assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+        assert await current(data, a) == a
+        voted = asyncio.get_event_loop().time()
+
+        async def shown():
+            return (await current(data, a)).rating == a.rating + 1
+        await until(shown, 2 * 1.0 + 1, 0.05)
+        assert asyncio.get_event_loop().time() - voted < 3
+    finally:
+        await site.stop()
+        await data.close()
+
+
+async def test_the_app_cannot_name_another_group_for_a_function(data):
+    v = visit()
+    for name, key in [('cast_vote', CATALOGUE + 'ratings'),
+                      ('apply_votes', bucket(0) + 'applied'),
+                      ('load_stickers', CATALOGUE + 'ratings')]:
+        # Refused by the function, or by the ACL before it runs.
+        with pytest.raises(DataUnavailable,
+                           match='bad argument|no permissions'):
+            await data._fcall(name, key, [v.session, 'x', 'y'])
