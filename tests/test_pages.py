@@ -13,7 +13,7 @@ from bench.pagecheck import (all_stickers, ballots, cards, client,
 
 from plugins.servers import one_of_each
 
-# Every framework, on each database (both Redis modes), and the older aiohttp and sanic of the
+# Every framework, on each database (both Redis modes, a Redis Cluster), and the older aiohttp and sanic of the
 # legacy environment; the pipelining and hostile-bytes tests use the same
 # processes.
 ENGINES = one_of_each(['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
@@ -26,7 +26,8 @@ ENGINES = one_of_each(['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
-           'granian-redis-one-uvloop', 'socketify-redis-pool'])
+           'granian-redis-one-uvloop', 'socketify-redis-pool',
+           'aiohttp-rediscluster-pool-uvloop', 'starlette-rediscluster-pool'])
 
 
 @pytest.fixture(scope='module', params=ENGINES)

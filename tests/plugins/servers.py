@@ -86,6 +86,10 @@ def engine_args(request, engine):
     """Command-line arguments pointing an engine at the test databases."""
     if '-postgres-' in engine:
         return ['--postgres', request.getfixturevalue('postgres').dsn]
+    if '-rediscluster-' in engine:
+        from data_interface.rediscluster.address import url
+        a = request.getfixturevalue('rediscluster').address
+        return ['--rediscluster', url(a)]
     if '-redis-' in engine:
         a = request.getfixturevalue('redis').address
         return ['--redis', 'redis://%s:%s@%s:%d/0' % (a.user, a.password,
