@@ -94,6 +94,9 @@ class ClusterData(DataInterface):
         self.max_size = max_size
         self.timeout = timeout
         self._client = None
+        # Votes answered before a replica confirmed them (WAIT timed out):
+        # a failover of their shard may lose them.
+        self.unreplicated = 0
 
     def __str__(self):
         return str(self.address)
@@ -283,6 +286,7 @@ class ClusterData(DataInterface):
             [session, win_token, lose_token])
         if result[0] == VoteOutcome.OK:
             if not replicated:    # a failover could still lose it
+                self.unreplicated += 1
                 return VoteOutcome.OK
             try:
                 await self._apply(n, 0, result[1:])
