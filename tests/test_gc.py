@@ -8,17 +8,22 @@ import pytest
 
 from conftest import wait_until
 from plugins.servers import one_of_each
+from runtime import serve
 
 ENGINES = one_of_each(['aiohttp-tarantool-one-uvloop'])
-FROZEN = re.compile(r'start-up objects frozen: (\d+)')
+FROZEN = re.compile(r'start-up objects frozen: (\d+); collector thresholds '
+                    r'(\d+), (\d+), (\d+)')
 # Far fewer than any site holds at start (its templates, routes, stickers'
 # cards and the framework's own): a freeze before the start would fail it.
 AT_LEAST = 20000
 
 
 def frozen(output):
-    """The counts of frozen objects the processes logged."""
-    return [int(n) for n in FROZEN.findall(output)]
+    """The counts of frozen objects the processes logged (each checked to
+    have set the collector's thresholds)."""
+    found = FROZEN.findall(output)
+    assert all(tuple(map(int, f[1:])) == serve.THRESHOLDS for f in found), found
+    return [int(f[0]) for f in found]
 
 
 @pytest.mark.parametrize('engine', ENGINES)
