@@ -14,8 +14,8 @@ from .processes import LISTEN, tcp_sockets
 
 log = logging.getLogger('server')
 # The collector's thresholds once the start-up objects are frozen: a young
-# generation of 2,000 objects, not 700, took 40 % less of its CPU, in
-# passes of 5-6 ms at most (docs/where-the-time-goes.md).
+# generation of 2,000 objects, not 700, took about half its CPU, in young
+# passes of 6.4 ms at most (docs/where-the-time-goes.md).
 THRESHOLDS = (2000, 10, 10)
 
 
