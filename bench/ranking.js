@@ -110,6 +110,11 @@
       notes.push('needs ' + total + ' cores, more than --max-cores ' + data.max_cores);
       cores = null;
     }
+    if (kind && !serialKind && dbCores > 1) {
+      notes.push((NAMES[kind] || kind) + ' on ' + dbCores + ' cores, measured on one: its WAL ' +
+                 'writer and the row locks of votes on the same stickers are serial points ' +
+                 'this does not measure');
+    }
     var mem = null;
     if (memory && memory.server_kib) {
       mem = app * memory.server_kib + (memory.database_kib || 0) * (1 + replicas);

@@ -78,6 +78,10 @@ def size(rate, d, price, max_cores, replica=None, memory=None):
     elif total > max_cores:
         notes.append('needs %d cores, more than --max-cores %d' % (total, max_cores))
         cores = None
+    if kind and not serial_kind and db_cores > 1:
+        notes.append('%s on %d cores, measured on one: its WAL writer and the '
+                     'row locks of votes on the same stickers are serial points '
+                     'this does not measure' % (NAMES.get(kind, kind), db_cores))
     mem = None
     if memory and memory.get('server_kib'):
         mem = app * memory['server_kib'] + (memory.get('database_kib') or 0) * (

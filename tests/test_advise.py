@@ -443,6 +443,8 @@ def test_a_site_is_sized_per_tier_from_the_demand(run):
     assert [b['app cores'], b['database'], b['cores']] == ['3', '1 primary, 4 cores', '7']
     # 3.0 cores of work on 4; RSS: 3 x 50 + 400
     assert b['busiest'] == 'database 75 %' and b['memory'] == '550 MiB'
+    assert b['notes'].startswith('PostgreSQL on 4 cores, measured on one: its '
+                                 'WAL writer and the row locks of votes')
     # ranked by cores in all: c and d (no demand: cores from capacity alone)
     assert list(columns(out)) == ['c-tarantool-one', 'd-tarantool-one',
                                   'a-tarantool-one', 'b-postgres-pool']
