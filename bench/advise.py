@@ -1,6 +1,9 @@
-"""bench.py advise RESULTS --rate N: every engine of a --latency run ranked
-by the cores it needs to serve N requests/s within the latency budget, from
-its measured capacity, with what those cores cost a month.
+"""bench.py advise RESULTS --rate N: one site per engine of a --latency run
+for N requests/s within the latency budget: app cores, the database's
+layout and cores, the busiest tier, what it costs a month and its memory,
+sized from the demand per tier the run measured (bench/sizing.py); where
+one primary's serial thread cannot take the rate, said instead. Ranked by
+cores in all.
 
     python bench.py advise RESULTS --rate N [--slo p99=10ms]
                            [--workload mix|PAGE] [--core-hour-price DOLLARS]
