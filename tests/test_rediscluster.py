@@ -3,7 +3,9 @@ routed by their key, a vote counted once in its bucket and applied once to
 the rankings however often it is sent, the sweep that applies what a
 vote's own request could not, and how stale /good may be."""
 import asyncio
+import os
 import secrets
+import signal
 import uuid
 from dataclasses import replace
 
@@ -16,6 +18,7 @@ from data_interface.rediscluster.cluster_data import (
 from pages import Site
 from runtime.settings import DEFAULTS
 from conftest import until
+from test_server import burst
 
 pytestmark = [pytest.mark.db]
 
@@ -275,3 +278,46 @@ async def test_a_primary_killed_under_votes_loses_no_replicated_vote(
             await data.close()
     finally:
         cluster.stop()
+
+
+@pytest.mark.server
+async def test_a_killed_node_is_restarted_and_rejoins(checkout, tmp_path):
+    """server.py's own cluster (in a copy of the checkout): a primary
+    killed with SIGKILL is restarted by the server and rejoins (as a
+    replica if its replica took over meanwhile, else as the primary it
+    was, its append-only file whole); the pages answer 200 again by
+    themselves, 503 meanwhile, never 500."""
+    from conftest import ServerProcess
+    from plugins.databases import cluster_port
+    from runtime.databases.rediscluster import ManagedCluster
+    from test_supervision import lines, pid_in, poll, wait_lines
+    port = cluster_port()
+    site = ServerProcess('aiohttp-rediscluster-pool', ['--packs', '10'],
+                         str(tmp_path / 'server.log'), root=checkout,
+                         env={'STICKERS_REDISCLUSTER_PORT': str(port)})
+    cluster = ManagedCluster(os.path.join(checkout, 'var', 'rediscluster'),
+                             port=port)
+    loop = asyncio.get_event_loop()
+    try:
+        victim = cluster.primaries()[0]
+        pid = pid_in(victim.pid_path)
+        stop_polling = asyncio.Event()
+        polled = asyncio.ensure_future(poll(site.url + '/', stop_polling))
+        os.kill(pid, signal.SIGKILL)
+        await loop.run_in_executor(None, wait_lines, site,
+                                   '%s restarted' % victim.name, 1)
+        await until(lambda: loop.run_in_executor(None, cluster.settled),
+                    60, 0.2)
+        # Back within the node timeout, it may have stayed a primary.
+        assert pid_in(victim.pid_path) != pid
+
+        async def serving():
+            return (await burst(site.url + '/', 10)) == [200] * 10
+        await until(serving, 20, 0.2)
+        stop_polling.set()
+        statuses = await polled
+        assert set(statuses) <= {200, 503} and 200 in statuses, statuses
+        assert len(lines(site.output(), 'died with signal 9')) == 1
+    finally:
+        assert site.stop() == 0, site.output()
+    assert 'Traceback' not in site.output()

@@ -47,8 +47,11 @@ EXPIRE_BATCH = 200
 WAIT_MS = 100
 # Errors of a command that did not run: the regular path follows them.
 NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
+# AttributeError: redis-py 8.1 writes to a connection that a concurrent
+# reinitialisation (after a node died) has just closed ('NoneType' object
+# has no attribute 'writelines'); the next call connects anew.
 UNAVAILABLE = (RedisError, RedisClusterException, OSError,
-               asyncio.TimeoutError)
+               asyncio.TimeoutError, AttributeError)
 UUID = re.compile(rb'^[0-9a-f-]{36}$')
 
 
@@ -157,11 +160,12 @@ class ClusterData(DataInterface):
     async def _execute(self, what, function, *args, **kwargs):
         # redis-py's cluster fails a call past max_connections at a node:
         # calls wait for their turn here instead, max_size at a time.
+        name = what[1] if what[0].startswith('FCALL') else what[0]
         try:
             await asyncio.wait_for(self._turns.acquire(), self.timeout)
         except asyncio.TimeoutError:
-            raise DataUnavailable('Redis Cluster at %s: no connection free '
-                                  'in %g s' % (self, self.timeout))
+            raise DataUnavailable('Redis Cluster at %s: %s: no connection '
+                                  'free in %g s' % (self, name, self.timeout))
         try:
             return await function(*args, **kwargs)
         except UNAVAILABLE as e:
@@ -191,8 +195,8 @@ class ClusterData(DataInterface):
         try:
             await asyncio.wait_for(self._turns.acquire(), self.timeout)
         except asyncio.TimeoutError:
-            raise DataUnavailable('Redis Cluster at %s: no connection free '
-                                  'in %g s' % (self, self.timeout))
+            raise DataUnavailable('Redis Cluster at %s: %s: no connection '
+                                  'free in %g s' % (self, name, self.timeout))
         try:
             slot = client.keyslot(key)
             shard = client.nodes_manager.slots_cache.get(slot) or []
