@@ -104,6 +104,8 @@ def specs(engine):
                         '_build': ['framework.legacy']},
             values={'LOOPS': repr((engine.loop,))}),
         'runtime/options.py': dict(doc=DOC['runtime/options.py']),
+        # The stall record is the benchmark's.
+        'runtime/serve.py': dict(statements={'serve': ['stalls']}),
         'runtime/frameworks.py': dict(values={
             'FOLDERS': '(%r,)' % frameworks.BY_NAME[engine.framework].folder}),
         'runtime/databases/table.py': dict(

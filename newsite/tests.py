@@ -29,7 +29,11 @@ FIXTURES = {
                   'tarantool', 'replicas_port'),
     'postgres': ('start_postgres', 'remove_postgres', 'postgres'),
     'redis': ('REDIS_PASSWORDS', 'start_redis', 'configure_redis', 'redis'),
+    'rediscluster': ('CLUSTER_PASSWORDS', 'cluster_port', 'start_rediscluster',
+                     'configure_rediscluster', 'rediscluster'),
 }
+# What a database's fixtures use of another's.
+NEEDS = {'rediscluster': ('REDIS_PASSWORDS',)}
 CONFTEST_DOC = '''Real databases and real servers for the tests: the session
 starts its own database in a temporary directory, loads the site's data
 set, and starts server.py processes on free ports. What each part provides
@@ -63,7 +67,8 @@ def backends_value(engine, source):
 
 def specs(engine, sources):
     db = table.of(engine).name
-    others = [n for d, names in FIXTURES.items() if d != db for n in names]
+    others = [n for d, names in FIXTURES.items() if d != db for n in names
+              if n not in NEEDS.get(db, ())]
     return {
         'tests/conftest.py': dict(
             doc=CONFTEST_DOC, drop=['collect_ignore'],

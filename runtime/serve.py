@@ -32,8 +32,7 @@ async def once_listening(port):
     """Once this process listens on `port` (the adapter has built its app),
     collect, then freeze what is alive: the start-up objects (templates,
     routes, the framework's own) leave the collector's full passes, which
-    then walk only what requests made. Then the stall record starts, if
-    asked (stalls.py); it is returned."""
+    then walk only what requests made."""
     loop = asyncio.get_event_loop()
     while not await loop.run_in_executor(None, tcp_sockets, os.getpid(),
                                          port, LISTEN):
@@ -43,10 +42,6 @@ async def once_listening(port):
     gc.set_threshold(*THRESHOLDS)
     log.info('start-up objects frozen: %d; collector thresholds %s',
              gc.get_freeze_count(), ', '.join(map(str, gc.get_threshold())))
-    watched = stalls.start()
-    if watched:
-        log.info("recording the loop's stalls in %s", watched.path)
-    return watched
 
 
 async def serve(adapter, engine, s, worker=None):
@@ -67,13 +62,13 @@ async def serve(adapter, engine, s, worker=None):
             log.info('serving %s on http://%s:%d/ (Python %s)', engine.name,
                      s.host, s.port, sys.version.split()[0])
         listening = asyncio.ensure_future(once_listening(s.port))
+        listening.add_done_callback(stalls.start_after)
         try:
             await adapter.serve(site, s.host, s.port, stopped,
                                 edge.limits_of(s))
         finally:
-            if listening.done() and listening.result():
-                listening.result().stop()
             listening.cancel()
+            stalls.stop()
             if worker:
                 ready.cancel()
             await site.stop()

@@ -22,6 +22,7 @@ hypervisor takes from a VM counts as the thread's own running there."""
 import collections
 import gc
 import json
+import logging
 import os
 import sys
 import threading
@@ -156,6 +157,12 @@ class Stalls:
         sample = self.samples.pop(last, None)
         for beat in [b for b in self.samples if b < last]:
             del self.samples[beat]
+        work = None
+        if sample:      # where the loop was, whatever the cause
+            record['stack'] = sample[1]
+            work = periodic(sample[1])
+            if work:
+                record['work'] = work
         if sum(c[1] for c in passes) >= took / 2:
             record['cause'] = 'gc'
         elif spent and spent[1] > max(spent[0], spent[2]):
@@ -165,18 +172,12 @@ class Stalls:
             # events (SIGSTOP, a frozen cgroup): the host's.
             record['cause'] = ('blocked' if sample and not sample[0]
                                else 'host')
-            if sample:
-                record['stack'] = sample[1]
         elif sample is None:
             record['cause'] = 'unsampled'
         elif sample[0]:
             record['cause'] = 'host'
         else:
-            record['stack'] = sample[1]
-            work = periodic(sample[1])
             record['cause'] = 'periodic' if work else 'callback'
-            if work:
-                record['work'] = work
         return record
 
 
@@ -227,15 +228,27 @@ def frames_below(frame):
     return found
 
 
-def start(loop=None):
-    """A running Stalls if $STICKERS_STALLS names a file, else None."""
+RUNNING = []    # the record this process keeps, if any
+
+
+def start_after(listening):
+    """Start the record once `listening` (a future: the server listens,
+    its start-up objects are frozen) is done, if $STICKERS_STALLS names a
+    file."""
     path = os.environ.get(ENVIRONMENT)
-    if not path:
-        return None
+    if not path or listening.cancelled() or listening.exception():
+        return
     import asyncio
-    stalls = Stalls(path, loop or asyncio.get_event_loop())
-    stalls.start()
-    return stalls
+    RUNNING.append(Stalls(path, asyncio.get_event_loop()))
+    RUNNING[-1].start()
+    logging.getLogger('server').info("recording the loop's stalls in %s",
+                                     path)
+
+
+def stop():
+    """Stop the record, writing what is left."""
+    while RUNNING:
+        RUNNING.pop().stop()
 
 
 def read(path, start=None, end=None):

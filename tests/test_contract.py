@@ -11,6 +11,7 @@ from conftest import (configure_redis, load_small, small_data_set,
                       start_tarantool)
 
 import dataset
+from plugins.backends import BACKENDS
 
 
 @pytest.fixture
@@ -580,8 +581,8 @@ SMALL_MEMTX = 32 * 1024 * 1024
 @pytest.mark.own_database
 # The caps are the instance's, sized from its memory (memtx's, Redis's): one
 # driver of each, mode one, fills it fastest.
-@pytest.mark.parametrize('backend', ['tarantool-one', 'redis-one'],
-                         indirect=True)
+@pytest.mark.parametrize('backend', [b for b in ('tarantool-one', 'redis-one')
+                                     if b in BACKENDS], indirect=True)
 async def test_sessions_stop_at_a_cap_that_fits_memory(data, backend,
                                                        tmp_path):
     """Visits with the largest strings, well past the session and ballot

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -18,8 +19,9 @@ from runtime.settings import ROOT
 
 
 def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    """Run for `seconds` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         pass
 
 
@@ -44,6 +46,14 @@ def recorded(tmp_path, monkeypatch, work):
     """The records of a loop that runs `work` once, between quiet spells."""
     path = str(tmp_path / 'stalls.jsonl')
     loop = asyncio.new_event_loop()
+    # Ahead of the other tests' processes for the CPU (as root), so that a
+    # stall of its own is not mostly a wait for a core.
+    thread, nice = threading.get_native_id(), None
+    try:
+        nice = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, -10)
+    except OSError:
+        pass
     try:
         watched = stalls.Stalls(path, loop)
 
@@ -56,13 +66,24 @@ def recorded(tmp_path, monkeypatch, work):
         loop.run_until_complete(run())
     finally:
         loop.close()
+        if nice is not None:
+            os.setpriority(os.PRIO_PROCESS, thread, nice)
     return stalls.read(path)
+
+
+def mostly(record, cause, share):
+    """Is it recorded as `cause`, or as the host's where the machine held
+    the thread longer than `share` (its own running or sleeping)? On a busy
+    machine the wait for a core can outlast a test's own stall."""
+    return record['cause'] == cause or (
+        record['cause'] == 'host' and record['waited_ms'] > record[share])
 
 
 def test_a_blocking_call_is_recorded_with_its_stack(tmp_path, monkeypatch):
     [record] = [r for r in recorded(tmp_path, monkeypatch, block)
                 if r['ms'] >= 40]
-    assert record['cause'] == 'callback', record
+    assert mostly(record, 'callback', 'ran_ms'), record
+    assert record['ran_ms'] >= 45, record
     assert any(':block:' in line for line in record['stack']), record
     assert record['pid'] == os.getpid()
 
@@ -70,7 +91,7 @@ def test_a_blocking_call_is_recorded_with_its_stack(tmp_path, monkeypatch):
 def test_a_sleeping_call_is_recorded_as_blocked(tmp_path, monkeypatch):
     [record] = [r for r in recorded(tmp_path, monkeypatch, wait)
                 if r['ms'] >= 40]
-    assert record['cause'] == 'blocked', record
+    assert mostly(record, 'blocked', 'slept_ms'), record
     assert any(':wait:' in line for line in record['stack']), record
     assert record['slept_ms'] >= 40
 
@@ -91,7 +112,8 @@ def test_the_site_s_periodic_work_is_named(tmp_path, monkeypatch):
                         'about refresh')
     [record] = [r for r in recorded(tmp_path, monkeypatch, refresh)
                 if r['ms'] >= 40]
-    assert (record['cause'], record['work']) == ('periodic', 'about refresh')
+    assert mostly(record, 'periodic', 'ran_ms'), record
+    assert record['work'] == 'about refresh'
 
 
 def test_summary_counts_per_cause():
