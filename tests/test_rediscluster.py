@@ -255,8 +255,11 @@ async def test_a_primary_killed_under_votes_loses_no_replicated_vote(
             assert len(ok) >= 100 and failed
 
             async def applied():
-                await data.expire()
-                votes, plus, minus = await totals(data)
+                try:
+                    await data.expire()
+                    votes, plus, minus = await totals(data)
+                except DataUnavailable:     # a node slow to answer: again
+                    return False
                 return plus - before[1] == minus - before[2] == \
                     votes - before[0]
             await until(applied, 30, 0.5)
@@ -321,3 +324,67 @@ async def test_a_killed_node_is_restarted_and_rejoins(checkout, tmp_path):
     finally:
         assert site.stop() == 0, site.output()
     assert 'Traceback' not in site.output()
+
+
+@pytest.mark.own_database
+async def test_a_reshard_under_votes_loses_and_doubles_none(tmp_path):
+    """redis-cli --cluster reshard moves the rankings' slot (and the
+    buckets below it on that primary) to another primary while votes go
+    on: calls follow MOVED, ASK and TRYAGAIN; every vote answered 200 is
+    counted once and moves the rankings once."""
+    from conftest import (configure_rediscluster, load_small,
+                          start_rediscluster)
+    cluster = start_rediscluster(str(tmp_path))
+    loop = asyncio.get_event_loop()
+    try:
+        configure_rediscluster(cluster, sweep_every=3600)
+        await load_small(ClusterData(cluster.admin_address))
+        data = ClusterData(cluster.address)
+        await data.start()
+        try:
+            before = await totals(data)
+            voters = []
+            for _ in range(300):
+                v = visit()
+                voters.append((v,) + await issue(data, v))
+            slot = data._client.keyslot(CATALOGUE + 'ratings')
+            ports = {n.port: n for n in cluster.nodes}
+            source = ports[data._client.nodes_manager.slots_cache[slot][0]
+                           .port]
+            target = [n for n in cluster.primaries() if n is not source][0]
+            with cluster.client(source) as c:
+                ranges = c.execute_command('CLUSTER', 'SLOTS')
+            start = [r[0] for r in ranges if r[0] <= slot <= r[1]][0]
+            moving = [n for n in range(BUCKETS)
+                      if start <= data._client.keyslot(bucket(n) + 'log')
+                      <= slot]
+
+            async def reshard():
+                await loop.run_in_executor(None, cluster.reshard, source,
+                                           target, slot - start + 1)
+            answered = await paced_votes(data, voters, 60, 8, 30, reshard)
+            with cluster.client(target) as c:     # it holds them now
+                assert c.execute_command('CLUSTER', 'COUNTKEYSINSLOT',
+                                         slot) > 0
+            ok = [voter for voter, outcome in answered
+                  if outcome == VoteOutcome.OK]
+            failed = [voter for voter, outcome in answered if outcome is None]
+
+            async def applied():
+                try:
+                    await data.expire()
+                    votes, plus, minus = await totals(data)
+                except DataUnavailable:     # a node slow to answer: again
+                    return False
+                return plus - before[1] == minus - before[2] == \
+                    votes - before[0]
+            await until(applied, 30, 0.5)
+            counted = (await totals(data))[0] - before[0]
+            print('buckets moved %d, acknowledged %d, counted %d, 503 %d'
+                  % (len(moving), len(ok), counted, len(failed)))
+            assert len(ok) <= counted <= len(ok) + len(failed)
+            assert len(ok) > len(voters) / 2
+        finally:
+            await data.close()
+    finally:
+        cluster.stop()

@@ -73,6 +73,40 @@ def member(sticker_id):
     return '%016d' % sticker_id
 
 
+def declared(name, key, args):
+    """Every key a call of `name` uses, `key` (its group's) first. Declared,
+    so that while a slot migrates Redis redirects the call (ASK, or
+    TRYAGAIN while its keys are split) instead of running it where some of
+    its keys have already gone. (Not declared: what a call finds only by
+    reading, the oldest sessions or ballots it drops at a cap and a pack's
+    title in list_packs: a drop that misses one leaves it to the sweep or
+    its TTL, a title may be missing from one answer; nor a bucket's limits,
+    which the app's account may only read (a write function's keys must be
+    writable): a call that misses them uses the defaults.)"""
+    prefix = key[:key.index('}:') + 2]
+    tokens = ['b:%s' % t for t in args[1:3]]
+    more = {
+        'record_visits': ['counters'] + [
+            's:%s' % args[i] for i in range(0, len(args), 3)],
+        'issue_ballots': tokens,
+        'cast_vote': ['counters', 'log'] + tokens,
+        'judge_vote': tokens,
+        'expire': ['log', 'swept', 'sessions', 'ballots'],
+        'bucket_stats': ['sessions', 'ballots'],
+        'apply_votes': ['stickers', 'ratings', 'early:%s' % args[0]]
+        if args else [],
+        'pick_pair': ['stickers'],
+        'top_stickers': ['stickers'],
+        'bottom_stickers': ['stickers'],
+        'get_sticker': ['stickers'],
+        'catalogue_stats': ['packs'],
+        'list_packs': ['packs'],
+        'pack_stickers': ['stickers', 'pack:%s' % args[0],
+                          'pack_ids:%s' % args[0]] if args else [],
+    }.get(name, [])
+    return [key] + [prefix + k for k in more]
+
+
 class Cluster(RedisCluster):
     """Finds an FCALL's slot from its first key, as redis-py does for EVAL,
     instead of asking a node (COMMAND GETKEYS) at each redirect."""
@@ -179,10 +213,16 @@ class ClusterData(DataInterface):
         return await self._execute(args, self._client.execute_command,
                                    *args, target_nodes=node)
 
+    def _command(self, name, key, args):
+        keys = declared(name, key, args)
+        return (('FCALL_RO' if name in READ_ONLY else 'FCALL', name,
+                 len(keys)) + tuple(argument(k) for k in keys)
+                + tuple(argument(a) for a in args))
+
     async def _fcall(self, name, key, args=()):
-        command = 'FCALL_RO' if name in READ_ONLY else 'FCALL'
-        args = (command, name, 1, key) + tuple(argument(a) for a in args)
-        return await self._execute(args, self._client.execute_command, *args)
+        command = self._command(name, key, args)
+        return await self._execute(command, self._client.execute_command,
+                                   *command)
 
     async def _fcall_acked(self, name, key, args):
         """(the FCALL's result, whether a replica of its shard has it: or
@@ -190,7 +230,7 @@ class ClusterData(DataInterface):
         same connection. Nothing is sent twice: a call the node did not run
         (a redirect during a migration, a failover) goes the regular way,
         without the WAIT."""
-        fcall = ('FCALL', name, 1, key) + tuple(argument(a) for a in args)
+        fcall = self._command(name, key, args)
         client = self._client
         try:
             await asyncio.wait_for(self._turns.acquire(), self.timeout)

@@ -191,20 +191,38 @@ class ManagedCluster:
         return True
 
     def _create(self):
+        log.info('making a Redis Cluster of %s:%d-%d', self.host, self.port,
+                 self.port + NODES - 1)
+        self.cli('create', *['%s:%d' % (self.host, n.port)
+                             for n in self.nodes]
+                 + ['--cluster-replicas', str(REPLICAS), '--cluster-yes'])
+
+    def node_id(self, node):
+        with self.client(node) as c:
+            return c.execute_command('CLUSTER', 'MYID')
+
+    def reshard(self, source, target, slots):
+        """Move `slots` slots (the lowest source holds) from the primary
+        `source` to the primary `target`, keys and all, while the cluster
+        serves (redis-cli --cluster reshard)."""
+        self.cli('reshard', '%s:%d' % (self.host, source.port),
+                 '--cluster-from', self.node_id(source),
+                 '--cluster-to', self.node_id(target),
+                 '--cluster-slots', str(slots), '--cluster-yes')
+
+    def cli(self, command, *args, timeout=300):
+        """redis-cli --cluster COMMAND ARGS as sticker_cluster."""
         binary = shutil.which('redis-cli')
         if binary is None:
             raise RuntimeError('redis-cli is not installed: run ./run.sh '
                                'setup (or apt-get install redis-tools)')
-        log.info('making a Redis Cluster of %s:%d-%d', self.host, self.port,
-                 self.port + NODES - 1)
         # The password in the environment, never on a command line.
         env = dict(os.environ, REDISCLI_AUTH=self.password(CLUSTER_USER))
         done = subprocess.run(
-            [binary, '--user', CLUSTER_USER, '--cluster', 'create']
-            + ['%s:%d' % (self.host, n.port) for n in self.nodes]
-            + ['--cluster-replicas', str(REPLICAS), '--cluster-yes'],
+            [binary, '--user', CLUSTER_USER, '--cluster', command] + list(args),
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, timeout=60)
+            stderr=subprocess.STDOUT, timeout=timeout)
         if done.returncode != 0:
-            raise RuntimeError('redis-cli --cluster create failed: %s'
-                               % done.stdout.decode(errors='replace')[-500:])
+            raise RuntimeError('redis-cli --cluster %s failed: %s' % (
+                command, done.stdout.decode(errors='replace')[-500:]))
+        return done.stdout.decode(errors='replace')
