@@ -388,3 +388,63 @@ async def test_a_reshard_under_votes_loses_and_doubles_none(tmp_path):
             await data.close()
     finally:
         cluster.stop()
+
+
+@pytest.mark.own_database
+async def test_a_call_is_not_run_on_half_a_migrated_slot(tmp_path):
+    """The rankings' slot stopped halfway through a migration (its
+    stickers moved, the rest not yet): applying a vote there is refused
+    (TRYAGAIN, then 503), never run on the half left behind, which would
+    mark it applied without moving the stickers. Once the slot has moved,
+    the sweep applies it, once."""
+    from conftest import (configure_rediscluster, load_small,
+                          start_rediscluster)
+    from data_interface.rediscluster.accounts import CLUSTER_USER
+    cluster = start_rediscluster(str(tmp_path))
+    try:
+        configure_rediscluster(cluster, sweep_every=3600)
+        await load_small(ClusterData(cluster.admin_address))
+        data = ClusterData(cluster.address)
+        await data.start()
+        try:
+            v = visit()
+            (win, lose), (a, b) = await issue(data, v)
+            n, entry = await counted_not_applied(data, v, win, lose)
+            slot = data._client.keyslot(CATALOGUE + 'ratings')
+            ports = {node.port: node for node in cluster.nodes}
+            source = ports[data._client.nodes_manager.slots_cache[slot][0]
+                           .port]
+            target = [p for p in cluster.primaries() if p is not source][0]
+            ids = {p: cluster.node_id(p) for p in (source, target)}
+            password = cluster.password(CLUSTER_USER)
+
+            def move(keys):
+                with cluster.client(source) as c:
+                    c.execute_command(
+                        'MIGRATE', cluster.host, target.port, '', 0, 5000,
+                        'AUTH2', CLUSTER_USER, password, 'KEYS', *keys)
+            with cluster.client(target) as c:
+                c.execute_command('CLUSTER', 'SETSLOT', slot, 'IMPORTING',
+                                  ids[source])
+            with cluster.client(source) as c:
+                c.execute_command('CLUSTER', 'SETSLOT', slot, 'MIGRATING',
+                                  ids[target])
+            move([CATALOGUE + 'stickers'])
+            with pytest.raises(DataUnavailable):
+                await data._apply(n, 0, entry)
+            with cluster.client(source) as c:
+                rest = c.execute_command('CLUSTER', 'GETKEYSINSLOT', slot,
+                                         1000)
+            move(rest)
+            for node in cluster.primaries():
+                with cluster.client(node) as c:
+                    c.execute_command('CLUSTER', 'SETSLOT', slot, 'NODE',
+                                      ids[target])
+            await data.expire()
+            await data.expire()
+            assert (await current(data, a)).rating == a.rating + 1
+            assert (await current(data, b)).rating == b.rating - 1
+        finally:
+            await data.close()
+    finally:
+        cluster.stop()
