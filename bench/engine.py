@@ -11,6 +11,10 @@ from runtime.processes import answers, free_port, terminate
 from runtime.settings import PORT_ENVIRONMENT, ROOT
 
 
+# What server.py logs once its start-up objects are frozen (runtime/serve.py).
+FROZEN = 'start-up objects frozen'
+
+
 def tail(path, lines=15):
     try:
         with open(path, 'rb') as f:
@@ -56,9 +60,11 @@ class EngineServer:
                                  '-e', name, '-p', str(port)] + list(args)
         self.process = None
 
-    def start(self, timeout=300, ready=None):
-        """Start it; return once ready() (default: the port answers).
-        RuntimeError with the log's tail if it exits or times out."""
+    def start(self, timeout=300, ready=None, frozen=False):
+        """Start it; return once ready() (default: the port answers, and
+        with `frozen` the server has frozen its start-up objects, a full
+        collection that must not fall in what is measured). RuntimeError
+        with the log's tail if it exits or times out."""
         if answers('127.0.0.1', self.port):
             raise RuntimeError('port %d is already in use' % self.port)
         with open(self.log_path, 'ab') as log:
@@ -66,7 +72,8 @@ class EngineServer:
                 self.argv, cwd=self.root, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 env=self.env)
-        ready = ready or (lambda: answers('127.0.0.1', self.port, 0.2))
+        ready = ready or (lambda: answers('127.0.0.1', self.port, 0.2) and (
+            not frozen or FROZEN in self.output()))
 
         def up():
             if self.process.poll() is not None:

@@ -172,7 +172,7 @@ def measure(engine, pages, n1=N1, n2=N2, warmup=WARMUP, root=ROOT,
     else:
         server = EngineServer(engine, free_port(), args, log, pin=tool,
                               env=environment(), python=python, root=root)
-    server.start(timeout=600)
+    server.start(timeout=600, frozen=not hello)
     pid, found, dumps = server.process.pid, [], 0
     conn = None
     try:

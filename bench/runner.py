@@ -313,7 +313,7 @@ class Matrix:
                               python=python.python, label=name)
         t['command'] = server.argv
         left = target_guess(self.s, 'engine')
-        if not self.started(t, server, left):
+        if not self.started(t, server, left, frozen=True):
             return None
         self.progress.advance(START_GUESS)
         self.progress.show('%s · verifying' % name)
