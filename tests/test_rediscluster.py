@@ -448,3 +448,47 @@ async def test_a_call_is_not_run_on_half_a_migrated_slot(tmp_path):
             await data.close()
     finally:
         cluster.stop()
+
+
+@pytest.mark.own_database
+async def test_votes_reach_the_rankings_at_once_with_a_replica_gone(
+        tmp_path):
+    """A shard's replica dies and stays down: once the cluster has marked
+    it failed, the client reads the slot map again after a WAIT that timed
+    out, and the shard's next votes wait for no replica: the rankings show
+    them at once again, not only once the replica is back."""
+    from conftest import (configure_rediscluster, load_small,
+                          start_rediscluster)
+    cluster = start_rediscluster(str(tmp_path))
+    loop = asyncio.get_event_loop()
+    try:
+        configure_rediscluster(cluster, sweep_every=3600)
+        await load_small(ClusterData(cluster.admin_address))
+        data = ClusterData(cluster.address)
+        await data.start()
+        try:
+            v = visit()
+            shard = data._client.nodes_manager.slots_cache[
+                data._client.keyslot(bucket(bucket_of(v.session)) + 'log')]
+            replica = [n for n in cluster.nodes
+                       if n.port == shard[1].port][0]
+            replica.kill()
+            alive = [n for n in cluster.nodes if n is not replica][0]
+
+            def failed():
+                return any(port == replica.port and 'fail' in flags
+                           for port, flags, _ in cluster.nodes_line(alive))
+            await until(lambda: loop.run_in_executor(None, failed), 30, 0.2)
+            (win, lose), _ = await issue(data, v)
+            assert await data.cast_vote(v.session, win, lose) == \
+                VoteOutcome.OK
+            assert data.unreplicated == 1
+            (win, lose), (a, _) = await issue(data, v)
+            assert await data.cast_vote(v.session, win, lose) == \
+                VoteOutcome.OK
+            assert data.unreplicated == 1
+            assert (await current(data, a)).rating == a.rating + 1
+        finally:
+            await data.close()
+    finally:
+        cluster.stop()

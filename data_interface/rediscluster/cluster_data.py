@@ -157,6 +157,7 @@ class ClusterData(DataInterface):
             node.connection_class = Connection
         self._client = client
         self._turns = asyncio.Semaphore(self.max_size)
+        self._map_read = 0.0
         try:
             await self._execute(('CLUSTER', 'SLOTS'), client.initialize)
             await self._check_library()
@@ -254,7 +255,15 @@ class ClusterData(DataInterface):
         if isinstance(result, ResponseError):
             raise DataUnavailable('Redis Cluster at %s: %s: %s'
                                   % (self, name, result)) from result
-        return result, isinstance(replicas, int) and replicas >= 1
+        replicated = isinstance(replicas, int) and replicas >= 1
+        now = asyncio.get_event_loop().time()
+        if not replicated and now - self._map_read > 1:
+            # The replica may be gone: once the cluster no longer lists it,
+            # the shard's writes wait for none (read the map again, at
+            # most every second).
+            self._map_read = now
+            client._initialize = True
+        return result, replicated
 
     async def _with_wait(self, node, fcall):
         conn = node.acquire_connection()
