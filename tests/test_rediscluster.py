@@ -492,3 +492,11 @@ async def test_votes_reach_the_rankings_at_once_with_a_replica_gone(
             await data.close()
     finally:
         cluster.stop()
+
+
+def test_a_cluster_made_on_some_ports_is_not_started_on_others(tmp_path):
+    from runtime.databases.rediscluster import ManagedCluster
+    ManagedCluster(str(tmp_path), port=27001).prepare()
+    ManagedCluster(str(tmp_path), port=27001).prepare()
+    with pytest.raises(RuntimeError, match='STICKERS_REDISCLUSTER_PORT=27001'):
+        ManagedCluster(str(tmp_path), port=28001).prepare()

@@ -111,8 +111,24 @@ class ManagedCluster:
         return self._address(self.users[1])
 
     def prepare(self):
+        """The directory, and the ports it was made on: each node's
+        nodes.conf names the others by port, so a cluster made on some ports
+        cannot start on others (RuntimeError)."""
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         files.tighten(self.directory)
+        path = os.path.join(self.directory, 'port')
+        try:
+            made = int(files.read(path).strip())
+        except (OSError, ValueError):
+            files.write(path, '%d\n' % self.port)
+            return
+        if made != self.port:
+            raise RuntimeError(
+                'the Redis Cluster in %s was made on ports %d-%d, not %d-%d: '
+                'set STICKERS_REDISCLUSTER_PORT=%d, or remove that directory '
+                'for a new cluster' % (self.directory, made, made + NODES - 1,
+                                       self.port, self.port + NODES - 1,
+                                       made))
 
     def start(self):
         """Start every node, then make the cluster (blocking)."""
