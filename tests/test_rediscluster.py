@@ -500,3 +500,27 @@ def test_a_cluster_made_on_some_ports_is_not_started_on_others(tmp_path):
     ManagedCluster(str(tmp_path), port=27001).prepare()
     with pytest.raises(RuntimeError, match='STICKERS_REDISCLUSTER_PORT=27001'):
         ManagedCluster(str(tmp_path), port=28001).prepare()
+
+
+@pytest.mark.parametrize('text', [
+    '', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:70000', ':7001',
+    '127.0.0.1:7001,', 'a:b@127.0.0.1:x', ':pw@127.0.0.1:7001',
+    'user:@127.0.0.1:7001', 'db.example:7001',
+    'sticker_app:sticker_app@10.0.0.1:7001'])
+def test_bad_cluster_addresses_are_refused(text):
+    from data_interface.rediscluster.address import parse
+    with pytest.raises(ValueError):
+        parse(text)
+
+
+def test_cluster_addresses():
+    from data_interface.rediscluster.address import from_json, parse, url
+    from runtime.databases.table import BY_NAME
+    a = parse('app:secret@10.0.0.1:7001,10.0.0.2:7002')
+    assert (a.host, a.port, a.user, a.password) == ('10.0.0.1', 7001, 'app',
+                                                    'secret')
+    assert a.seeds == ('10.0.0.1:7001', '10.0.0.2:7002')
+    assert parse(url(a)) == a
+    assert from_json(BY_NAME['rediscluster'].to_json(a)) == a
+    assert 'secret' not in str(a)
+    assert parse('127.0.0.1:7001').user == 'sticker_app'
