@@ -524,3 +524,39 @@ def test_cluster_addresses():
     assert from_json(BY_NAME['rediscluster'].to_json(a)) == a
     assert 'secret' not in str(a)
     assert parse('127.0.0.1:7001').user == 'sticker_app'
+
+
+async def test_rankings_that_lost_their_last_votes_get_them_again(
+        data, rediscluster):
+    """The rankings' shard fails over to a replica that lacked its last
+    applied vote (set back here to what it held before, with DUMP and
+    RESTORE): the vote's bucket still holds it (a vote is kept 10 s after
+    the rankings said it was applied, over two sweeps), so the next sweep
+    applies it again, once."""
+    v = visit()
+    (win, lose), (a, b) = await issue(data, v)
+    port = data._client.get_node_from_key(CATALOGUE + 'ratings').port
+    node = [n for n in rediscluster.nodes if n.port == port][0]
+    keys = [CATALOGUE + k for k in ('stickers', 'ratings', 'applied')]
+    with rediscluster.client(node) as c:
+        held = [c.dump(k) for k in keys]
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    await data.expire()
+    # A second vote of the bucket moves its applied mark on again.
+    (win2, lose2), (c2, d2) = await issue(data, v)
+    assert await data.cast_vote(v.session, win2, lose2) == VoteOutcome.OK
+    await data.expire()
+    with rediscluster.client(node) as c:
+        for k, value in zip(keys, held):
+            if value is None:     # none yet then
+                c.delete(k)
+            else:
+                c.restore(k, 0, value, replace=True)
+    assert await current(data, a) == a
+    await data.expire()
+    await data.expire()
+    moved = {}
+    for s, by in ((a, 1), (b, -1), (c2, 1), (d2, -1)):
+        moved[s.id] = moved.get(s.id, s.rating) + by
+    for s in (a, b, c2, d2):
+        assert (await current(data, s)).rating == moved[s.id]
