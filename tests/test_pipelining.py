@@ -287,9 +287,12 @@ async def test_random_pipelines_never_break_the_server(server):
     rng = random.Random(server.engine)
     for _ in range(30):
         data, expected = fuzz_pipeline(rng)
+        # uWebSockets fails a request line that comes in parts, its stated
+        # limit (test_socketify.py): socketify gets each pipeline whole.
+        chunks = rng.randint(1, 4)
         answer = await send_and_read(
             server.port, data, expected and len(expected),
-            chunks=rng.randint(1, 4), rng=rng)
+            chunks=1 if uws else chunks, rng=rng)
         statuses = [int(s) for s in STATUS.findall(answer)]
         allowed = other_version if expected is None else ()
         assert all(s < 500 or s in allowed for s in statuses), (data, statuses)

@@ -125,3 +125,52 @@ async def test_big_answer_reaches_a_slow_reader(path):
     finally:
         stopped.set()
         await asyncio.wait_for(serving, 10)
+
+
+REQUEST = b'GET /name HTTP/1.1\r\nHost: t\r\n\r\n'
+LINE_END = REQUEST.index(b'\r\n')
+
+
+async def split_answer(port, cut):
+    """The status of REQUEST sent in two reads, cut at `cut`, or None if
+    the connection closed unanswered."""
+    reader, writer = await asyncio.open_connection('127.0.0.1', port)
+    try:
+        writer.write(REQUEST[:cut])
+        await writer.drain()
+        await asyncio.sleep(0.01)   # two reads, not one
+        writer.write(REQUEST[cut:])
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b'\r\n\r\n'), 5)
+        return int(head[9:12])
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    finally:
+        writer.close()
+
+
+@pytest.mark.server
+async def test_a_request_line_in_two_reads_is_its_stated_limit():
+    """uWebSockets (socketify 0.0.31) takes a head in parts, except a
+    request line cut after its method: that gets 505 or a closed connection
+    (docs/socketify.md; behind nginx a head arrives whole). If socketify
+    fixes it, this fails, and the docs must change."""
+    port = free_port()
+    stopped = asyncio.Event()
+    serving = asyncio.ensure_future(socketify_server.serve(
+        Site(), '127.0.0.1', port, stopped, settings(False)))
+    await until(lambda: answers('127.0.0.1', port), 10, 0.02)
+    try:
+        found = {cut: await split_answer(port, cut)
+                 for cut in range(1, len(REQUEST))}
+    finally:
+        stopped.set()
+        await asyncio.wait_for(serving, 10)
+    method = REQUEST.index(b' ') + 1
+    # From after the method to the line's own CRLF.
+    inside = [found[cut] for cut in range(method, LINE_END + 2)]
+    elsewhere = [status for cut, status in found.items()
+                 if cut < method or cut >= LINE_END + 2]
+    assert set(elsewhere) == {200}, sorted(found.items())
+    assert set(inside) <= {200, 505, None}, found
+    assert set(inside) - {200}, found
