@@ -28,6 +28,8 @@ from plugins.waiting import until, wait_until  # noqa: E402,F401
 
 ARTIFACTS = os.path.join(ROOT, 'test-artifacts')
 
-# The benchmark's tests need the main environment (matplotlib, 3.8+).
-collect_ignore = (['test_bench.py', 'test_ceilings.py', 'test_pythons.py']
+# Tests of what only the main environment has (3.8+: the benchmark's
+# matplotlib, FastAPI, socketify).
+collect_ignore = (['test_bench.py', 'test_ceilings.py', 'test_pythons.py',
+                   'test_charts.py', 'test_fastapi.py', 'test_socketify.py']
                   if sys.version_info < (3, 8) else [])
