@@ -159,8 +159,9 @@ async def test_workers_share_the_port_count_votes_once_and_stop(
         held = connections_per_worker(server, pids)
         assert sum(held.values()) == CONNECTIONS, held
         assert all(held.values()), held   # both workers answer
-        # Each froze its start-up objects (runtime/serve.py).
-        assert len(frozen(server.output())) >= 2, server.output()
+        # Each froze its start-up objects (runtime/serve.py), once listening.
+        wait_until(lambda: len(frozen(server.output())) >= 2, 10, 0.05,
+                   server.output)
 
         data = data_of(request, engine)
         before = await counted(data)
