@@ -18,7 +18,8 @@ collector's passes are timed by gc.callbacks. A stall's cause:
   holds it, or a stall too short to catch).
 Only the loop's thread is watched: a stall in granian's or Robyn's own Rust
 threads does not show here (uWebSockets runs in the loop's thread). Time a
-hypervisor takes from a VM counts as the thread's own running there."""
+hypervisor takes from a VM counts as the thread's own running there, and
+schedstat's figures are as fresh as the kernel's last tick (up to 10 ms)."""
 import collections
 import gc
 import json

