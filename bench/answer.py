@@ -8,6 +8,7 @@ import json
 import os
 
 from . import advise
+from .pictures import image
 from .latency import budget
 from .latency.cells import capacities
 
@@ -36,7 +37,6 @@ def section(results, folder):
         data = advise.embedded(results)
     except (advise.Refused, IndexError, KeyError, TypeError, ValueError):
         return []
-    from .html import image
     page, slo = data['page'], data['slo']
     found = sorted(((c['rate']['median'] or 0, n) for (n, p), c in
                     capacities(results).items()

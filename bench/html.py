@@ -1,11 +1,11 @@
 """results.html: results.md as one self-contained page (charts inline, no
 network), for reading in a browser or sending as one file."""
-import base64
 import html
 import os
 import re
 
 from . import answer
+from .pictures import image
 
 STYLE = '''
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em;
@@ -29,16 +29,6 @@ def inline(text, folder):
     text = re.sub(r'`([^`]+)`', r'<code>\1</code>', text)
     text = re.sub(r'\*\*([^*]+)\*\*', r'<b>\1</b>', text)
     return IMAGE.sub(lambda m: image(m.group(1), m.group(2), folder), text)
-
-
-def image(alt, name, folder):
-    path = os.path.join(folder, html.unescape(name))
-    try:
-        with open(path, 'rb') as f:
-            data = base64.b64encode(f.read()).decode('ascii')
-    except OSError:
-        return '<i>(%s: no chart)</i>' % alt
-    return '<img alt="%s" src="data:image/png;base64,%s">' % (alt, data)
 
 
 def table(lines, folder):
