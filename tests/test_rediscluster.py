@@ -473,11 +473,15 @@ async def test_votes_reach_the_rankings_at_once_with_a_replica_gone(
             replica = [n for n in cluster.nodes
                        if n.port == shard[1].port][0]
             replica.kill()
-            alive = [n for n in cluster.nodes if n is not replica][0]
+            alive = [n for n in cluster.nodes if n is not replica]
 
             def failed():
-                return any(port == replica.port and 'fail' in flags
-                           for port, flags, _ in cluster.nodes_line(alive))
+                # FAIL on every node the client may ask for the map ('fail?',
+                # one node's suspicion, does not take it off the map).
+                return all(any(port == replica.port
+                               and 'fail' in flags.split(',')
+                               for port, flags, _ in cluster.nodes_line(n))
+                           for n in alive)
             await until(lambda: loop.run_in_executor(None, failed), 30, 0.2)
             (win, lose), _ = await issue(data, v)
             assert await data.cast_vote(v.session, win, lose) == \
