@@ -103,7 +103,7 @@ def answered(url):
 
 def database_pids(engine, server, storage=None, replicas=0):
     """The pids of the local databases an engine's server.py uses (the
-    primary, then its replicas), from their pid files; None when the
+    primary, then its replicas; a cluster's nodes), from their pid files; None when the
     database is given by address (not ours to read)."""
     db = table.of(engine)
     if server.env.get(db.environment) or '--' + db.name in server.argv:
@@ -113,7 +113,7 @@ def database_pids(engine, server, storage=None, replicas=0):
     if storage:
         s = settings.replace(s, tarantool_engine=storage)
     primary = db.managed(db.directory(s), settings=s)
-    found = [primary]
+    found = list(getattr(primary, 'nodes', None) or [primary])  # a cluster's
     found += [db.managed_replica(primary, index, s)
               for index in range(1, replicas + 1)]
     return [pid for pid in (m.ours() for m in found) if pid is not None]

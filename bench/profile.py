@@ -163,8 +163,10 @@ def database_demand(pid):
 
 
 def demand_delta(before, after):
-    """after - before of database_demand's figures, key by key."""
-    return {k: max(0, after.get(k, 0) - before.get(k, 0)) for k in after}
+    """after - before of database_demand's figures, key by key (a dict of
+    figures, such as the nodes', by its keys)."""
+    return {k: demand_delta(before.get(k) or {}, v) if isinstance(v, dict)
+            else max(0, v - before.get(k, 0)) for k, v in after.items()}
 
 
 # --- which process is the database ------------------------------------------

@@ -87,6 +87,9 @@ class Member:
         found = profile.database_demand(primary)
         found['replicas'] = sum(sum(profile.database_cpu(pid).values())
                                 for pid, _ in replicas)
+        # each process's serial thread (a cluster's primaries, by port)
+        found['nodes'] = {str(pid): profile.database_demand(pid)['serial']
+                          for pid, _ in self.database}
         return found
 
 
@@ -104,6 +107,7 @@ def demand(server, before, after, answered, seconds):
     return {'server_us': per(server), 'serial_us': per(delta.get('serial')),
             'spread_us': per(delta.get('spread')),
             'replicas_us': per(delta.get('replicas')),
+            'nodes_us': [per(v) for v in (delta.get('nodes') or {}).values()],
             'written_bytes': (None if 'written' not in delta
                               else round(delta['written'] / answered, 1)),
             'server_share': share(server), 'serial_share': share(delta.get('serial')),
