@@ -215,6 +215,9 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
 def database_us(d):
     if d.get('serial_us') is None:
         return 'not read'
+    if d.get('shards_us') is not None:
+        return "%.0f on the rankings' shard + %.0f over %d bucket shards" % (
+            d['serial_us'], d['shards_us'], d.get('shards') or 0)
     if d['database'] in sizing.THREAD:
         return '%.0f on its %s + %.0f' % (d['serial_us'], sizing.THREAD[d['database']],
                                           d.get('spread_us') or 0)
@@ -336,7 +339,7 @@ def cells(r):
     return [r['engine'], '{:,.0f}'.format(r['per_core']),
             '–' if r.get('app') is None else str(r['app']), r['database'],
             '–' if r['cores'] is None else str(r['cores']),
-            '–' if not busiest else '%s %.0f %%' % (busiest[0], busiest[1] * 100),
+            '–' if not busiest else '%s %d %%' % (busiest[0], sizing.pct(busiest[1])),
             money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
             'not measured' if r['memory_mib'] is None else
             '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])]

@@ -6,7 +6,8 @@
   'use strict';
   var THREAD = {tarantool: 'transaction thread', redis: 'main thread'};
   var NAMES = {tarantool: 'Tarantool', redis: 'Redis', postgres: 'PostgreSQL'};
-  var FIELDS = ['server_us', 'serial_us', 'spread_us', 'replicas_us', 'written_bytes'];
+  var FIELDS = ['server_us', 'serial_us', 'spread_us', 'replicas_us', 'written_bytes',
+                'shards_us', 'shards'];
 
   function known(v) { return v !== null && v !== undefined; }
 
@@ -72,9 +73,42 @@
 
   function pct(v) { return Math.round(v * 100); }
 
+  // sizing.cluster
+  function cluster(rate, d, data, memory) {
+    var u = d.share, notes = [];
+    var app = Math.max(1, coresFor(rate, d.server_us, u));
+    var rankings = rate * (d.serial_us || 0) / 1e6;
+    var shards = Math.max(1, coresFor(rate, d.shards_us, u));
+    var dbCores = 2 * (1 + shards);
+    var tiers = [['app', rate * d.server_us / 1e6 / app], ["rankings' shard", rankings],
+                 ['bucket shards', rate * d.shards_us / 1e6 / shards]];
+    var busiest = tiers[0];
+    tiers.forEach(function (t) { if (t[1] > busiest[1]) busiest = t; });
+    var total = app + dbCores, cores = total;
+    if (rankings > u) {
+      notes.push("the rankings' shard: its main thread would be " + pct(rankings) +
+                 ' % busy (the run kept the budget with its core ' + pct(u) +
+                 " % busy): a cluster spreads the visitors' data, not the rankings");
+      cores = null;
+    } else if (total > data.max_cores) {
+      notes.push('needs ' + total + ' cores, more than --max-cores ' + data.max_cores);
+      cores = null;
+    }
+    notes.push('a replica per primary, a core each: assumed, not measured');
+    var mem = null;
+    if (memory && memory.server_kib) {
+      mem = app * memory.server_kib + (memory.database_kib || 0) * (1 + shards) / (d.shards || 1);
+    }
+    return {app: app, total: total, cores: cores, busiest: busiest, notes: notes,
+            database: 'rankings + ' + shards + ' bucket shard' + (shards > 1 ? 's' : '') +
+              ', each + replica, ' + dbCores + ' cores',
+            memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null};
+  }
+
   // sizing.size
   function size(rate, d, data, replica, memory) {
     var u = d.share, kind = d.database, notes = [];
+    if (kind === 'rediscluster' && known(d.shards_us)) return cluster(rate, d, data, memory);
     var app = Math.max(1, coresFor(rate, d.server_us, u));
     var serial = rate * (d.serial_us || 0) / 1e6;
     var spreadUs = d.spread_us || 0;

@@ -14,12 +14,22 @@ core, and kept the budget with it that busy):
                    core of its own)
   read replicas  = ceil(rate x replicas µs / 1e6 / u), from a --replicas run
                    of the engine, when one primary's serial thread is too
-                   busy and that run's primary is not."""
+                   busy and that run's primary is not.
+A Redis Cluster (cluster()): the rankings' shard's own work is its serial
+thread (within u, or no shard count helps); bucket shards = ceil(rate x
+shards µs / 1e6 / u); each primary with one replica, each on a core (the
+replicas' CPU assumed, not measured: the site reads from primaries only)."""
 import math
 
 HOURS = 730     # a month of hours
 THREAD = {'tarantool': 'transaction thread', 'redis': 'main thread'}
 NAMES = {'tarantool': 'Tarantool', 'redis': 'Redis', 'postgres': 'PostgreSQL'}
+
+
+def pct(share):
+    """A share as a whole percentage, half up (as results.html's
+    Math.round: the page and advise print the same)."""
+    return int(math.floor(share * 100 + 0.5))
 
 
 def cores_for(rate, us, u):
@@ -34,6 +44,8 @@ def size(rate, d, price, max_cores, replica=None, memory=None):
     engine with read replicas, or None; memory: {'server_kib' per process,
     'database_kib'} or None."""
     u, kind = d['share'], d.get('database')
+    if kind == 'rediscluster' and d.get('shards_us') is not None:
+        return cluster(rate, d, price, max_cores, memory)
     notes = []
     app = max(1, cores_for(rate, d['server_us'], u))
     serial = rate * (d.get('serial_us') or 0.0) / 1e6
@@ -48,12 +60,12 @@ def size(rate, d, price, max_cores, replica=None, memory=None):
             serial = on_replicas
             spread_us = replica.get('spread_us') or 0.0
         else:
-            blocked = ('one %s primary: its %s would be %s%.0f %% busy (the '
-                       'run kept the budget with its core %.0f %% busy): shard '
+            blocked = ('one %s primary: its %s would be %s%d %% busy (the '
+                       'run kept the budget with its core %d %% busy): shard '
                        'the writes%s' % (
                            NAMES.get(kind, kind), thread,
                            'up to ' if d.get('split') == 'estimated' else '',
-                           serial * 100, u * 100, '' if replica else
+                           pct(serial), pct(u), '' if replica else
                            '; read replicas not measured in this run'))
     if serial_kind:
         spread = cores_for(rate, spread_us, u)
@@ -101,3 +113,39 @@ def layout(kind, replicas, db_cores):
         if replicas else '1 primary'
     return '%s, %d core%s' % (what, db_cores + replicas,
                               's' if db_cores + replicas > 1 else '')
+
+
+def cluster(rate, d, price, max_cores, memory):
+    """size() of a Redis Cluster: the rankings' shard and bucket shards."""
+    u, notes = d['share'], []
+    app = max(1, cores_for(rate, d['server_us'], u))
+    rankings = rate * (d.get('serial_us') or 0.0) / 1e6
+    shards = max(1, cores_for(rate, d['shards_us'], u))
+    db_cores = 2 * (1 + shards)
+    tiers = [('app', rate * d['server_us'] / 1e6 / app),
+             ("rankings' shard", rankings),
+             ('bucket shards', rate * d['shards_us'] / 1e6 / shards)]
+    busiest = max(tiers, key=lambda t: t[1])
+    total = cores = app + db_cores
+    if rankings > u:
+        notes.append("the rankings' shard: its main thread would be %d %% "
+                     'busy (the run kept the budget with its core %d %% '
+                     "busy): a cluster spreads the visitors' data, not the "
+                     'rankings' % (pct(rankings), pct(u)))
+        cores = None
+    elif total > max_cores:
+        notes.append('needs %d cores, more than --max-cores %d' % (total, max_cores))
+        cores = None
+    notes.append('a replica per primary, a core each: assumed, not measured')
+    mem = None
+    if memory and memory.get('server_kib'):
+        measured = d.get('shards') or 1
+        mem = app * memory['server_kib'] + (memory.get('database_kib') or 0) * (
+            1 + shards) / float(measured)
+    label = 'rankings + %d bucket shard%s, each + replica, %d cores' % (
+        shards, 's' if shards > 1 else '', db_cores)
+    return {'app': app, 'database': label, 'db_cores': db_cores,
+            'replicas': 1 + shards, 'total': total, 'cores': cores,
+            'busiest': busiest, 'serial': rankings,
+            'monthly': cores * HOURS * price if cores else None,
+            'memory_kib': mem, 'notes': notes}

@@ -315,7 +315,8 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
         for r in table.values():
             if r[2] == '–':
                 assert ('more than --max-cores' in r[6] or 'no rate' in r[6]
-                        or 'shard the writes' in r[6]), r
+                        or 'shard the writes' in r[6]
+                        or 'not the rankings' in r[6]), r
 
 
 def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
@@ -489,6 +490,54 @@ def test_read_replicas_take_the_reads_where_a_replicas_run_measured_them(run):
     assert [a['app cores'], a['database'], a['cores']] == [
         '4', 'primary + 2 replicas, 4 cores', '8']
     assert a['memory'] == '720 MiB'        # 4 x 30 + 3 x 200
+
+
+def cluster_results():
+    """sizing_results with e (a Redis Cluster of 3 primaries: 300 µs
+    server; the primaries' main threads 100, 40 and 40 µs, so 60 µs the
+    rankings' shard's own and 120 µs the buckets'; its core 60 % busy at
+    4,000/s) and f (one Redis: 150 µs on its main thread)."""
+    data = sizing_results()
+    for name in ('e-rediscluster-pool', 'f-redis-one'):
+        data['targets'].append({'name': name, 'kind': 'engine', 'status': 'ok'})
+        for run in (1, 2, 3):
+            data['capacity'].append(capacity(name, 'good', run, 4000.0))
+    with_demand(data, 'e-rediscluster-pool', [1000.0, 4000.0, 4500.0],
+                {'server_us': 300.0, 'serial_us': 40.0, 'spread_us': 5.0,
+                 'nodes_us': [40.0, 100.0, 40.0]}, 1.2, 0.6, replicas=500.0)
+    with_demand(data, 'f-redis-one', [1000.0, 4000.0, 4500.0],
+                {'server_us': 300.0, 'serial_us': 150.0, 'spread_us': 5.0},
+                1.2, 0.6)
+    data['targets'][-2]['memory'] = {
+        'server_peak_kib': 40 * 1024, 'database_peak_kib': 600 * 1024}
+    return data
+
+
+def test_a_cluster_is_sized_by_its_rankings_shard_and_bucket_shards(run):
+    """Past one Redis primary's main thread, the cluster is sized from
+    its primaries' demand; past its rankings' shard, it is refused too."""
+    out = run(['RESULTS', '--rate', '8000', '--workload', 'good'],
+              cluster_results())[1]
+    e, f = columns(out)['e-rediscluster-pool'], columns(out)['f-redis-one']
+    # app ceil(8,000 x 300 µs / 0.6) = 4; the rankings' shard 0.48 of a
+    # core; bucket shards ceil(8,000 x 120 µs / 0.6) = 2; 3 primaries and
+    # their replicas: 6 cores; 10 in all
+    assert [e['app cores'], e['database'], e['cores']] == [
+        '4', 'rankings + 2 bucket shards, each + replica, 6 cores', '10']
+    assert e['busiest'] == 'app 60 %'
+    assert "60 on the rankings' shard + 120 over 3 bucket shards" in e['notes']
+    # 4 x 40 MiB, and the 6 nodes' 600 MiB for 3 shards (of 3 measured)
+    assert e['memory'] == '760 MiB'
+    # one Redis: 8,000 x 150 µs = 1.2 cores on its main thread
+    assert f['cores'] == '–' and f['notes'].startswith(
+        'one Redis primary: its main thread would be 120 % busy')
+    out = run(['RESULTS', '--rate', '20000', '--workload', 'good'],
+              cluster_results())[1]
+    e = columns(out)['e-rediscluster-pool']
+    assert e['cores'] == '–' and e['notes'].startswith(
+        "the rankings' shard: its main thread would be 120 % busy (the run "
+        "kept the budget with its core 60 % busy): a cluster spreads the "
+        "visitors' data, not the rankings")
 
 
 def test_demand_without_the_split_is_an_estimate(run):

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from bench import advise, html
-from test_advise import ROOT, sizing_results, with_demand
+from test_advise import ROOT, cluster_results, with_demand
 from test_browser import browser  # noqa: F401  (the fixture)
 
 INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3)]
@@ -24,8 +24,8 @@ def committed_folder(tmp_path):
 
 def built_folder(tmp_path):
     """The hand-built run of test_advise with the split measured, memory
-    as PSS, and a run with read replicas."""
-    data = sizing_results()
+    as PSS, a run with read replicas and a Redis Cluster."""
+    data = cluster_results()
     data['targets'].append({'name': 'a-tarantool-one (2 replicas)',
                             'kind': 'engine', 'status': 'ok'})
     with_demand(data, 'a-tarantool-one (2 replicas)', [1000.0, 4000.0, 4500.0],
@@ -82,3 +82,21 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
         said, rows = await shown(page, 20000, 10)
         assert ['a-tarantool-one', '4', 'primary + 2 replicas, 4 cores', '8'] in [
             r[:4] for r in rows]
+        said, rows = await shown(page, 8000, 10)
+        assert ['e-rediscluster-pool', '4',
+                'rankings + 2 bucket shards, each + replica, 6 cores', '10'] in [
+            r[:4] for r in rows]
+
+
+def test_the_committed_page_holds_each_chart_once_and_stays_small(tmp_path):
+    """results.html is one file to send: its charts inline, each once (the
+    answer's chart is linked from its section), under 2 MiB."""
+    folder = tmp_path / 'results'
+    shutil.copytree(os.path.join(ROOT, 'docs', 'results'), folder,
+                    ignore=shutil.ignore_patterns('results.html'))
+    text = open(html.write(str(folder))).read()
+    pictures = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
+    charts = [n for n in os.listdir(folder) if n.endswith('.png')]
+    assert len(pictures) == len(set(pictures)) == len(charts)
+    assert '(capacity mix: the chart above)' in text
+    assert len(text.encode()) < 2 * 2 ** 20

@@ -15,8 +15,10 @@ from runtime.databases import table
 from .. import storage
 from . import budget
 
-FIELDS = ('server_us', 'serial_us', 'spread_us', 'replicas_us', 'written_bytes')
-SERIAL = {'tarantool': 'transaction thread', 'redis': 'main thread'}
+FIELDS = ('server_us', 'serial_us', 'spread_us', 'replicas_us', 'written_bytes',
+          'shards_us', 'shards')
+SERIAL = {'tarantool': 'transaction thread', 'redis': 'main thread',
+          'rediscluster': "rankings' shard"}
 
 
 def database_of(name):
@@ -28,7 +30,8 @@ def database_of(name):
     # a name of the usual shape (framework-database-mode...), not in the table
     parts = plain.split('-')
     return {'psycopg': 'postgres'}.get(parts[1], parts[1]) if len(parts) > 2 and \
-        parts[1] in ('tarantool', 'postgres', 'psycopg', 'redis') else None
+        parts[1] in ('tarantool', 'postgres', 'psycopg', 'redis',
+                     'rediscluster') else None
 
 
 def of_point(record):
@@ -38,17 +41,33 @@ def of_point(record):
     if d and d.get('server_us') is not None:
         found = {f: d.get(f) for f in FIELDS}
         found['split'] = 'measured' if d.get('serial_us') is not None else None
+        if database_of(record['target']) == 'rediscluster':
+            found.update(cluster(d.get('nodes_us')))
         return found
     us = record.get('us_per_request') or {}
     if us.get('server') is None:
         return None
     db = us.get('database')
     serial = database_of(record['target']) in SERIAL
-    return {'server_us': us['server'],
-            'serial_us': None if db is None else (db if serial else 0.0),
-            'spread_us': None if db is None else (0.0 if serial else db),
-            'replicas_us': None, 'written_bytes': None,
-            'split': None if db is None else 'estimated'}
+    return dict(dict.fromkeys(FIELDS), server_us=us['server'],
+                serial_us=None if db is None else (db if serial else 0.0),
+                spread_us=None if db is None else (0.0 if serial else db),
+                split=None if db is None else 'estimated')
+
+
+def cluster(nodes):
+    """A Redis Cluster's primaries' main threads (µs per request each)
+    split: the rankings' shard's own work (the busiest primary's, less a
+    bucket shard's: it holds its share of the buckets too) as serial_us,
+    and the buckets' work over all shards as shards_us (a bucket shard's
+    times the primaries), which more shards divide."""
+    nodes = sorted(n for n in nodes or () if n is not None)
+    if not nodes:
+        return {'serial_us': None, 'shards_us': None, 'shards': None,
+                'replicas_us': None, 'split': None}
+    bucket = statistics.mean(nodes[:-1]) if len(nodes) > 1 else 0.0
+    return {'serial_us': nodes[-1] - bucket, 'shards_us': bucket * len(nodes),
+            'shards': len(nodes), 'replicas_us': None}
 
 
 def share(record):
@@ -141,8 +160,8 @@ def check(results, entry):
     measured; predicted capacity within the budget, measured), predicted
     from the median demand of the kept points, the capacity at the busy
     share u of the highest kept point."""
-    total = (entry['server_us'] or 0) + (entry['serial_us'] or 0) + (
-        entry['spread_us'] or 0)
+    total = sum(entry.get(f) or 0 for f in
+                ('server_us', 'serial_us', 'spread_us', 'shards_us'))
     at = entry.get('at_capacity') or {}
     found = [c for c in results.get('capacity') or []
              if c.get('target') == entry['target'] and c.get('page') == entry['page']]
@@ -168,7 +187,8 @@ def section(results, names):
         at = e.get('at_capacity') or {}
         rows.append([e['target'], e['page'], str(e['points']), us(e['server_us']),
                      us(e['serial_us']) if e['database'] in SERIAL else '–',
-                     us(e['spread_us']), us(e['replicas_us']) if e['replicas_us'] else '–',
+                     us(e['spread_us']), us(e['shards_us']) if e['shards_us'] else '–',
+                     us(e['replicas_us']) if e['replicas_us'] else '–',
                      us(e['written_bytes']), e['split'] or 'not read',
                      '–' if at.get('share') is None else '%.0f %%' % (at['share'] * 100)])
         found = check(results, e)
@@ -181,10 +201,12 @@ def section(results, names):
     lines = ['', '## Demand per tier', '',
              'CPU µs per request at the fixed-rate points that kept the budget '
              "(median): the server's; the database's on its serial thread "
-             "(Tarantool's transaction thread, Redis's main thread: one core "
-             "at most, whatever the app cores) and spread over cores "
-             "(PostgreSQL's processes, Tarantool's other threads); its read "
-             "replicas'; bytes it wrote to storage per request (its WAL or AOF: "
+             "(Tarantool's transaction thread, Redis's main thread, a Redis "
+             "Cluster's rankings' shard's own: one core at most, whatever the "
+             "app cores) and spread over cores (PostgreSQL's processes, "
+             "Tarantool's other threads); a Redis Cluster's bucket shards' (on "
+             "the main threads of the primaries, divided by more shards); its "
+             "read replicas'; bytes it wrote to storage per request (its WAL or AOF: "
              'a proxy for the flush or fsync a vote waits for, which is not '
              "CPU). split: measured per thread, or estimated (a run before the "
              "split: Tarantool's and Redis's whole CPU counted on the serial "
@@ -192,7 +214,7 @@ def section(results, names):
              'at the highest rate that kept the budget, what `bench.py advise` '
              'sizes each tier at.', ''] + table_md(
         ['engine', 'page', 'points', 'server µs', 'serial µs', 'spread µs',
-         'replicas µs', 'written B', 'split', 'u'], rows)
+         'shards µs', 'replicas µs', 'written B', 'split', 'u'], rows)
     if checks:
         lines += ['', 'The model at one core: predicted from the demand above '
                   '(server + database µs per request), against what the run '
