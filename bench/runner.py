@@ -316,22 +316,26 @@ class Matrix:
         if not self.started(t, server, left, frozen=True):
             return None
         self.progress.advance(START_GUESS)
-        self.progress.show('%s · verifying' % name)
-        t['verification'] = verify.engine(server.url)
-        self.progress.advance(VERIFY_GUESS)
-        why = verify.failure(t['verification'])
-        if why:
+        try:    # not yet in the crew that engine() stops
+            self.progress.show('%s · verifying' % name)
+            t['verification'] = verify.engine(server.url)
+            self.progress.advance(VERIFY_GUESS)
+            why = verify.failure(t['verification'])
+            if why:
+                server.stop()
+                self.fail(t, 'verification failed: ' + why,
+                          left - START_GUESS - VERIFY_GUESS)
+                return None
+            if self.about is None and 'about' in self.s.pages:
+                self.about = verify.page(server.url, '/about')
+                t['about_copied'] = True
+            self.progress.show('%s · second start, memory' % name)
+            self.measure(t, server, memory.second_start(
+                engine, server, log[:-len('.log')] + '-second-start.log'),
+                memory.database_pids(engine, server, storage, replicas))
+        except BaseException:
             server.stop()
-            self.fail(t, 'verification failed: ' + why,
-                      left - START_GUESS - VERIFY_GUESS)
-            return None
-        if self.about is None and 'about' in self.s.pages:
-            self.about = verify.page(server.url, '/about')
-            t['about_copied'] = True
-        self.progress.show('%s · second start, memory' % name)
-        self.measure(t, server, memory.second_start(
-            engine, server, log[:-len('.log')] + '-second-start.log'),
-            memory.database_pids(engine, server, storage, replicas))
+            raise
         return t, server, python
 
     def log(self, t):

@@ -456,6 +456,34 @@ def test_verification_fails_a_site_with_the_wrong_pages(tmp_path):
     assert verify.failure(checks).startswith("ugly: body b'UGLY!'")
 
 
+@pytest.mark.bench
+@pytest.mark.parametrize('fault', [KeyboardInterrupt, RuntimeError])
+def test_an_engine_started_but_not_yet_timed_is_stopped_on_a_fault(
+        tarantool, tmp_path, monkeypatch, fault):
+    """Ctrl-C (or a crash) while an engine's memory is measured, after it
+    started and before its pages are timed: its server.py is stopped, as
+    the servers being timed are."""
+    from bench import memory
+    seen = []
+
+    def fails(engine, server, *args):
+        seen.append(server)
+        raise fault('at the memory step')
+    monkeypatch.setattr(memory, 'database_pids', fails)
+    monkeypatch.setattr(cli.signal, 'signal', lambda *args: None)  # pytest's
+    a = tarantool_address(tarantool)
+    argv = ['--quick', '--engines', 'aiohttp-tarantool-one', '--pages', 'ugly',
+            '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
+            '--port', str(free_port()), '--out', str(tmp_path / 'out')]
+    try:
+        cli.main(argv)
+    except RuntimeError:
+        assert fault is RuntimeError
+    assert len(seen) == 1
+    assert seen[0].process.poll() is not None, 'server.py left running'
+    assert not answers('127.0.0.1', seen[0].port)
+
+
 # --- one quick real run -----------------------------------------------------
 
 @pytest.fixture(scope='module')
