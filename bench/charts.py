@@ -5,7 +5,7 @@ import os
 
 from .ceilings import chart as ceiling_chart, report as ceiling_report
 from .latency import chart as latency_chart
-from .plotting import FuncFormatter, fit_title, plt, short
+from .plotting import FuncFormatter, fit_title, plt, save, short
 from .profile import ALL_LAYERS
 from .pythons import short as minor
 from .report import python_rows
@@ -105,7 +105,7 @@ def page_chart(results, table, page, path):
         ax.legend(loc='upper left', fontsize=8, frameon=False, ncol=len(modes))
     fig.tight_layout(rect=(0, 0.06 if not missing else 0.09, 1, 1))
     fit_title(fig, ax, (0, 0.06 if not missing else 0.09, 1, 1))
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path
 
@@ -149,7 +149,7 @@ def profile_chart(results, page, path):
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fit_title(fig, ax, (0, 0.06, 1, 1))
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path
 
@@ -199,7 +199,7 @@ def python_chart(results, table, page, path):
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fit_title(fig, ax, (0, 0.06, 1, 1))
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path
 

@@ -90,7 +90,25 @@ def render(markdown, folder, title='Benchmark results', results=None):
         out += ['<details><summary>The run: when, commit, machine, versions, '
                 'load</summary>'] + blocks(rest, folder) + ['</details>']
     out += blocks(body, folder)
-    return '\n'.join(out + ['</body></html>', ''])
+    return once('\n'.join(out + ['</body></html>', '']))
+
+
+PICTURE = re.compile(r'<img alt="([^"]*)" src="(data:image/png;base64,[^"]+)">')
+
+
+def once(page):
+    """Each picture embedded once: a chart shown again (the answer's
+    capacity chart, in its section too) links to where it was shown."""
+    first = {}
+
+    def one(m):
+        if m.group(2) in first:
+            return '<a href="#%s">(%s: the chart above)</a>' % (first[m.group(2)],
+                                                               m.group(1))
+        first[m.group(2)] = 'chart-%d' % len(first)
+        return '<img id="%s" alt="%s" src="%s">' % (first[m.group(2)], m.group(1),
+                                                    m.group(2))
+    return PICTURE.sub(one, page)
 
 
 def write(out):

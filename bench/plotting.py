@@ -5,7 +5,20 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-__all__ = ['FuncFormatter', 'plt', 'short']
+__all__ = ['FuncFormatter', 'plt', 'save', 'short']
+
+
+def save(fig, path):
+    """fig as a PNG of at most 256 colours (a chart's flat colours and
+    anti-aliased text need no more): a third of the size or less, so that
+    results.html, which holds its charts itself, stays small."""
+    import io
+    from PIL import Image
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format='png')
+    buffer.seek(0)
+    with Image.open(buffer) as picture:
+        picture.convert('RGB').quantize(256).save(path, optimize=True)
 
 
 def short(value):

@@ -2,7 +2,7 @@
 scale: inside the database is orders of magnitude above HTTP)."""
 import os
 
-from ..plotting import plt, short
+from ..plotting import plt, save, short
 from . import CALLS
 from .report import HEADERS, record, runs
 from .run import DATABASES, LAYERS
@@ -55,6 +55,6 @@ def write(results, out):
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     path = os.path.join(out, 'chart-ceilings.png')
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path

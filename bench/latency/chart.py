@@ -4,7 +4,7 @@ dots, the budget as a dashed line; and the capacity within the budget, one
 bar per target, highest first."""
 import os
 
-from ..plotting import fit_title, plt, short
+from ..plotting import fit_title, plt, save, short
 from ..tables import targets
 from . import budget
 from ..tables import FLAG
@@ -47,7 +47,7 @@ def page_chart(results, page, path):
     ax.legend(fontsize=7, loc='upper left', frameon=False)
     fig.tight_layout()
     fit_title(fig, ax)
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path
 
@@ -87,7 +87,7 @@ def capacity_chart(results, page, path):
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fit_title(fig, ax, (0, 0.03, 1, 1))
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path
 
