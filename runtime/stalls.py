@@ -104,17 +104,27 @@ class Stalls:
                                      info['collected']))
 
     def _watch(self):
+        failed = False
         while self.running:
             time.sleep(WATCH)
-            last = self.last
-            now = time.perf_counter()
-            if now - last <= BEAT + WATCH / 2:
-                self.readings.append((now, self.times()))
-            elif last not in self.samples:
-                frame = sys._current_frames().get(self.thread_id)
-                self.samples[last] = (self.idle(frame), stack(frame))
-            if self.found:
-                self._write()
+            try:
+                self._look()
+            except Exception:   # the record goes on: said once, not per look
+                if not failed:
+                    logging.getLogger('server').exception(
+                        "the stall record's watchdog failed once (it goes on)")
+                failed = True
+
+    def _look(self):
+        last = self.last
+        now = time.perf_counter()
+        if now - last <= BEAT + WATCH / 2:
+            self.readings.append((now, self.times()))
+        elif last not in self.samples:
+            frame = sys._current_frames().get(self.thread_id)
+            self.samples[last] = (self.idle(frame), stack(frame))
+        if self.found:
+            self._write()
 
     def times(self):
         """(ran, waited for a CPU) of the loop's thread so far, seconds."""
@@ -201,8 +211,9 @@ def stack(frame):
     found = []
     while frame is not None and len(found) < FRAMES:
         code = frame.f_code
+        # f_lineno is None in some frames (3.11: one between instructions)
         found.append('%s:%s:%d' % (tail(code.co_filename), code.co_name,
-                                   frame.f_lineno))
+                                   frame.f_lineno or 0))
         frame = frame.f_back
     return found
 

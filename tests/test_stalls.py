@@ -43,7 +43,8 @@ class Node:
 
 
 def recorded(tmp_path, monkeypatch, work):
-    """The records of a loop that runs `work` once, between quiet spells."""
+    """The records of a loop that runs `work` once (awaited, if it is a
+    coroutine function), between quiet spells."""
     path = str(tmp_path / 'stalls.jsonl')
     loop = asyncio.new_event_loop()
     # Ahead of the other tests' processes for the CPU (as root), so that a
@@ -60,7 +61,9 @@ def recorded(tmp_path, monkeypatch, work):
         async def run():
             watched.start()
             await asyncio.sleep(0.05)
-            work()
+            done = work()
+            if asyncio.iscoroutine(done):
+                await done
             await asyncio.sleep(0.05)
             watched.stop()
         loop.run_until_complete(run())
@@ -87,6 +90,41 @@ def test_a_blocking_call_is_recorded_with_its_stack(tmp_path, monkeypatch):
         assert record['ran_ms'] > record['ms'] / 2, record
     assert any(':block:' in line for line in record['stack']), record
     assert record['pid'] == os.getpid()
+
+
+def test_the_watchdog_outlives_a_failure_of_its_own(tmp_path, monkeypatch,
+                                                    caplog):
+    """A look that fails (a sampled frame it cannot read) is said once in
+    the log, and the record goes on: the next stall is still recorded."""
+    real, failures = stalls.stack, []
+
+    def fails_twice(frame):
+        if len(failures) < 2:
+            failures.append(frame)
+            raise TypeError('a frame it cannot read')
+        return real(frame)
+    monkeypatch.setattr(stalls, 'stack', fails_twice)
+
+    async def two_stalls():
+        block()
+        await asyncio.sleep(0.05)
+        block()
+    records = [r for r in recorded(tmp_path, monkeypatch, two_stalls)
+               if r['ms'] >= 40]
+    assert len(failures) == 2 and len(records) == 2, records
+    # the second, after both failures, sampled as ever
+    assert any(':block:' in line for line in records[-1].get('stack', ())), records
+    said = [r for r in caplog.records if 'watchdog failed' in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_a_frame_without_a_line_number_is_sampled():
+    class Code:
+        co_filename, co_name = '/x/pages/site.py', 'refresh'
+
+    class Frame:
+        f_code, f_lineno, f_back = Code, None, None
+    assert stalls.stack(Frame) == ['pages/site.py:refresh:0']
 
 
 def test_a_sleeping_call_is_recorded_as_blocked(tmp_path, monkeypatch):
@@ -123,6 +161,29 @@ def test_summary_counts_per_cause():
     assert stalls.summary(records, 2.0) == {
         'gc': {'per_s': 1.0, 'p50_ms': 15.0, 'max_ms': 15.0},
         'host': {'per_s': 0.5, 'p50_ms': 30.0, 'max_ms': 30.0}}
+
+
+def test_results_md_gives_the_longest_stall_and_the_longest_at_capacity():
+    from bench.latency.report import stall_table
+
+    def point(run, offered, gc_per_s, longest):
+        return {'target': 'a', 'page': 'good', 'run': run, 'pair': None,
+                'offered': offered, 'stalls': {
+                    'seconds': 2.0, 'max_ms': longest,
+                    'causes': {'gc': {'per_s': gc_per_s}}}}
+    results = {
+        'latency': [point(1, 100.0, 1.0, 4.0), point(1, 200.0, 3.0, 30.0),
+                    point(2, 100.0, 1.0, 5.0), point(2, 150.0, 1.0, 8.0)],
+        'capacity': [{'target': 'a', 'page': 'good', 'run': 1, 'pair': None,
+                      'rate': 100.0},
+                     {'target': 'a', 'page': 'good', 'run': 2, 'pair': None,
+                      'rate': 150.0}]}
+    lines = stall_table(results, ['a'], ['good'])
+    row = [c.strip() for c in lines[-1].strip('|').split('|')]
+    # gc 12 stalls over 8 s; the longest 30 ms (at 200/s, past run 1's
+    # capacity); at the capacities (100/s in run 1, 150/s in run 2) 8 ms
+    assert row == ['a', 'good', '4', '1.50', '0.00', '0.00', '0.00', '0.00',
+                   '0.00', '30.0', '8.00']
 
 
 @pytest.mark.db

@@ -133,23 +133,44 @@ def stall_table(results, names, pages):
     rows = []
     for name in names:
         for page in pages:
-            records = [r['stalls'] for r in results['latency']
-                       if r.get('target') == name and r.get('page') == page
-                       and r.get('stalls')]
+            points = [r for r in results['latency']
+                      if r.get('target') == name and r.get('page') == page]
+            records = [r['stalls'] for r in points if r.get('stalls')]
             if not records:
+                if points and 'stalls' in points[0]:   # recorded none
+                    rows.append([name, page, '0'] + ['–'] * (len(CAUSES) + 2))
                 continue
             seconds = sum(r['seconds'] for r in records)
+            kept = [r['stalls']['max_ms'] for r in at_capacity(results, name, page)
+                    if r.get('stalls')]
             rows.append([name, page, str(len(records))] + [
                 '%.2f' % (sum(r['causes'].get(c, {}).get('per_s', 0)
                               * r['seconds'] for r in records) / seconds)
-                for c in CAUSES] + [tables.ms(max(r['max_ms'] for r in records))])
+                for c in CAUSES] + [tables.ms(max(r['max_ms'] for r in records)),
+                                    tables.ms(max(kept) if kept else None)])
     if not rows:
         return []
     return ['', "The serving loop's stalls over 3 ms during the fixed-rate "
             'points, per second by cause (gc: the collector; periodic: the '
             "site's own; callback: a request's code; blocked: asleep in a call; "
-            'unsampled: held in C; host: no CPU), and the longest:', ''] + tables.table_md(
-        ['engine', 'page', 'points'] + list(CAUSES) + ['longest ms'], rows)
+            'unsampled: held in C; host: no CPU), the longest, and the longest '
+            'at the capacity found (the points of the rate each search kept); '
+            'points: those with a record (– where the server recorded none):',
+            ''] + tables.table_md(
+        ['engine', 'page', 'points'] + list(CAUSES) + ['longest ms',
+                                                       'at capacity ms'], rows)
+
+
+def at_capacity(results, name, page):
+    """The fixed-rate points of name and page at the rate its search (that
+    run's) found as the capacity."""
+    found = {(c.get('pair'), c.get('run')): c.get('rate')
+             for c in results.get('capacity') or []
+             if c.get('target') == name and c.get('page') == page}
+    return [r for r in results['latency']
+            if r.get('target') == name and r.get('page') == page
+            and found.get((r.get('pair'), r.get('run'))) is not None
+            and abs((r.get('offered') or 0) - found[r.get('pair'), r.get('run')]) < 1e-6]
 
 
 def kind_table(cells, names, keys):
