@@ -174,7 +174,6 @@ def edge_connection():
 
 def japronto_connection():
     from runtime import edge
-    pytest.importorskip('japronto')     # the legacy environment
     from japronto_server.pipeline import Connection
     gate = edge.Gate(edge.LIMITS, asyncio.new_event_loop())
     return Connection(gate, Inner, (b'GET /ugly ',), 8192, set())
@@ -182,7 +181,8 @@ def japronto_connection():
 
 @pytest.mark.parametrize('make', [
     edge_connection,
-    pytest.param(japronto_connection, marks=pytest.mark.legacy)])
+    pytest.param(japronto_connection,
+                 marks=[pytest.mark.legacy, pytest.mark.needs('japronto')])])
 def test_a_head_sent_byte_by_byte_is_scanned_once(monkeypatch, make):
     """A 60 KiB head arriving a byte at a time: the search for its end
     resumes where it stopped, so the bytes searched stay a few times the
@@ -204,7 +204,8 @@ def test_a_head_sent_byte_by_byte_is_scanned_once(monkeypatch, make):
 
 @pytest.mark.parametrize('make', [
     edge_connection,
-    pytest.param(japronto_connection, marks=pytest.mark.legacy)])
+    pytest.param(japronto_connection,
+                 marks=[pytest.mark.legacy, pytest.mark.needs('japronto')])])
 def test_a_body_sent_byte_by_byte_is_not_scanned_again(monkeypatch, make):
     """Behind a request, a POST whose body arrives a byte at a time: its
     head is searched for once, not once per byte of the body, and both
@@ -380,6 +381,28 @@ async def _ends(reader, writer, drip, within):
     return False
 
 
+async def hold(held, port, count, head):
+    """count more connections to port in held, each sent head."""
+    for _ in range(count):
+        held.append(await asyncio.open_connection('127.0.0.1', port))
+        held[-1][1].write(head)
+
+
+async def visitor_served(port, within, why):
+    """Seconds until a new visitor's GET /ugly is answered 200, trying
+    while fewer than `within` have passed (then failing with `why`)."""
+    started = time.monotonic()
+    while True:
+        try:
+            served = await answers(port, get(b'/ugly'))
+            break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            assert time.monotonic() - started < within, why
+            await asyncio.sleep(0.05)
+    assert [a[0] for a in served] == [200]
+    return time.monotonic() - started
+
+
 @pytest.mark.parametrize('engine', TIMED)
 async def test_bodies_that_never_come_do_not_lock_visitors_out(
         request, engine, start_server):
@@ -395,22 +418,11 @@ async def test_bodies_that_never_come_do_not_lock_visitors_out(
     async def attack(name, head, drip):
         held = []
         try:
-            for _ in range(20):
-                held.append(await asyncio.open_connection('127.0.0.1',
-                                                          server.port))
-                held[-1][1].write(head)
+            await hold(held, server.port, 20, head)
             await asyncio.sleep(0.2)
-            started = time.monotonic()
-            while True:
-                try:
-                    served = await answers(server.port, get(b'/ugly'))
-                    break
-                except (ConnectionError, asyncio.IncompleteReadError):
-                    await asyncio.sleep(0.1)
-                    assert time.monotonic() - started < BODY_TIMEOUT + 1, \
-                        'visitors locked out by %s bodies' % name
-            assert [a[0] for a in served] == [200]
-            assert time.monotonic() - started < BODY_TIMEOUT + 1, name
+            waited = await visitor_served(server.port, BODY_TIMEOUT + 1,
+                                          'visitors locked out by %s bodies' % name)
+            assert waited < BODY_TIMEOUT + 1, name
             ended = await asyncio.gather(*(
                 _ends(reader, writer, drip, closes_within)
                 for reader, writer in held))
@@ -522,10 +534,7 @@ async def test_heads_past_the_limit_do_not_hold_the_cap(request, engine,
         '--body-timeout', '60']))
     held = []
     try:
-        for _ in range(16):
-            held.append(await asyncio.open_connection('127.0.0.1',
-                                                      server.port))
-            held[-1][1].write(PADDED)
+        await hold(held, server.port, 16, PADDED)
         for reader, _ in held:
             try:
                 head = await asyncio.wait_for(reader.read(65536), PATIENCE)
@@ -533,15 +542,7 @@ async def test_heads_past_the_limit_do_not_hold_the_cap(request, engine,
                 continue
             if head:
                 assert 400 <= int(STATUS.match(head).group(1)) < 500, head
-        started = time.monotonic()
-        while True:
-            try:
-                served = await answers(server.port, get(b'/ugly'))
-                break
-            except (ConnectionError, asyncio.IncompleteReadError):
-                assert time.monotonic() - started < 1, 'visitors locked out'
-                await asyncio.sleep(0.05)
-        assert [a[0] for a in served] == [200]
+        await visitor_served(server.port, 1, 'visitors locked out')
     finally:
         for _, writer in held:
             writer.close()

@@ -22,11 +22,11 @@ from runtime.processes import children
 from test_server import burst
 
 
-@pytest.fixture(params=['asyncpg', 'psycopg'])
+@pytest.fixture(params=['asyncpg', pytest.param(
+    'psycopg', marks=pytest.mark.needs('psycopg_pool'))])   # CPython 3.10+
 def driver(request):
     """The DataInterface class of each PostgreSQL driver."""
     if request.param == 'psycopg':
-        pytest.importorskip('psycopg_pool')    # CPython 3.10+
         from data_interface.postgres.psycopg_data import PsycopgData
         return PsycopgData
     return PostgresData

@@ -851,9 +851,6 @@ class Relay:
 
 
 def database_port(backend):
-    if backend.via is None:
-        pytest.skip('no relay: a cluster client follows the slot map to '
-                    'every node (tests/test_rediscluster.py kills nodes)')
     data = backend.new()
     if hasattr(data, 'dsn'):
         return int(re.search(r':(\d+)/', data.dsn).group(1))
@@ -870,10 +867,10 @@ async def until_status(site, path, status):
     return await until(answered, 10, 0.1, lambda: text(last[0]))
 
 
-async def test_outage_answers_503_then_serves_again(backend):
-    relay = Relay(database_port(backend))
+async def test_outage_answers_503_then_serves_again(relayed_backend):
+    relay = Relay(database_port(relayed_backend))
     await relay.open()
-    site = await started(backend.via(relay.port))
+    site = await started(relayed_backend.via(relay.port))
     try:
         assert (await get(site, '/good')).status == 200
         cookie, ((_, win, lose), _) = await new_ballots(site)
@@ -910,13 +907,13 @@ async def test_outage_answers_503_then_serves_again(backend):
 SILENT_BACK = 20
 
 
-async def test_a_silent_link_is_dropped_and_pages_come_back(backend):
+async def test_a_silent_link_is_dropped_and_pages_come_back(relayed_backend):
     """The database's link goes silent (no reply, no reset: a peer or a
     network gone quiet): the driver drops it and connects anew, so pages
     are served again within seconds, not never."""
-    relay = Relay(database_port(backend))
+    relay = Relay(database_port(relayed_backend))
     await relay.open()
-    site = await started(backend.via(relay.port))
+    site = await started(relayed_backend.via(relay.port))
     try:
         assert (await get(site, '/good')).status == 200
         relay.silence()

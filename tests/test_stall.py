@@ -72,7 +72,8 @@ def sockets():
 
 
 @pytest.mark.legacy
-@pytest.mark.parametrize('driver', ['asynctnt', 'aiotarantool'])
+@pytest.mark.parametrize('driver', [
+    'asynctnt', pytest.param('aiotarantool', marks=pytest.mark.needs('aiotarantool'))])
 async def test_a_connect_to_a_stalled_tarantool_is_unavailable_and_left_closed(
         tmp_path, driver, capfd):
     """Mode 'multi' connects for each call: one cut short by its timeout
@@ -80,9 +81,8 @@ async def test_a_connect_to_a_stalled_tarantool_is_unavailable_and_left_closed(
     if driver == 'asynctnt':
         from data_interface.tarantool.asynctnt_data import AsynctntData as Data
     else:
-        aiotarantool_data = pytest.importorskip(
-            'data_interface.tarantool.aiotarantool_data')
-        Data = aiotarantool_data.AiotarantoolData
+        from data_interface.tarantool.aiotarantool_data import (
+            AiotarantoolData as Data)
     db = start_tarantool(str(tmp_path / 'db'))
     try:
         data = Data(tarantool_address(db), 'multi')

@@ -145,15 +145,14 @@ async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
 
 
 @pytest.mark.legacy
+@pytest.mark.needs('aiotarantool')
 async def test_an_aiotarantool_connection_starts_no_process(tarantool, monkeypatch):
     """tarantool 0.5 looks libc up for each connection, and ctypes runs
     ldconfig to find it: mode 'multi' would fork a process per call, with
     the loop standing still meanwhile."""
     import subprocess
-    aiotarantool_data = pytest.importorskip(
-        'data_interface.tarantool.aiotarantool_data')
-    data = aiotarantool_data.AiotarantoolData(tarantool_address(tarantool),
-                                              'multi')
+    from data_interface.tarantool.aiotarantool_data import AiotarantoolData
+    data = AiotarantoolData(tarantool_address(tarantool), 'multi')
     await data.start()
     started = []
     execute = subprocess.Popen._execute_child

@@ -89,10 +89,24 @@ if importlib.util.find_spec('psycopg_pool'):
         _postgres_backend, driver='psycopg')
 
 
-@pytest.fixture(params=[
-    pytest.param(name, marks=pytest.mark.legacy) if name in LEGACY_BACKENDS
-    else name for name in sorted(BACKENDS)])
+# Backends a relay cannot stand in front of (a cluster client follows the
+# slot map to every node: tests/test_rediscluster.py kills nodes instead).
+NO_RELAY = {'rediscluster-pool'}
+
+
+def _params(names):
+    return [pytest.param(name, marks=pytest.mark.legacy)
+            if name in LEGACY_BACKENDS else name for name in sorted(names)]
+
+
+@pytest.fixture(params=_params(BACKENDS))
 def backend(request):
+    return BACKENDS[request.param](request)
+
+
+@pytest.fixture(params=_params(set(BACKENDS) - NO_RELAY))
+def relayed_backend(request):
+    """backend, of those whose link a relay can cut (via(port))."""
     return BACKENDS[request.param](request)
 
 

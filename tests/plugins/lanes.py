@@ -3,6 +3,7 @@ requests or its module's own mark, so that `-m unit` (nothing started) and
 `-m fast` (that, plus the contract suite on the session's memtx Tarantool
 and Redis) run alone.  A unit test that starts a process or reaches past
 the loopback fails."""
+import importlib.util
 import ipaddress
 import socket
 import subprocess
@@ -33,7 +34,14 @@ FAST_BACKENDS = {'tarantool-one', 'tarantool-multi', 'redis-one', 'redis-pool',
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    # needs(MODULE): run where it installs (japronto and aiotarantool in
+    # .venv37, the legacy lane; psycopg's pool in the main one)
+    gone = [i for i in items if any(
+        not importlib.util.find_spec(m.args[0]) for m in i.iter_markers('needs'))]
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = [i for i in items if i not in gone]
     for item in items:
         names = set(item.fixturenames)
         for lane in STARTS:
