@@ -396,6 +396,8 @@ def test_each_point_records_the_demand_per_tier(latency_runs):
         assert d['server_us'] > 0 and d['serial_us'] is not None, d
         assert d['spread_us'] is not None and d['written_bytes'] is not None
         assert 0 < d['server_share'] <= 1.5 and d['seconds'] > 0
+        # one database process: its serial thread is the one node's
+        assert d['nodes_us'] == [d['serial_us']], d
     # over the run, the transaction thread did some of the work
     assert sum(r['demand']['serial_us'] for r in results['latency']) > 0
     [entry] = results['demand']
