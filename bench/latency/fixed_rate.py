@@ -88,8 +88,9 @@ class Member:
         found['replicas'] = sum(sum(profile.database_cpu(pid).values())
                                 for pid, _ in replicas)
         # each process's serial thread (a cluster's primaries, by port)
-        found['nodes'] = {str(pid): profile.database_demand(pid)['serial']
-                          for pid, _ in self.database}
+        found['nodes'] = {str(primary): found['serial']}
+        found['nodes'].update((str(pid), profile.database_demand(pid)['serial'])
+                              for pid, _ in replicas)
         return found
 
 
