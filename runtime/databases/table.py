@@ -239,10 +239,9 @@ class Redis(Database):
                                            a.port, a.db)
 
 
-class RedisCluster(Redis):
+class RedisCluster(Database):
     """The site on a Redis Cluster (docs/databases.md): per-visitor data
-    in 64 hash-tagged buckets, the rankings in one more group; configured
-    as one Redis is."""
+    in 64 hash-tagged buckets, the rankings in one more group."""
     name = 'rediscluster'
     drivers = (
         Driver('rediscluster', 'rediscluster', ('pool',), ('redis',), False,
@@ -254,6 +253,14 @@ class RedisCluster(Redis):
              'data_interface/rediscluster/accounts.py, instead of a local '
              'one under var/')
     pid_file = 'node0/redis.pid'
+    server_binary = 'redis-server'
+
+    async def configure(self, loader, session_ttl, max_sessions, max_ballots):
+        await loader.start()
+        try:
+            await loader.configure(session_ttl, max_sessions, max_ballots)
+        finally:
+            await loader.close()
 
     def parse(self, text):
         from data_interface.rediscluster.address import parse
