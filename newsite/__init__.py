@@ -24,6 +24,13 @@ def check_engine(name):
              'interpreter (e.g. %s)' % (name, engines.closest(
                  name.replace('japronto', 'aiohttp').replace(
                      'aiotarantool', 'tarantool'))))
+    if table.DRIVER[engine.driver].name == 'rediscluster':
+        fail('%s is not made into a new site yet: its cluster data layer '
+             'shares one Redis\'s module and functions, which a one-database '
+             'site leaves out; take a Redis engine (e.g. %s) and see '
+             'docs/databases.md for the cluster' % (
+                 name, engines.closest(name.replace('rediscluster-pool',
+                                                    'redis-pool'))))
     return engine
 
 

@@ -42,6 +42,14 @@ def test_a_legacy_engine_is_declined(tmp_path, capsys, engine):
     assert not (tmp_path / 'site').exists()
 
 
+def test_a_cluster_engine_is_declined_with_a_redis_one_named(tmp_path, capsys):
+    err = refused([str(tmp_path / 'site'), '--engine',
+                   'aiohttp-rediscluster-pool-uvloop'], capsys)
+    assert 'not made into a new site yet' in err
+    assert 'aiohttp-redis-pool-uvloop' in err
+    assert not (tmp_path / 'site').exists()
+
+
 def test_a_directory_in_use_is_refused(tmp_path, capsys):
     (tmp_path / 'notes.txt').write_text('mine')
     err = refused([str(tmp_path), '--engine', ENGINES[0]], capsys)
