@@ -130,9 +130,96 @@ async def test_a_vote_is_answered_after_its_replica_has_it(data,
     v = visit()
     (win, lose), (a, _) = await issue(data, v)
     assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
-    assert command_calls(rediscluster, 'wait') == before + 1
+    # one on the bucket's shard, one on the rankings' (every replica)
+    assert command_calls(rediscluster, 'wait') == before + 2
     # Applied at once: the voter sees it on the next page.
     assert (await current(data, a)).rating == a.rating + 1
+
+
+def node_calls(cluster, port, name):
+    """Calls of a command so far on the node at `port`."""
+    node = [n for n in cluster.nodes if n.port == port][0]
+    with cluster.client(node) as c:
+        return c.info('commandstats').get('cmdstat_' + name, {}).get(
+            'calls', 0)
+
+
+async def test_votes_at_once_are_applied_in_batches_each_once(data):
+    """Votes counted while a batch is applied go in the next one: fewer
+    calls on the rankings' shard than votes, each vote applied once, and
+    each in the rankings when it is answered."""
+    voters = []
+    for _ in range(40):
+        v = visit()
+        voters.append((v,) + await issue(data, v))
+    before, batches = await totals(data), data.batches
+    outcomes = await asyncio.gather(*[
+        data.cast_vote(v.session, win, lose)
+        for v, (win, lose), _ in voters])
+    assert outcomes == [VoteOutcome.OK] * 40
+    assert 1 <= data.batches - batches <= 20
+    after = await totals(data)
+    assert [a - b for a, b in zip(after, before)] == [40, 40, 40]
+
+
+async def test_the_catalogue_is_read_on_its_replica_with_every_answered_vote(
+        data, rediscluster):
+    """Once a batch's WAIT says {c}'s replicas have it, the pair, the
+    ranked lists and the stickers are read there, not on the primary,
+    and a voter reading there sees the vote just answered."""
+    v = visit()
+    slot = data._client.keyslot(CATALOGUE + 'ratings')
+    primary, replica = data._client.nodes_manager.slots_cache[slot][:2]
+    (win, lose), (a, _) = await issue(data, v)
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    calls = [node_calls(rediscluster, n.port, 'fcall_ro')
+             for n in (primary, replica)]
+    for i in range(10):
+        (win, lose), (b, _) = await issue(data, v)
+        assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+        assert (await current(data, b)).rating == b.rating + 1
+        await data.top_stickers(9)
+    after = [node_calls(rediscluster, n.port, 'fcall_ro')
+             for n in (primary, replica)]
+    assert after[0] == calls[0]
+    assert after[1] - calls[1] == 30
+
+
+@pytest.mark.own_database
+async def test_catalogue_reads_go_to_the_primary_when_its_replica_dies(
+        tmp_path):
+    """{c}'s replica killed while it takes the catalogue's reads: the read
+    that finds it gone is sent to the primary (a read may be sent twice),
+    and so are those after it: no page answers 503 for it."""
+    from conftest import (configure_rediscluster, load_small,
+                          start_rediscluster)
+    cluster = start_rediscluster(str(tmp_path))
+    try:
+        configure_rediscluster(cluster, sweep_every=3600)
+        await load_small(ClusterData(cluster.admin_address))
+        data = ClusterData(cluster.address)
+        await data.start()
+        try:
+            v = visit()
+            slot = data._client.keyslot(CATALOGUE + 'ratings')
+            primary, replica = data._client.nodes_manager.slots_cache[
+                slot][:2]
+            (win, lose), (a, _) = await issue(data, v)
+            assert await data.cast_vote(v.session, win, lose) == \
+                VoteOutcome.OK
+            assert data._readers == (replica.name,)
+            [n for n in cluster.nodes if n.port == replica.port][0].kill()
+            before = node_calls(cluster, primary.port, 'fcall_ro')
+            for _ in range(5):
+                assert (await current(data, a)).rating == a.rating + 1
+                (win, lose), _ = await issue(data, v)
+            assert node_calls(cluster, primary.port, 'fcall_ro') \
+                - before == 10
+            assert data._readers == ()
+        finally:
+            await data.close()
+    finally:
+        cluster.stop()
 
 
 async def test_the_rankings_show_a_vote_within_one_refresh(rediscluster,
@@ -148,12 +235,12 @@ async def test_the_rankings_show_a_vote_within_one_refresh(rediscluster,
     try:
         v = visit()
         (win, lose), (a, _) = await issue(data, v)
-        real = data._apply
+        real = data._apply_many
 
         async def lost(*args):
-            monkeypatch.setattr(data, '_apply', real)
+            monkeypatch.setattr(data, '_apply_many', real)
             raise DataUnavailable('the rankings did not answer')
-        monkeypatch.setattr(data, '_apply', lost)
+        monkeypatch.setattr(data, '_apply_many', lost)
         assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
         assert await current(data, a) == a
         voted = asyncio.get_event_loop().time()
@@ -564,3 +651,48 @@ async def test_rankings_that_lost_their_last_votes_get_them_again(
         moved[s.id] = moved.get(s.id, s.rating) + by
     for s in (a, b, c2, d2):
         assert (await current(data, s)).rating == moved[s.id]
+
+
+async def test_each_node_s_role_is_named(data, rediscluster):
+    """What the benchmark measures each node as: the catalogue's primary
+    and replica, the other primaries and theirs."""
+    roles = rediscluster.roles()
+    assert sorted(roles.values()) == ['rankings', 'rankings-replica', 'shard',
+                                      'shard', 'shard-replica',
+                                      'shard-replica']
+    primary, replica = data._client.nodes_manager.slots_cache[
+        data._client.keyslot(CATALOGUE + 'ratings')][:2]
+    assert (roles[primary.port], roles[replica.port]) == (
+        'rankings', 'rankings-replica')
+
+
+def test_the_benchmark_reads_each_node_by_role(rediscluster, tmp_path):
+    """bench.memory.cluster_nodes: the server's own cluster (under its
+    root's var/) named node by node, each with its process, as the
+    fixed-rate points record them; a cluster given by address is not
+    ours to read."""
+    from types import SimpleNamespace
+    from bench.memory import cluster_nodes
+    from plugins.databases import CLUSTER_PASSWORDS
+    from runtime import engines
+    from runtime.databases.files import secret
+    (tmp_path / 'var').mkdir()
+    os.symlink(rediscluster.directory, str(tmp_path / 'var' / 'rediscluster'))
+    for user, password in CLUSTER_PASSWORDS.items():
+        path = os.path.join(rediscluster.directory, user + '.password')
+        if not os.path.exists(path):
+            with open(path, 'w') as f:
+                f.write(password + '\n')
+        assert secret(path) == password
+    engine = engines.BY_NAME['aiohttp-rediscluster-pool-uvloop']
+    server = SimpleNamespace(root=str(tmp_path), argv=[], env={
+        'STICKERS_REDISCLUSTER_PORT': str(rediscluster.port)})
+    nodes = cluster_nodes(engine, server)
+    assert sorted(k.split()[0] for k in nodes) == [
+        'rankings', 'rankings-replica', 'shard', 'shard', 'shard-replica',
+        'shard-replica']
+    assert {int(k.split()[1]): pid for k, pid in nodes.items()} == {
+        n.port: n.ours() for n in rediscluster.nodes}
+    given = SimpleNamespace(root=str(tmp_path), env={}, argv=[
+        '--rediscluster', 'x'])
+    assert cluster_nodes(engine, given) is None

@@ -29,7 +29,7 @@
 -- bucket's sequence once (apply_votes), so sending it again, by the vote's
 -- request or by a sweep, changes nothing. Functions only the loader may
 -- call take the key st:{TAG}:admin, which the app's account may not name.
-local VERSION = '1'
+local VERSION = '2'
 
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL, MAX_VISITS = 100, 3600, 1000
@@ -170,29 +170,18 @@ local function pick_pair(keys)
     return cards(redis.call('ZRANDMEMBER', C .. 'ratings', 2))
 end
 
--- A bucket's logged votes: bucket, floor (sequences up to it are gone from
--- the bucket's log: what the catalogue has not applied of them is lost),
--- then (seq, win, lose) each, in any order. Each sequence is applied once;
--- returns the bucket's applied mark.
-local function apply_votes(keys, args)
-    group(keys, 'applied')
-    local bucket = integer(args[1], 0, 1023, 'bucket')
-    local floor = integer(args[2] or '', 0, 2 ^ 53, 'floor')
-    if (#args - 2) % 3 ~= 0 or (#args - 2) / 3 > MAX_LOG then
-        refuse('apply_votes takes at most ' .. MAX_LOG .. ' votes')
-    end
-    for i = 3, #args, 3 do
-        integer(args[i], 1, 2 ^ 53, 'sequence')
-        check_member(args[i + 1])
-        check_member(args[i + 2])
-    end
+-- Apply a bucket's votes (seq, win, lose each, at args[i..]) above its
+-- applied mark, each sequence once; floor: sequences up to it are gone
+-- from the bucket's log (what was not applied of them is lost). Returns
+-- the bucket's applied mark.
+local function apply_bucket(bucket, floor, args, first, last)
     local early = C .. 'early:' .. bucket
     local mark = tonumber(redis.call('HGET', C .. 'applied', bucket)) or 0
     if floor > mark then
         mark = floor
         redis.call('ZREMRANGEBYSCORE', early, '-inf', floor)
     end
-    for i = 3, #args, 3 do
+    for i = first, last, 3 do
         local seq = tonumber(args[i])
         if seq > mark and not redis.call('ZSCORE', early, seq) then
             local win, lose = args[i + 1], args[i + 2]
@@ -212,6 +201,54 @@ local function apply_votes(keys, args)
     end
     redis.call('HSET', C .. 'applied', bucket, mark)
     return mark
+end
+
+local function check_votes(args, first)
+    if (#args - first + 1) % 3 ~= 0 or (#args - first + 1) / 3 > MAX_LOG then
+        refuse('at most ' .. MAX_LOG .. ' votes of 3 fields each')
+    end
+    for i = first, #args, 3 do
+        integer(args[i], 1, 2 ^ 53, 'sequence')
+        check_member(args[i + 1])
+        check_member(args[i + 2])
+    end
+end
+
+-- A bucket's logged votes: bucket, floor, then (seq, win, lose) each, in
+-- any order (the sweep's). Returns the bucket's applied mark.
+local function apply_votes(keys, args)
+    group(keys, 'applied')
+    local bucket = integer(args[1], 0, 1023, 'bucket')
+    local floor = integer(args[2] or '', 0, 2 ^ 53, 'floor')
+    check_votes(args, 3)
+    return apply_bucket(bucket, floor, args, 3, #args)
+end
+
+-- The votes just counted in several buckets, applied in one call:
+-- (bucket, seq, win, lose) each, a bucket's in a row. Returns how many.
+local function apply_many(keys, args)
+    group(keys, 'applied')
+    if #args % 4 ~= 0 or #args / 4 > MAX_LOG then
+        refuse('apply_many takes at most ' .. MAX_LOG .. ' votes of 4 fields')
+    end
+    local votes = {}
+    for i = 1, #args, 4 do
+        integer(args[i], 0, 1023, 'bucket')
+        votes[#votes + 1] = args[i + 1]
+        votes[#votes + 1] = args[i + 2]
+        votes[#votes + 1] = args[i + 3]
+    end
+    check_votes(votes, 1)
+    local i = 1
+    while i <= #args do
+        local j = i
+        while j + 4 <= #args and args[j + 4] == args[i] do j = j + 4 end
+        local first = (i - 1) / 4 * 3 + 1
+        apply_bucket(tonumber(args[i]), 0, votes, first,
+                     (j - 1) / 4 * 3 + 1)
+        i = j + 4
+    end
+    return #args / 4
 end
 
 local function applied_marks(keys)
@@ -561,6 +598,7 @@ writes('record_visits', record_visits)
 writes('issue_ballots', issue_ballots)
 writes('cast_vote', cast_vote)
 writes('apply_votes', apply_votes)
+writes('apply_many', apply_many)
 writes('expire', expire)
 writes('expire_below', expire_below)
 writes('set_limits', set_limits)

@@ -6,7 +6,10 @@ and the rankings in one more group, {c}, which every vote reaches. Each
 call is one FCALL on the keys of one slot (cluster.lua), routed here by its
 key (no COMMAND GETKEYS). Nothing is retried: a vote sent twice would be
 refused the second time, so a call that fails answers 503 and the caller
-decides (docs/databases.md, Redis Cluster)."""
+decides (docs/databases.md, Redis Cluster). The votes a server counts are
+applied to the rankings in batches, one call and one WAIT at a time, and
+the catalogue is read on {c}'s replicas once a batch's WAIT says they
+have every vote answered so far."""
 import asyncio
 import logging
 import os
@@ -40,11 +43,17 @@ READ_ONLY = ('pick_pair', 'judge_vote', 'applied_marks', 'bucket_stats',
              'top_stickers', 'bottom_stickers', 'catalogue_stats',
              'list_packs', 'pack_stickers', 'get_sticker', 'limits',
              'stickers_version')
+CATALOGUE_READS = ('pick_pair', 'top_stickers', 'bottom_stickers',
+                   'catalogue_stats', 'list_packs', 'pack_stickers',
+                   'get_sticker')
 EXPIRE_BATCH = 200
 # A vote's bucket write is applied to the rankings once a replica of its
 # shard has it: WAIT for one, this many milliseconds at most (else the
-# sweep applies it once a replica has it).
+# sweep applies it once a replica has it). A batch of applies waits as
+# long for every replica of {c}.
 WAIT_MS = 100
+# Votes applied in one call at most (cluster.lua's MAX_LOG).
+APPLY_BATCH = 1000
 # Errors of a command that did not run: the regular path follows them.
 NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 # AttributeError: redis-py 8.1 writes to a connection that a concurrent
@@ -104,6 +113,9 @@ def declared(name, key, args):
         'pack_stickers': ['stickers', 'pack:%s' % args[0],
                           'pack_ids:%s' % args[0]] if args else [],
     }.get(name, [])
+    if name == 'apply_many':
+        more = ['stickers', 'ratings'] + [
+            'early:%s' % b for b in sorted(set(args[::4]))]
     return [key] + [prefix + k for k in more]
 
 
@@ -153,11 +165,23 @@ class ClusterData(DataInterface):
         # The project's connection checks who listens before its password
         # goes there (data_interface.address.guard).
         client.connection_kwargs['connection_class'] = Connection
+        # Every connection READONLY, so that {c}'s replicas answer its
+        # reads (a primary ignores it).
+        client.connection_kwargs['redis_connect_func'] = client.on_connect
         for node in client.startup_nodes:
             node.connection_class = Connection
+            node.connection_kwargs['redis_connect_func'] = client.on_connect
         self._client = client
         self._turns = asyncio.Semaphore(self.max_size)
         self._map_read = 0.0
+        # {c}'s replicas that had every applied batch at the last WAIT
+        # (names): the catalogue's reads go there, else to its primary.
+        self._readers = ()
+        self._turn = 0
+        self._pending = []      # (bucket, (seq, win, lose), future)
+        self._applier = None
+        self._apply_failed = False
+        self.batches = 0        # apply_many calls made
         try:
             await self._execute(('CLUSTER', 'SLOTS'), client.initialize)
             await self._check_library()
@@ -188,6 +212,9 @@ class ClusterData(DataInterface):
                     % (node.name, VERSION, e)) from e
 
     async def close(self):
+        if self._applier is not None:
+            # the votes counted so far: applied, or left to a sweep
+            await asyncio.wait([self._applier], timeout=self.timeout)
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
@@ -225,12 +252,13 @@ class ClusterData(DataInterface):
         return await self._execute(command, self._client.execute_command,
                                    *command)
 
-    async def _fcall_acked(self, name, key, args):
+    async def _fcall_acked(self, name, key, args, every=False):
         """(the FCALL's result, whether a replica of its shard has it: or
-        the shard has none) with WAIT 1 WAIT_MS sent right after it on the
-        same connection. Nothing is sent twice: a call the node did not run
-        (a redirect during a migration, a failover) goes the regular way,
-        without the WAIT."""
+        the shard has none; with every, each replica the map lists, and
+        their names) with WAIT sent right after it on the same connection.
+        Nothing is sent twice: a call the node did not run (a redirect
+        during a migration, a failover) goes the regular way, without the
+        WAIT."""
         fcall = self._command(name, key, args)
         client = self._client
         try:
@@ -241,21 +269,23 @@ class ClusterData(DataInterface):
         try:
             slot = client.keyslot(key)
             shard = client.nodes_manager.slots_cache.get(slot) or []
+            wanted = len(shard) - 1 if every else 1
             if len(shard) < 2:    # no replica known: no WAIT
                 result = None
             else:
-                result, replicas = await self._with_wait(shard[0], fcall)
+                result, replicas = await self._with_wait(shard[0], fcall,
+                                                         wanted)
         except UNAVAILABLE as e:
             raise DataUnavailable('Redis Cluster at %s: %s: %s'
                                   % (self, name, e)) from e
         finally:
             self._turns.release()
         if result is None or isinstance(result, NOT_RUN):
-            return await self._fcall(name, key, args), len(shard) < 2
+            return await self._fcall(name, key, args), len(shard) < 2, ()
         if isinstance(result, ResponseError):
             raise DataUnavailable('Redis Cluster at %s: %s: %s'
                                   % (self, name, result)) from result
-        replicated = isinstance(replicas, int) and replicas >= 1
+        replicated = isinstance(replicas, int) and replicas >= wanted
         now = asyncio.get_event_loop().time()
         if not replicated and now - self._map_read > 1:
             # The replica may be gone: once the cluster no longer lists it,
@@ -263,14 +293,15 @@ class ClusterData(DataInterface):
             # most every second).
             self._map_read = now
             client._initialize = True
-        return result, replicated
+        return result, replicated, tuple(
+            n.name for n in shard[1:]) if replicated else ()
 
-    async def _with_wait(self, node, fcall):
+    async def _with_wait(self, node, fcall, replicas):
         conn = node.acquire_connection()
         try:
             await node.disconnect_if_needed(conn)
             await conn.send_packed_command(conn.pack_commands(
-                [fcall, ('WAIT', 1, WAIT_MS)]))
+                [fcall, ('WAIT', replicas, WAIT_MS)]))
             replies = []
             for _ in range(2):
                 try:
@@ -293,7 +324,30 @@ class ClusterData(DataInterface):
             return await self._pair(*args)
         if name == 'cast_vote':
             return await self.cast_vote(*args)
+        if name in CATALOGUE_READS:
+            return await self._read(name, args)
         return await self._fcall(name, CATALOGUE + 'ratings', args)
+
+    async def _read(self, name, args=()):
+        """A read of the catalogue on one of {c}'s replicas that had every
+        vote answered so far, in turn; on its primary when none had, or
+        when the replica fails (a read may be sent twice)."""
+        command = self._command(name, CATALOGUE + 'ratings', args)
+        shard = self._client.nodes_manager.slots_cache.get(
+            self._client.keyslot(command[3])) or []
+        nodes = [n for n in shard[1:] if n.name in self._readers]
+        if nodes:
+            self._turn += 1
+            try:
+                return await self._node(nodes[self._turn % len(nodes)],
+                                        *command)
+            except DataUnavailable as e:
+                if isinstance(e.__cause__, ResponseError) and not \
+                        isinstance(e.__cause__, NOT_RUN):
+                    raise
+                self._readers = ()
+        return await self._execute(command, self._client.execute_command,
+                                   *command)
 
     # Visits and votes: in the visitor's bucket.
     async def record_visits(self, visits):
@@ -319,7 +373,7 @@ class ClusterData(DataInterface):
         return sum(counts)
 
     async def _pair(self, session, token_a, token_b, ttl):
-        picked = await self._fcall('pick_pair', CATALOGUE + 'ratings')
+        picked = await self._read('pick_pair')
         await self._fcall('issue_ballots',
                           bucket(bucket_of(session)) + 'ballots',
                           [session, token_a, token_b, ttl,
@@ -334,18 +388,18 @@ class ClusterData(DataInterface):
         """Counted in the voter's bucket (the answer), then applied to the
         rankings; if that fails, the next sweep applies it."""
         n = bucket_of(session)
-        result, replicated = await self._fcall_acked(
+        result, replicated, _ = await self._fcall_acked(
             'cast_vote', bucket(n) + 'ballots',
             [session, win_token, lose_token])
         if result[0] == VoteOutcome.OK:
             if not replicated:    # a failover could still lose it
                 self.unreplicated += 1
                 return VoteOutcome.OK
-            try:
-                await self._apply(n, 0, result[1:])
-            except DataUnavailable as e:
-                log.warning('a vote of bucket %d is counted, its rankings '
-                            'wait for the next sweep: %s', n, e)
+            future = asyncio.get_event_loop().create_future()
+            self._pending.append((n, result[1:], future))
+            if self._applier is None or self._applier.done():
+                self._applier = asyncio.ensure_future(self._apply_pending())
+            await asyncio.shield(future)
             return VoteOutcome.OK
         if result[0] != VoteOutcome.UNKNOWN:
             return result[0]
@@ -368,6 +422,47 @@ class ClusterData(DataInterface):
         if any(a[1] for a in answers) and any(a[2] for a in answers):
             return VoteOutcome.NOT_PAIR
         return VoteOutcome.UNKNOWN
+
+    async def _apply_pending(self):
+        """The votes counted meanwhile, applied in one call with a WAIT for
+        every replica of {c}, batch after batch; each vote's request waits
+        for its batch. A batch that fails is left to the sweep (logged once
+        until one is applied again)."""
+        batch = []
+        try:
+            while self._pending:
+                batch = sorted(self._pending[:APPLY_BATCH],
+                               key=lambda v: v[0])
+                del self._pending[:APPLY_BATCH]
+                args = []
+                for n, entry, _ in batch:
+                    args.extend([n] + list(entry))
+                self.batches += 1
+                try:
+                    self._readers = await self._apply_many(args)
+                    self._apply_failed = False
+                except DataUnavailable as e:
+                    self._readers = ()
+                    if not self._apply_failed:
+                        log.warning('votes are counted, their rankings wait '
+                                    'for the next sweep: %s', e)
+                    self._apply_failed = True
+                self._answer(batch)
+        finally:
+            # cancelled: the rest is counted, and left to the sweep
+            self._answer(batch + self._pending)
+            del self._pending[:]
+
+    async def _apply_many(self, args):
+        """{c}'s replicas that have these votes applied (names)."""
+        return (await self._fcall_acked('apply_many', CATALOGUE + 'applied',
+                                        args, True))[2]
+
+    @staticmethod
+    def _answer(batch):
+        for _, _, future in batch:
+            if not future.done():
+                future.set_result(None)
 
     async def _apply(self, n, floor, entries):
         return await self._fcall('apply_votes', CATALOGUE + 'applied',
@@ -412,7 +507,7 @@ class ClusterData(DataInterface):
     async def _expire_bucket(self, n, mark):
         removed = [0, 0]
         while True:
-            r, replicated = await self._fcall_acked(
+            r, replicated, _ = await self._fcall_acked(
                 'expire', bucket(n) + 'counters', [EXPIRE_BATCH, mark])
             removed = [removed[0] + r[0], removed[1] + r[1]]
             floor, entries = r[2], r[3:]

@@ -18,9 +18,11 @@ import subprocess
 import time
 
 import redis as redis_py
+from redis.crc import key_slot
 
 from data_interface.rediscluster.accounts import CLUSTER_USER, acl_lines
 from data_interface.rediscluster.address import ClusterAddress
+from data_interface.rediscluster.cluster_data import CATALOGUE
 from ..settings import DEFAULTS
 from . import files
 from .files import secret
@@ -212,6 +214,31 @@ class ManagedCluster:
         self.cli('create', *['%s:%d' % (self.host, n.port)
                              for n in self.nodes]
                  + ['--cluster-replicas', str(REPLICAS), '--cluster-yes'])
+
+    def roles(self):
+        """{port: role} of every node: 'rankings' for the primary of the
+        catalogue's slot ({c}), 'shard' for the other primaries, and
+        'rankings-replica' or 'shard-replica' for their replicas."""
+        with self.client(self.nodes[0]) as c:
+            rows = [line.split() for line in
+                    c.execute_command('CLUSTER', 'NODES').splitlines()]
+        catalogue = key_slot(CATALOGUE.encode() + b'ratings')
+        port = {f[0]: int(f[1].split('@')[0].rsplit(':', 1)[1]) for f in rows}
+
+        def holds(ranges):
+            for r in ranges:
+                if not r.startswith('['):
+                    low, _, high = r.partition('-')
+                    if int(low) <= catalogue <= int(high or low):
+                        return True
+            return False
+        roles = {port[f[0]]: 'rankings' if holds(f[8:]) else 'shard'
+                 for f in rows if 'master' in f[2].split(',')}
+        for f in rows:
+            if 'slave' in f[2].split(','):
+                roles[port[f[0]]] = roles.get(port.get(f[3]), 'shard') + \
+                    '-replica'
+        return roles
 
     def node_id(self, node):
         with self.client(node) as c:
