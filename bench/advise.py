@@ -216,8 +216,10 @@ def database_us(d):
     if d.get('serial_us') is None:
         return 'not read'
     if d.get('shards_us') is not None:
-        return "%.0f on the rankings' shard + %.0f over %d bucket shards" % (
-            d['serial_us'], d['shards_us'], d.get('shards') or 0)
+        reads = '' if d.get('replicas_us') is None else \
+            ' + %.0f on its replicas' % d['replicas_us']
+        return "%.0f on the rankings' shard%s + %.0f over %d bucket shards" % (
+            d['serial_us'], reads, d['shards_us'], d.get('shards') or 0)
     if d['database'] in sizing.THREAD:
         return '%.0f on its %s + %.0f' % (d['serial_us'], sizing.THREAD[d['database']],
                                           d.get('spread_us') or 0)

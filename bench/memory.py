@@ -8,6 +8,8 @@ import time
 import urllib.error
 import urllib.request
 
+from redis.exceptions import RedisError
+
 from runtime import settings
 from runtime.databases import table
 from runtime.processes import free_port
@@ -117,6 +119,26 @@ def database_pids(engine, server, storage=None, replicas=0):
     found += [db.managed_replica(primary, index, s)
               for index in range(1, replicas + 1)]
     return [pid for pid in (m.ours() for m in found) if pid is not None]
+
+
+def cluster_nodes(engine, server):
+    """{'ROLE PORT': pid} of the local Redis Cluster an engine's server.py
+    uses (ManagedCluster.roles), or None: not a cluster, given by address,
+    or not answering."""
+    db = table.of(engine)
+    if db.name != 'rediscluster' or server.env.get(db.environment) \
+            or '--' + db.name in server.argv:
+        return None
+    s = settings.replace(settings.from_environment(environ=server.env),
+                         root=server.root)
+    cluster = db.managed(db.directory(s), settings=s)
+    try:
+        roles = cluster.roles()
+    except (OSError, RedisError):
+        return None
+    pids = {n.port: n.ours() for n in cluster.nodes}
+    return {'%s %d' % (role, port): pids[port] for port, role in roles.items()
+            if pids.get(port) is not None}
 
 
 def database_rss_kib(pids):

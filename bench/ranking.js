@@ -78,9 +78,12 @@
     var u = d.share, notes = [];
     var app = Math.max(1, coresFor(rate, d.server_us, u));
     var rankings = rate * (d.serial_us || 0) / 1e6;
+    var reads = d.replicas_us;
+    var readers = Math.max(1, coresFor(rate, reads, u));
     var shards = Math.max(1, coresFor(rate, d.shards_us, u));
-    var dbCores = 2 * (1 + shards);
+    var dbCores = 1 + readers + 2 * shards;
     var tiers = [['app', rate * d.server_us / 1e6 / app], ["rankings' shard", rankings],
+                 ["rankings' replicas", rate * (reads || 0) / 1e6 / readers],
                  ['bucket shards', rate * d.shards_us / 1e6 / shards]];
     var busiest = tiers[0];
     tiers.forEach(function (t) { if (t[1] > busiest[1]) busiest = t; });
@@ -88,20 +91,24 @@
     if (rankings > u) {
       notes.push("the rankings' shard: its main thread would be " + pct(rankings) +
                  ' % busy (the run kept the budget with its core ' + pct(u) +
-                 " % busy): a cluster spreads the visitors' data, not the rankings");
+                 " % busy): a cluster spreads the visitors' data and the reads, " +
+                 "not the votes' applies");
       cores = null;
     } else if (total > data.max_cores) {
       notes.push('needs ' + total + ' cores, more than --max-cores ' + data.max_cores);
       cores = null;
     }
-    notes.push('a replica per primary, a core each: assumed, not measured');
+    notes.push(known(reads) ? "a bucket shard's replica, a core each: assumed, not measured"
+               : 'a replica per primary, a core each: assumed, not measured');
     var mem = null;
     if (memory && memory.server_kib) {
-      mem = app * memory.server_kib + (memory.database_kib || 0) * (1 + shards) / (d.shards || 1);
+      mem = app * memory.server_kib +
+        (memory.database_kib || 0) * dbCores / (2 * (d.shards || 1));
     }
     return {app: app, total: total, cores: cores, busiest: busiest, notes: notes,
-            database: 'rankings + ' + shards + ' bucket shard' + (shards > 1 ? 's' : '') +
-              ', each + replica, ' + dbCores + ' cores',
+            database: 'rankings + ' + readers + ' replica' + (readers > 1 ? 's' : '') + ', ' +
+              shards + ' bucket shard' + (shards > 1 ? 's' : '') + ' + a replica each, ' +
+              dbCores + ' cores',
             memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null};
   }
 

@@ -15,10 +15,11 @@ core, and kept the budget with it that busy):
   read replicas  = ceil(rate x replicas µs / 1e6 / u), from a --replicas run
                    of the engine, when one primary's serial thread is too
                    busy and that run's primary is not.
-A Redis Cluster (cluster()): the rankings' shard's own work is its serial
-thread (within u, or no shard count helps); bucket shards = ceil(rate x
-shards µs / 1e6 / u); each primary with one replica, each on a core (the
-replicas' CPU assumed, not measured: the site reads from primaries only)."""
+A Redis Cluster (cluster()): the rankings' shard's own work (the votes'
+applies) is its serial thread (within u, or no shard count helps); its
+replicas = ceil(rate x replicas µs / 1e6 / u), the catalogue's reads;
+bucket shards = ceil(rate x shards µs / 1e6 / u), each with a replica on
+a core of its own (that replica's CPU assumed, not measured)."""
 import math
 
 HOURS = 730     # a month of hours
@@ -116,36 +117,44 @@ def layout(kind, replicas, db_cores):
 
 
 def cluster(rate, d, price, max_cores, memory):
-    """size() of a Redis Cluster: the rankings' shard and bucket shards."""
+    """size() of a Redis Cluster: the rankings' shard (its primary takes
+    the votes' applies, its replicas the catalogue's reads) and bucket
+    shards."""
     u, notes = d['share'], []
     app = max(1, cores_for(rate, d['server_us'], u))
     rankings = rate * (d.get('serial_us') or 0.0) / 1e6
+    reads = d.get('replicas_us')
+    readers = max(1, cores_for(rate, reads, u))
     shards = max(1, cores_for(rate, d['shards_us'], u))
-    db_cores = 2 * (1 + shards)
+    db_cores = 1 + readers + 2 * shards
     tiers = [('app', rate * d['server_us'] / 1e6 / app),
              ("rankings' shard", rankings),
+             ("rankings' replicas", rate * (reads or 0.0) / 1e6 / readers),
              ('bucket shards', rate * d['shards_us'] / 1e6 / shards)]
     busiest = max(tiers, key=lambda t: t[1])
     total = cores = app + db_cores
     if rankings > u:
         notes.append("the rankings' shard: its main thread would be %d %% "
                      'busy (the run kept the budget with its core %d %% '
-                     "busy): a cluster spreads the visitors' data, not the "
-                     'rankings' % (pct(rankings), pct(u)))
+                     "busy): a cluster spreads the visitors' data and the "
+                     "reads, not the votes' applies" % (pct(rankings), pct(u)))
         cores = None
     elif total > max_cores:
         notes.append('needs %d cores, more than --max-cores %d' % (total, max_cores))
         cores = None
-    notes.append('a replica per primary, a core each: assumed, not measured')
+    notes.append("a bucket shard's replica, a core each: assumed, not measured"
+                 if reads is not None else
+                 'a replica per primary, a core each: assumed, not measured')
     mem = None
     if memory and memory.get('server_kib'):
         measured = d.get('shards') or 1
-        mem = app * memory['server_kib'] + (memory.get('database_kib') or 0) * (
-            1 + shards) / float(measured)
-    label = 'rankings + %d bucket shard%s, each + replica, %d cores' % (
-        shards, 's' if shards > 1 else '', db_cores)
+        mem = app * memory['server_kib'] + (memory.get('database_kib') or 0) \
+            * db_cores / float(2 * measured)
+    label = 'rankings + %d replica%s, %d bucket shard%s + a replica each, ' \
+        '%d cores' % (readers, 's' if readers > 1 else '', shards,
+                      's' if shards > 1 else '', db_cores)
     return {'app': app, 'database': label, 'db_cores': db_cores,
-            'replicas': 1 + shards, 'total': total, 'cores': cores,
+            'replicas': readers + shards, 'total': total, 'cores': cores,
             'busiest': busiest, 'serial': rankings,
             'monthly': cores * HOURS * price if cores else None,
             'memory_kib': mem, 'notes': notes}

@@ -316,7 +316,7 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
             if r[2] == '–':
                 assert ('more than --max-cores' in r[6] or 'no rate' in r[6]
                         or 'shard the writes' in r[6]
-                        or 'not the rankings' in r[6]), r
+                        or "not the votes' applies" in r[6]), r
 
 
 def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
@@ -495,7 +495,8 @@ def test_read_replicas_take_the_reads_where_a_replicas_run_measured_them(run):
 def cluster_results():
     """sizing_results with e (a Redis Cluster of 3 primaries: 300 µs
     server; the primaries' main threads 100, 40 and 40 µs, so 60 µs the
-    rankings' shard's own and 120 µs the buckets'; its core 60 % busy at
+    rankings' shard's own and 120 µs the buckets'; the rankings' replica
+    100 µs, a bucket shard's 10, so 90 µs of reads; its core 60 % busy at
     4,000/s) and f (one Redis: 150 µs on its main thread)."""
     data = sizing_results()
     for name in ('e-rediscluster-pool', 'f-redis-one'):
@@ -504,7 +505,11 @@ def cluster_results():
             data['capacity'].append(capacity(name, 'good', run, 4000.0))
     with_demand(data, 'e-rediscluster-pool', [1000.0, 4000.0, 4500.0],
                 {'server_us': 300.0, 'serial_us': 40.0, 'spread_us': 5.0,
-                 'nodes_us': [40.0, 100.0, 40.0]}, 1.2, 0.6, replicas=500.0)
+                 'nodes_us': {'shard 7002': 40.0, 'rankings 7001': 100.0,
+                              'shard 7003': 40.0, 'rankings-replica 7004': 100.0,
+                              'shard-replica 7005': 10.0,
+                              'shard-replica 7006': 10.0}},
+                1.2, 0.6, replicas=500.0)
     with_demand(data, 'f-redis-one', [1000.0, 4000.0, 4500.0],
                 {'server_us': 300.0, 'serial_us': 150.0, 'spread_us': 5.0},
                 1.2, 0.6)
@@ -520,14 +525,16 @@ def test_a_cluster_is_sized_by_its_rankings_shard_and_bucket_shards(run):
               cluster_results())[1]
     e, f = columns(out)['e-rediscluster-pool'], columns(out)['f-redis-one']
     # app ceil(8,000 x 300 µs / 0.6) = 4; the rankings' shard 0.48 of a
-    # core; bucket shards ceil(8,000 x 120 µs / 0.6) = 2; 3 primaries and
-    # their replicas: 6 cores; 10 in all
+    # core; its replicas ceil(8,000 x 90 µs / 0.6) = 2; bucket shards
+    # ceil(8,000 x 120 µs / 0.6) = 2 and their replicas: 7 cores; 11 in all
     assert [e['app cores'], e['database'], e['cores']] == [
-        '4', 'rankings + 2 bucket shards, each + replica, 6 cores', '10']
+        '4', 'rankings + 2 replicas, 2 bucket shards + a replica each, '
+        '7 cores', '11']
     assert e['busiest'] == 'app 60 %'
-    assert "60 on the rankings' shard + 120 over 3 bucket shards" in e['notes']
-    # 4 x 40 MiB, and the 6 nodes' 600 MiB for 3 shards (of 3 measured)
-    assert e['memory'] == '760 MiB'
+    assert ("60 on the rankings' shard + 90 on its replicas + 120 over 3 "
+            "bucket shards") in e['notes']
+    # 4 x 40 MiB, and the 6 nodes' 600 MiB for 7 nodes (of 6 measured)
+    assert e['memory'] == '860 MiB'
     # one Redis: 8,000 x 150 µs = 1.2 cores on its main thread
     assert f['cores'] == '–' and f['notes'].startswith(
         'one Redis primary: its main thread would be 120 % busy')
@@ -537,7 +544,7 @@ def test_a_cluster_is_sized_by_its_rankings_shard_and_bucket_shards(run):
     assert e['cores'] == '–' and e['notes'].startswith(
         "the rankings' shard: its main thread would be 120 % busy (the run "
         "kept the budget with its core 60 % busy): a cluster spreads the "
-        "visitors' data, not the rankings")
+        "visitors' data and the reads, not the votes' applies")
 
 
 def test_demand_without_the_split_is_an_estimate(run):
@@ -567,3 +574,22 @@ def test_odd_demand_figures_are_refused_or_sized_never_a_crash(run, share, serve
     status, out, err = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)
     assert status in (0, 1, 2) and 'Traceback' not in err
     assert (status == 0) == bool(out) and (status == 0) != bool(err)
+
+
+def test_a_cluster_s_nodes_are_split_by_role():
+    """The rankings' primary less a bucket shard's (the mean of the other
+    primaries), the buckets' over the primaries, the rankings' replicas'
+    reads less what a bucket shard's replica does (copying); a run that
+    recorded the primaries only (a list) takes the busiest as the
+    rankings'."""
+    from bench.latency import demand
+    assert demand.cluster({
+        'rankings 7001': 100.0, 'shard 7002': 30.0, 'shard 7003': 50.0,
+        'rankings-replica 7004': 70.0, 'shard-replica 7005': 5.0,
+        'shard-replica 7006': 15.0}) == {
+            'serial_us': 60.0, 'shards_us': 120.0, 'shards': 3,
+            'replicas_us': 60.0}
+    assert demand.cluster([40.0, 100.0, 40.0]) == {
+        'serial_us': 60.0, 'shards_us': 120.0, 'shards': 3,
+        'replicas_us': None}
+    assert demand.cluster({'shard 7002': 30.0})['serial_us'] is None

@@ -84,7 +84,8 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
             r[:4] for r in rows]
         said, rows = await shown(page, 8000, 10)
         assert ['e-rediscluster-pool', '4',
-                'rankings + 2 bucket shards, each + replica, 6 cores', '10'] in [
+                'rankings + 2 replicas, 2 bucket shards + a replica each, '
+                '7 cores', '11'] in [
             r[:4] for r in rows]
 
 

@@ -60,7 +60,10 @@ def cluster(nodes):
     split: the rankings' shard's own work (the busiest primary's, less a
     bucket shard's: it holds its share of the buckets too) as serial_us,
     and the buckets' work over all shards as shards_us (a bucket shard's
-    times the primaries), which more shards divide."""
+    times the primaries), which more shards divide. Nodes by role (a dict,
+    see by_role) name the rankings' shard, and give its replicas' reads."""
+    if isinstance(nodes, dict):
+        return by_role(nodes)
     nodes = sorted(n for n in nodes or () if n is not None)
     if not nodes:
         return {'serial_us': None, 'shards_us': None, 'shards': None,
@@ -68,6 +71,26 @@ def cluster(nodes):
     bucket = statistics.mean(nodes[:-1]) if len(nodes) > 1 else 0.0
     return {'serial_us': nodes[-1] - bucket, 'shards_us': bucket * len(nodes),
             'shards': len(nodes), 'replicas_us': None}
+
+
+def by_role(nodes):
+    """cluster() of {'ROLE PORT': µs} (ManagedCluster.roles): the rankings'
+    primary less a bucket shard's, the buckets' over all primaries, and
+    the catalogue's reads on the rankings' replicas (less what a bucket
+    shard's replica does: copying its primary's writes) as replicas_us."""
+    def of(role):
+        return [v for k, v in nodes.items()
+                if k.split()[0] == role and v is not None]
+    rankings, shards = of('rankings'), of('shard')
+    if not rankings:
+        return cluster(())
+    bucket = statistics.mean(shards) if shards else 0.0
+    reads, copies = of('rankings-replica'), of('shard-replica')
+    copy = statistics.mean(copies) if copies else 0.0
+    return {'serial_us': max(0.0, rankings[0] - bucket),
+            'shards_us': bucket * (1 + len(shards)), 'shards': 1 + len(shards),
+            'replicas_us': max(0.0, sum(reads) - copy * len(reads))
+            if reads else None}
 
 
 def share(record):
@@ -161,7 +184,8 @@ def check(results, entry):
     from the median demand of the kept points, the capacity at the busy
     share u of the highest kept point."""
     total = sum(entry.get(f) or 0 for f in
-                ('server_us', 'serial_us', 'spread_us', 'shards_us'))
+                ('server_us', 'serial_us', 'spread_us', 'shards_us')
+                + (('replicas_us',) if entry.get('shards_us') else ()))
     at = entry.get('at_capacity') or {}
     found = [c for c in results.get('capacity') or []
              if c.get('target') == entry['target'] and c.get('page') == entry['page']]

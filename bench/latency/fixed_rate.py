@@ -9,8 +9,8 @@ records the serving loop's stalls (runtime/stalls.py)."""
 import statistics
 import time
 
-from runtime import stalls
-from .. import profile
+from runtime import engines, stalls
+from .. import memory, profile, storage
 from ..guesses import RUN_GUESS, point_guess, search_guess, searches
 from ..wrk import path
 from . import budget, mixed, oha, steady
@@ -65,6 +65,10 @@ class Member:
         self.top = (closed_rate(matrix, name, server) if page == mixed.PAGE
                     else saturation(matrix, name, page, mode))
         self.database = matrix.database_of(name, server)
+        engine = engines.BY_NAME.get(storage.untag(name).partition('@')[0])
+        # a Redis Cluster's nodes by role ({'ROLE PORT': pid})
+        self.nodes = (memory.cluster_nodes(engine, server)
+                      if engine and self.database else None)
         self.host = {}      # {rate: [ran slow, for each try]} of a search
         self.credit = 0.0   # seconds of its search's plan not yet counted
 
@@ -87,11 +91,22 @@ class Member:
         found = profile.database_demand(primary)
         found['replicas'] = sum(sum(profile.database_cpu(pid).values())
                                 for pid, _ in replicas)
-        # each process's serial thread (a cluster's primaries, by port)
+        # each process's serial thread (a cluster's nodes, by role)
         found['nodes'] = {str(primary): found['serial']}
         found['nodes'].update((str(pid), profile.database_demand(pid)['serial'])
                               for pid, _ in replicas)
+        if self.nodes:
+            found['nodes'] = {k: profile.database_demand(pid)['serial']
+                              for k, pid in self.nodes.items()}
         return found
+
+
+def nodes_us(nodes, per):
+    """Each node's serial µs per request: by role for a cluster's nodes
+    ('ROLE PORT'), else a list."""
+    if any(' ' in k for k in nodes):
+        return {k: per(v) for k, v in nodes.items()}
+    return [per(v) for v in nodes.values()]
 
 
 def demand(server, before, after, answered, seconds):
@@ -108,7 +123,7 @@ def demand(server, before, after, answered, seconds):
     return {'server_us': per(server), 'serial_us': per(delta.get('serial')),
             'spread_us': per(delta.get('spread')),
             'replicas_us': per(delta.get('replicas')),
-            'nodes_us': [per(v) for v in (delta.get('nodes') or {}).values()],
+            'nodes_us': nodes_us(delta.get('nodes') or {}, per),
             'written_bytes': (None if 'written' not in delta
                               else round(delta['written'] / answered, 1)),
             'server_share': share(server), 'serial_share': share(delta.get('serial')),
