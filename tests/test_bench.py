@@ -672,7 +672,11 @@ def test_profiled_run_splits_the_measured_cpu_by_layer(profile_run):
         assert p['database_cpu']['process'].startswith('tarantool')
     good = records['good']['us_per_request']
     assert good, records['good']
-    assert all(good[k] > 0 for k in profile.PYTHON_LAYERS + ('database',)), good
+    # /good's cards come from parts rendered once (pages/render.py): its
+    # templates' share is a few samples at most, and may be none.
+    assert all(good[k] > 0 for k in ('framework', 'pages', 'driver',
+                                     'database')), good
+    assert good['templates'] >= 0, good
 
 
 @pytest.mark.timeout(600)
