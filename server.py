@@ -69,6 +69,10 @@ def parse_args(argv):
     p.add_argument('--data', metavar='DUMP.json',
                    help='load this sticker dump (see dataset/dump.py) instead '
                         'of the generated data set into an empty database')
+    p.add_argument('--forget-visitors', action='store_true',
+                   help='at start, remove the sessions and ballots the '
+                        'database holds (bench.py does, so that each engine '
+                        'starts alike); stickers and votes stay')
     add_edge_args(p, d)
     args = p.parse_args(argv)
     # The addresses may come from the environment instead, off the command
@@ -179,7 +183,8 @@ def check_front(p, args):
 OPTIONS = (('host', 'port', 'redis_fsync', 'replicas', 'replica_lag', 'packs',
             'header_timeout', 'body_timeout', 'keepalive_timeout',
             'max_connections', 'limit_sessions', 'limit_votes',
-            'limit_ballots', 'workers', 'delay', 'proxies', 'tarantool_engine')
+            'limit_ballots', 'workers', 'delay', 'proxies', 'tarantool_engine',
+            'forget_visitors')
            + tuple(db.name for db in table.TABLE)
            + tuple(db.name + '_replicas' for db in table.REPLICATED))
 

@@ -13,6 +13,9 @@ from runtime.settings import PORT_ENVIRONMENT, ROOT
 
 # What server.py logs once its start-up objects are frozen (runtime/serve.py).
 FROZEN = 'start-up objects frozen'
+# server.py's option that starts an engine without the sessions and
+# ballots its database holds.
+FORGET = '--forget-visitors'
 
 
 def tail(path, lines=15):

@@ -14,7 +14,7 @@ from runtime import settings
 from runtime.databases import table
 from runtime.processes import free_port
 from . import keepalive
-from .engine import EngineServer
+from .engine import FORGET, EngineServer
 
 IDLE = 1000             # idle keep-alive connections opened
 READY_PATH = {'engine': '/good', 'hello': '/ugly', 'nginx': '/ugly'}
@@ -245,8 +245,8 @@ def second_start(engine, server, log_path, timeout=120):
     port = free_port()
     other = EngineServer(engine.name, port, [], log_path, env=server.env,
                          label=server.name, root=server.root)
-    # The first one's command with the port changed.
-    argv = list(server.argv)
+    # The first one's command with the port changed, keeping the visitors.
+    argv = [a for a in server.argv if a != FORGET]
     argv[argv.index('-p') + 1] = str(port)
     other.argv, other.env = argv, server.env
     try:

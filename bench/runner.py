@@ -13,7 +13,7 @@ from runtime import stalls
 from runtime.databases import table
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
-from .engine import EngineServer, tail, wait_until
+from .engine import FORGET, EngineServer, tail, wait_until
 from .guesses import (RUN_GUESS, START_GUESS, VERIFY_GUESS, VOTE_GUESS, combos,
                       offers_rates, series_guess, target_guess)
 from .nginx import Nginx
@@ -293,7 +293,9 @@ class Matrix:
                              python, self.s.several)
         t = self.target(name, 'engine')
         t['python'] = self.python_of[name] = python.version
-        args = list(self.s.server_args)
+        # Without the visitors of the engines before: their sessions'
+        # sweep would run in this one's timed points.
+        args = [FORGET] + list(self.s.server_args)
         if storage:
             t['storage'] = self.storage_of[name] = storage
             if tagged(self.s.storages):

@@ -161,6 +161,12 @@ class DataInterface(abc.ABC):
         limits the database keeps. Returns (ballots_removed,
         sessions_removed)."""
 
+    async def forget_visitors(self):
+        """The loader's account only: remove every session and ballot, the
+        counters kept (a benchmark starts each engine without the visitors
+        of the one before). Returns (ballots_removed, sessions_removed)."""
+        raise NotImplementedError(type(self).__name__)
+
     @abc.abstractmethod
     async def load_batch(self, packs, stickers):
         """Insert these packs and stickers (lists of field lists) where not

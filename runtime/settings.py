@@ -108,6 +108,9 @@ class Settings:
     max_sessions: int = None
     max_ballots: int = None
     sweep_every: float = 5.0
+    # At start, remove the sessions and ballots the database holds (the
+    # bench, so that no engine sweeps up the visitors of the one before).
+    forget_visitors: bool = False
     # The data set loaded into an empty database: generated with this many
     # packs, or a JSON dump (dataset/dump.py).
     packs: int = 300

@@ -964,6 +964,26 @@ def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
     assert row and float(row.group(1)) == round(status[engine]['start_s'], 2)
     assert float(row.group(2)) == round(m['server_rest_kib'] / 1024, 1)
     assert 'Start and memory' in (out / 'results.html').read_text()
+    # The engine started without the sessions its database held; its second
+    # start kept the ones the first made (verifying it), and so the next
+    # engine to start forgets them.
+    forgot = re.compile(r'forgot (\d+) sessions and (\d+) ballots')
+    command = status[engine]['command']
+    assert command[command.index('-p') + 2] == '--forget-visitors'
+    assert forgot.findall((out / 'logs' / (engine + '.log')).read_text())
+    assert not forgot.search(
+        (out / 'logs' / (engine + '-second-start.log')).read_text())
+    from bench.engine import EngineServer
+    log = tmp_path / 'next.log'
+    nxt = EngineServer(engine, free_port(), ['--forget-visitors', '--packs',
+                                             str(TEST_PACKS)],
+                       str(log), env=env, root=str(bare_checkout))
+    try:
+        nxt.start(timeout=120)
+    finally:
+        nxt.stop()
+    sessions, ballots = map(int, forgot.search(log.read_text()).groups())
+    assert sessions >= 1 and ballots >= 0
 
 
 def test_instructions_table_gives_the_bare_hello_over_the_sites_ugly():

@@ -343,6 +343,29 @@ async def test_expire_keeps_tables_under_their_caps(data, backend):
     assert stats.ballots <= 4
 
 
+async def test_forget_visitors_removes_every_session_and_ballot(data,
+                                                                backend):
+    v = visit()
+    (win, lose), pair = await issue(data, v)
+    await data.record_visits([visit(), visit()])
+    before = await data.stats()
+    assert before.sessions >= 2 and before.ballots >= 2
+    with pytest.raises(DataUnavailable):    # the app's account may not
+        await data.forget_visitors()
+    assert (await data.stats()).sessions >= before.sessions
+    admin = backend.admin()
+    await admin.start()
+    try:
+        assert await admin.forget_visitors() == (before.ballots,
+                                                 before.sessions)
+    finally:
+        await admin.close()
+    after = await data.stats()
+    assert (after.sessions, after.ballots) == (0, 0)
+    assert (after.stickers, after.votes) == (before.stickers, before.votes)
+    await assert_refused(data, v.session, win, lose, VoteOutcome.UNKNOWN, pair)
+
+
 async def test_app_cannot_choose_what_the_sweep_removes(data):
     for _ in range(3):
         await issue(data, visit())

@@ -311,6 +311,15 @@ class RedisData(FunctionCalls):
             if max(batch) < EXPIRE_BATCH:
                 return tuple(removed)
 
+    async def forget_visitors(self):
+        removed = [0, 0]
+        while True:
+            batch = await self._admin('expire_below',
+                                      [0, 0, 0, EXPIRE_BATCH])
+            removed = [removed[0] + batch[0], removed[1] + batch[1]]
+            if max(batch) < EXPIRE_BATCH:
+                return tuple(removed)
+
     async def configure(self, session_ttl, max_sessions=None,
                         max_ballots=None, keep=False, sweep_every=5.0):
         """Loader only: set the sweep's limits, the caps no more than fit

@@ -530,6 +530,9 @@ class ClusterData(DataInterface):
                     break
         return tuple(removed)
 
+    async def forget_visitors(self):
+        return await self.expire_below(0, 0, 0)
+
     async def configure(self, session_ttl, max_sessions=None,
                         max_ballots=None, keep=False, sweep_every=5.0):
         """Loader only: each bucket's share of the caps (no more than fit

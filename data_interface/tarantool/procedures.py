@@ -104,6 +104,10 @@ class Procedures(FunctionCalls):
         # app.lua's fiber sweeps; the app's account may not call expire.
         raise NotImplementedError('Tarantool sweeps by itself')
 
+    async def forget_visitors(self):
+        # app.lua's sweep with no idle time and caps of 0.
+        return tuple(await self._call('expire', [0, 0, 0]))
+
     async def load_batch(self, packs, stickers):
         return await self._call('load_stickers', [packs, stickers])
 

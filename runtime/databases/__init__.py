@@ -15,7 +15,7 @@ from data_interface.address import as_admin
 from ..processes import answers
 from ..settings import DEFAULTS
 from ..supervise import Backoff
-from .load import load_if_empty
+from .load import forget_visitors, load_if_empty
 from .table import BY_NAME, data_for, of, replicated
 from .tarantool import ManagedReplica, check_engine
 
@@ -229,6 +229,8 @@ class Databases:
         data, admin = await getattr(self, of(engine).name)(engine)
         try:
             await load_if_empty(data, admin, self.settings)
+            if self.settings.forget_visitors:
+                await forget_visitors(admin)
             primary = data
             data = replicated(
                 engine, data, {'tarantool': self.tarantool_replicas,

@@ -58,3 +58,14 @@ async def load_if_empty(data, admin_data, settings):
         await admin_data.close()
     log.info('loaded %d stickers', inserted)
     return inserted
+
+
+async def forget_visitors(admin_data):
+    """Remove every session and ballot the database holds (--forget-visitors),
+    as its loader; logs how many."""
+    await admin_data.start()
+    try:
+        ballots, sessions = await admin_data.forget_visitors()
+    finally:
+        await admin_data.close()
+    log.info('forgot %d sessions and %d ballots', sessions, ballots)
