@@ -144,6 +144,62 @@ async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
             assert log_since_snapshot(directory) >= threshold
 
 
+def snapshot_seconds(log):
+    """[(seconds, bytes)] of each snapshot an instance's log records
+    (from 'saving snapshot `PATH.inprogress'' to its 'done'; 0 bytes for
+    one removed since)."""
+    import datetime
+    import re
+    found, began = [], None
+    for line in log.splitlines():
+        at = line[:23]
+        if 'saving snapshot' in line:
+            began = (datetime.datetime.strptime(at, '%Y-%m-%d %H:%M:%S.%f'),
+                     re.search(r"`(.*)\.inprogress'", line).group(1))
+        elif began and line.startswith(at) and 'snapshot/' in line \
+                and line.rstrip().endswith('done'):
+            stop = datetime.datetime.strptime(at, '%Y-%m-%d %H:%M:%S.%f')
+            size = (os.path.getsize(began[1])
+                    if os.path.exists(began[1]) else 0)   # 0: removed since
+            found.append(((stop - began[0]).total_seconds(), size))
+            began = None
+    return found
+
+
+async def test_a_snapshot_is_written_at_the_rate_limit(tmp_path):
+    """Once started, a snapshot writes at most TNT_SNAP_IO_RATE_LIMIT MB a
+    second (docs/databases.md): so a snapshot of N MB at 1 MB/s takes about
+    N seconds, where with no limit it takes a fraction of one."""
+    from conftest import start_tarantool
+    from data_interface import Visit
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    took = {}
+
+    def big(server):    # not the one made at bootstrap
+        return [s for s in snapshot_seconds(open(server.log_file).read())
+                if s[1] > 2 ** 20]
+    for limit in ('none', '1'):
+        directory = str(tmp_path / ('tnt-' + limit))
+        server = start_tarantool(directory, TNT_SNAP_IO_RATE_LIMIT=limit,
+                                 TNT_CHECKPOINT_WAL_THRESHOLD=str(2 ** 22))
+        try:
+            data = AsynctntData(tarantool_address(server))
+            await data.start()
+            try:    # sessions until a snapshot has been made after 4 MB
+                while not big(server):
+                    await data.record_visits([
+                        Visit(str(uuid.uuid4()), '127.0.0.1', 'x' * 200)
+                        for _ in range(100)])
+            finally:
+                await data.close()
+        finally:
+            server.stop()
+        took[limit] = big(server)[0]
+    seconds, size = took['1']
+    assert seconds > 0.7 * size / 2 ** 20, took
+    assert took['none'][0] < seconds / 3, took
+
+
 @pytest.mark.legacy
 @pytest.mark.needs('aiotarantool')
 async def test_an_aiotarantool_connection_starts_no_process(tarantool, monkeypatch):

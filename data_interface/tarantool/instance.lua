@@ -80,6 +80,10 @@ if PRIMARY == nil and since >= box.cfg.checkpoint_wal_threshold then
     log.info('making a snapshot: %d bytes of log since the last one', since)
     box.snapshot()
 end
+-- From now on a snapshot writes at most this many MB a second ('none': no
+-- limit), so that it takes a slice of a core the instance may share over
+-- seconds rather than all of it for one to three (docs/databases.md).
+box.cfg{snap_io_rate_limit = tonumber(env('TNT_SNAP_IO_RATE_LIMIT', '8'))}
 
 -- The app module sits beside this file, whatever the working directory.
 local here = debug.getinfo(1, 'S').source:match('^@(.*/)') or './'
