@@ -71,8 +71,8 @@ def parse_args(argv):
                         'of the generated data set into an empty database')
     p.add_argument('--forget-visitors', action='store_true',
                    help='at start, remove the sessions and ballots the '
-                        'database holds (bench.py does, so that each engine '
-                        'starts alike); stickers and votes stay')
+                        'database holds (a benchmark starts each engine so); '
+                        'stickers and votes stay')
     add_edge_args(p, d)
     args = p.parse_args(argv)
     # The addresses may come from the environment instead, off the command

@@ -25,6 +25,7 @@ class Database:
     # 'module:Class' of what bench.py --ceilings does on it (bench/ceilings/;
     # named, not imported: runtime/ never imports bench); None: not measured.
     ceilings_class = None
+    loader_limits = False   # its loader sets the sweep's limits (Redis's)
 
     @property
     def environment(self):
@@ -87,6 +88,13 @@ class Database:
 
     async def configure(self, loader, session_ttl, max_sessions, max_ballots):
         """Set up what the loader sets before loading (Redis's limits)."""
+        if not self.loader_limits:
+            return
+        await loader.start()
+        try:
+            await loader.configure(session_ttl, max_sessions, max_ballots)
+        finally:
+            await loader.close()
 
     def pid_paths(self, settings):
         """Where the local server of `settings` may keep its pid file."""
@@ -220,13 +228,7 @@ class Redis(Database):
              'under var/')
     pid_file = 'redis.pid'
     server_binary = 'redis-server'
-
-    async def configure(self, loader, session_ttl, max_sessions, max_ballots):
-        await loader.start()
-        try:
-            await loader.configure(session_ttl, max_sessions, max_ballots)
-        finally:
-            await loader.close()
+    loader_limits = True
 
     def parse(self, text):
         return addresses.parse_redis(text)
@@ -254,13 +256,7 @@ class RedisCluster(Database):
              'one under var/')
     pid_file = 'node0/redis.pid'
     server_binary = 'redis-server'
-
-    async def configure(self, loader, session_ttl, max_sessions, max_ballots):
-        await loader.start()
-        try:
-            await loader.configure(session_ttl, max_sessions, max_ballots)
-        finally:
-            await loader.close()
+    loader_limits = True
 
     def parse(self, text):
         from data_interface.rediscluster.address import parse
