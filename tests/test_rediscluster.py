@@ -330,6 +330,16 @@ async def test_a_primary_killed_under_votes_loses_no_replicated_vote(
         async def kill():
             victim.kill()
         answered = await paced_votes(data, voters, 100, 8, 100, kill)
+        # Its replica takes over once the others mark it failed (restarted
+        # before that, under a loaded machine, it would still be primary).
+        witness = [n for n in cluster.nodes if n is not victim][0]
+
+        def taken_over():
+            return not any(port == victim.port and 'master' in flags and slots
+                           for port, flags, slots in
+                           cluster.nodes_line(witness))
+        await until(lambda: asyncio.get_event_loop().run_in_executor(
+            None, taken_over), 30, 0.2)
         # The supervisor's part: start it again; it rejoins.
         await asyncio.get_event_loop().run_in_executor(
             None, victim.restart)
