@@ -1,5 +1,6 @@
 """What is Tarantool's own: the app account's privileges, and the local
 instance server.py manages when no address is given."""
+import asyncio
 import os
 import uuid
 
@@ -220,3 +221,61 @@ async def test_an_aiotarantool_connection_starts_no_process(tarantool, monkeypat
     for _ in range(3):
         assert len(await data.top_stickers(9)) == 9
     assert started == []
+
+
+def _sync(request):
+    """The sync of an iproto request (its header: a fixmap of int keys)."""
+    header, at = request[5:], 1
+    for _ in range(header[0] & 0x0f):
+        key, at = _uint(header, at)
+        value, at = _uint(header, at)
+        if key == 0x01:
+            return value
+    raise ValueError('no sync in %r' % request)
+
+
+def _uint(b, at):
+    if b[at] < 0x80:
+        return b[at], at + 1
+    size = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}[b[at]]
+    return int.from_bytes(b[at + 1:at + 1 + size], 'big'), at + 1 + size
+
+
+async def test_a_link_lost_just_after_its_handshake_is_unavailable():
+    """A server that accepts the login and hangs up at once (Tarantool
+    dying): asynctnt then fails its version check with a TypeError, which
+    the driver reports as the outage it is."""
+    from data_interface import DataUnavailable
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    greeting = (b'Tarantool 2.9.0 (Binary) 0'.ljust(63) + b'\n'
+                + b'A' * 44 + b' ' * 19 + b'\n')
+
+    async def serve(reader, writer):
+        writer.write(greeting)
+        request = await reader.read(4096)
+        header = b'\x83\x00\x00\x01' + b'\xcf' + _sync(request).to_bytes(
+            8, 'big') + b'\x05\x01'
+        body = header + b'\x80'
+        writer.write(b'\xce' + len(body).to_bytes(4, 'big') + body)
+        writer.close()
+
+    server = await asyncio.start_server(serve, '127.0.0.1', 0)
+    port = server.sockets[0].getsockname()[1]
+    outcomes = []
+    try:
+        for mode in ('one', 'multi') * 10:
+            data = AsynctntData(
+                TarantoolAddress('127.0.0.1', port, 'u', 'p'), mode)
+            try:
+                await data.start()
+            except DataUnavailable as e:
+                outcomes.append('unavailable')
+                assert 'not supported' not in str(e), e
+            else:   # connected before the hang-up was seen
+                outcomes.append('connected')
+            finally:
+                await data.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert outcomes.count('unavailable') >= 10, outcomes

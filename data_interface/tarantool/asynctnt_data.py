@@ -61,13 +61,18 @@ class AsynctntData(Procedures):
             reconnect_timeout=0, ping_timeout=0)
         try:
             await conn.connect()
-        except UNAVAILABLE as e:
+        except BaseException as e:  # cancelled too: no connection left
+            # A link lost just after the login fails asynctnt's check of
+            # the (now forgotten) version with a TypeError.
+            lost = isinstance(e, UNAVAILABLE) or (
+                isinstance(e, TypeError) and conn.version is None)
             conn.close()
+            if not lost:
+                raise
+            why = 'the link was lost during the login' if isinstance(
+                e, TypeError) else str(e) or type(e).__name__
             raise DataUnavailable('cannot connect to Tarantool at %s: %s' % (
-                self.address, str(e) or type(e).__name__)) from e
-        except BaseException:   # cancelled: no connection left behind
-            conn.close()
-            raise
+                self.address, why)) from e
         # The first connect fails at once (with reconnects on, asynctnt
         # would retry it forever); once connected, mode 'one' reconnects.
         if self.mode == 'one':
