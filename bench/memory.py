@@ -103,10 +103,10 @@ def answered(url):
         return False
 
 
-def database_pids(engine, server, storage=None, replicas=0):
-    """The pids of the local databases an engine's server.py uses (the
-    primary, then its replicas; a cluster's nodes), from their pid files; None when the
-    database is given by address (not ours to read)."""
+def managed_databases(engine, server, storage=None, replicas=0):
+    """The local databases an engine's server.py uses (the primary, then
+    its replicas; a cluster's nodes); None when the database is given by
+    address (not ours to read)."""
     db = table.of(engine)
     if server.env.get(db.environment) or '--' + db.name in server.argv:
         return None
@@ -116,8 +116,15 @@ def database_pids(engine, server, storage=None, replicas=0):
         s = settings.replace(s, tarantool_engine=storage)
     primary = db.managed(db.directory(s), settings=s)
     found = list(getattr(primary, 'nodes', None) or [primary])  # a cluster's
-    found += [db.managed_replica(primary, index, s)
-              for index in range(1, replicas + 1)]
+    return found + [db.managed_replica(primary, index, s)
+                    for index in range(1, replicas + 1)]
+
+
+def database_pids(engine, server, storage=None, replicas=0):
+    """The pids of managed_databases, from their pid files, or None."""
+    found = managed_databases(engine, server, storage, replicas)
+    if found is None:
+        return None
     return [pid for pid in (m.ours() for m in found) if pid is not None]
 
 

@@ -161,6 +161,7 @@ class Matrix:
         self.last_votes = None  # (name, vote total) after a mix's last point
         self.python_of = {}     # target name -> its interpreter's version
         self.stalls_of = {}     # target name -> its stall record's file
+        self.logs_of = {}       # target name -> its local databases' logs
         self.storage_of = {}    # target name -> its Tarantool storage engine
         self.replicas_of = {}   # target name -> its read replicas, if any
         self.progress = Progress(planned(settings), stream)
@@ -335,6 +336,8 @@ class Matrix:
             self.measure(t, server, memory.second_start(
                 engine, server, log[:-len('.log')] + '-second-start.log'),
                 memory.database_pids(engine, server, storage, replicas))
+            self.logs_of[name] = [m.log_file for m in memory.managed_databases(
+                engine, server, storage, replicas) or ()]
         except BaseException:
             server.stop()
             raise

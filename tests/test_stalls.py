@@ -183,7 +183,62 @@ def test_results_md_gives_the_longest_stall_and_the_longest_at_capacity():
     # gc 12 stalls over 8 s; the longest 30 ms (at 200/s, past run 1's
     # capacity); at the capacities (100/s in run 1, 150/s in run 2) 8 ms
     assert row == ['a', 'good', '4', '1.50', '0.00', '0.00', '0.00', '0.00',
-                   '0.00', '30.0', '8.00']
+                   '0.00', '0.00', '30.0', '8.00']
+
+
+def test_the_databases_background_work_is_read_from_their_logs(tmp_path):
+    """Tarantool's snapshots, PostgreSQL's checkpoints and Redis's rewrites
+    are read from lines in each one's own format; work still running ends
+    at the range's end; work outside the range is left out."""
+    from bench.latency import background
+    t0 = 1_800_000_000.0
+
+    def local(t, layout):
+        return time.strftime(layout, time.localtime(t)) + '.%03d' % (
+            round(t % 1 * 1000))
+    tarantool = tmp_path / 'tarantool.log'
+    tarantool.write_text(''.join(
+        '%s [7] %s\n' % (local(t0 + at, '%Y-%m-%d %H:%M:%S'), text) for at, text in [
+            (-60, "snapshot/101/main I> saving snapshot `x.snap.inprogress'"),
+            (-59, 'snapshot/101/main I> done'),
+            (1.25, "snapshot/101/main I> saving snapshot `y.snap.inprogress'"),
+            (2.0, 'main/103/x I> done'),       # another fiber's
+            (3.5, 'snapshot/101/main C> 0.1M rows written'),
+            (4.75, 'snapshot/101/main I> done')]))
+    postgres = tmp_path / 'postgres.log'
+    postgres.write_text(''.join(
+        '%s UTC [9] LOG:  %s\n' % (time.strftime(
+            '%Y-%m-%d %H:%M:%S', time.gmtime(t0 + at)) + '.500', text)
+        for at, text in [(6, 'checkpoint starting: time'),
+                         (8, 'checkpoint complete: wrote 10 buffers')]))
+    redis = tmp_path / 'redis.log'
+    redis.write_text(''.join(
+        '5:M %s * %s\n' % (local(t0 + at, '%d %b %Y %H:%M:%S'), text)
+        for at, text in [
+            (9, 'Background append only file rewriting started by pid 6'),
+            (9.5, 'Background AOF rewrite terminated with success'),
+            (10, 'Background AOF rewrite finished successfully'),
+            (11, 'Background saving started by pid 8')]))
+    found = background.windows([str(tarantool), str(postgres), str(redis),
+                                str(tmp_path / 'missing.log')], t0, t0 + 12)
+    assert [(round(b - t0, 3), round(e - t0, 3), what)
+            for b, e, what in found] == [
+        (1.25, 4.75, 'tarantool snapshot'),
+        (6.5, 8.5, 'postgres checkpoint'),
+        (9.0, 10.0, 'redis aof rewrite'),
+        (11.0, 12.0, 'redis save')]
+
+
+def test_the_host_s_stalls_in_a_database_s_work_are_the_database_s():
+    from bench.latency import background
+    records = [{'cause': 'host', 'at': 10.0, 'ms': 5.0},
+               {'cause': 'host', 'at': 19.999, 'ms': 5.0},   # ends inside
+               {'cause': 'host', 'at': 30.0, 'ms': 5.0},     # after it
+               {'cause': 'gc', 'at': 21.0, 'ms': 5.0}]       # not the host's
+    named = background.name(records, [(20.0, 25.0, 'tarantool snapshot')])
+    assert [(r['cause'], r.get('work')) for r in named] == [
+        ('host', None), ('database', 'tarantool snapshot'), ('host', None),
+        ('gc', None)]
 
 
 @pytest.mark.db

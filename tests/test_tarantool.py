@@ -2,6 +2,7 @@
 instance server.py manages when no address is given."""
 import asyncio
 import os
+import time
 import uuid
 
 import aiohttp
@@ -199,6 +200,11 @@ async def test_a_snapshot_is_written_at_the_rate_limit(tmp_path):
     seconds, size = took['1']
     assert seconds > 0.7 * size / 2 ** 20, took
     assert took['none'][0] < seconds / 3, took
+    # The bench reads the same windows (its stall record names them).
+    from bench.latency import background
+    work = background.windows([server.log_file], 0, time.time())
+    assert {w[2] for w in work} == {'tarantool snapshot'}, work
+    assert round(seconds, 2) in [round(e - b, 2) for b, e, _ in work], work
 
 
 @pytest.mark.legacy

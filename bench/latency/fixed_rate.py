@@ -13,7 +13,7 @@ from runtime import engines, stalls
 from .. import memory, profile, storage
 from ..guesses import RUN_GUESS, point_guess, search_guess, searches
 from ..wrk import path
-from . import budget, mixed, oha, steady
+from . import background, budget, mixed, oha, steady
 
 CPU = ('server', 'database')
 
@@ -225,10 +225,13 @@ def stalled(matrix, name, began, ended):
     if path is None:
         return None
     time.sleep(stalls.WATCH * 3)    # its watchdog writes what it found
-    found = stalls.read(path, began, ended)
+    work = background.windows(matrix.logs_of.get(name) or (), began, ended)
+    found = background.name(stalls.read(path, began, ended), work)
     return {'causes': stalls.summary(found, ended - began),
             'seconds': round(ended - began, 2),
-            'max_ms': max([r['ms'] for r in found] or [0.0])}
+            'max_ms': max([r['ms'] for r in found] or [0.0]),
+            'background': [[what, round(max(0.0, b - began), 2),
+                            round(e - b, 2)] for b, e, what in work]}
 
 
 def point(matrix, member, page, run, rate, label, retry=False):

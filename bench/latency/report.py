@@ -124,7 +124,8 @@ def page_tables(results, names, page):
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
 
 
-CAUSES = ('gc', 'periodic', 'callback', 'blocked', 'unsampled', 'host')
+CAUSES = ('gc', 'periodic', 'callback', 'blocked', 'unsampled', 'database',
+          'host')
 
 
 def stall_table(results, names, pages):
@@ -153,7 +154,9 @@ def stall_table(results, names, pages):
     return ['', "The serving loop's stalls over 3 ms during the fixed-rate "
             'points, per second by cause (gc: the collector; periodic: the '
             "site's own; callback: a request's code; blocked: asleep in a call; "
-            'unsampled: held in C; host: no CPU), the longest, and the longest '
+            'unsampled: held in C; database: no CPU while the database ran a '
+            'snapshot, checkpoint or rewrite; host: no CPU otherwise), the '
+            'longest, and the longest '
             'at the capacity found (the points of the rate each search kept); '
             'points: those with a record (– where the server recorded none):',
             ''] + tables.table_md(
