@@ -143,10 +143,20 @@ class Matrix:
                     'slo': settings.slo, 'probes': budget.PROBES, 'again': True,
                     'duration': settings.point_duration,
                     'latency_correction': True,
+                    # Each point's command, but for its URL and rate.
+                    'command': settings.oha and oha.placeholder(oha.command(
+                        settings.oha, '{url}', 0, settings.point_duration,
+                        settings.connections, settings.timeout,
+                        settings.pin['wrk']), '-q', '{rate}'),
                     'headroom': oha.HEADROOM, 'noise': NOISE,
                     'mix': mixed.PAGE in settings.pages and {
                         'generator': 'loadgen %s' % mixed.VERSION,
-                        'vote': mixed.VOTE, 'requests_per_visit': mixed.VISIT}},
+                        'vote': mixed.VOTE, 'requests_per_visit': mixed.VISIT,
+                        'command': oha.placeholder(mixed.command(
+                            settings.loadgen, '{url}', 0,
+                            settings.point_duration, settings.connections,
+                            settings.timeout, settings.pin['wrk']),
+                            '--rate', '{visitors}')}},
             },
             'pinning': {'server': ' '.join(settings.pin['server']) or None,
                         'wrk': ' '.join(settings.pin['wrk']) or None,
@@ -636,7 +646,8 @@ def record_lines(results):
     parts = []
     for key, value in results.items():
         if isinstance(value, list):
-            body = ',\n'.join(json.dumps(v) for v in value)
+            body = ',\n'.join(json.dumps(v, separators=(',', ':'))
+                               for v in value)
             text = '[\n%s\n]' % body if value else '[]'
         else:
             text = json.dumps(value, indent=1)

@@ -1010,5 +1010,5 @@ def test_results_json_keeps_a_line_per_record():
     text = record_lines(results)
     assert json.loads(text) == results
     lines = text.splitlines()
-    assert '{"target": "a", "rps": 1.5},' in lines
-    assert '{"target": "b", "rps": null}' in lines
+    assert '{"target":"a","rps":1.5},' in lines     # compact: no spaces
+    assert '{"target":"b","rps":null}' in lines

@@ -363,8 +363,12 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
     steps = [r for r in results['latency'] if r['rate'] != 'probe']
     assert sorted({r['rate'] for r in steps}) == ['200/s', '400/s']
     assert len(steps) == 2 * 3
+    # Each point's command, written once: the points differ in URL and rate.
+    command = lat['command']
+    assert '--latency-correction' in command
+    assert command[command.index('-q') + 1] == '{rate}' and '{url}' in command
     for r in steps:
-        assert '--latency-correction' in r['command']
+        assert 'command' not in r
         assert set(r['oha']['latency_ms']) == set(oha.FIGURES)
         assert abs(r['oha']['achieved'] - r['offered']) < 0.2 * r['offered'], r
         assert r['us_per_request']['server'] > 0

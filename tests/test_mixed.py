@@ -151,6 +151,10 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     for last, r in zip(points, points[1:]):
         assert r['vote_check']['before'] == last['vote_check']['after'], r
         assert set(r['oha']['kinds']) >= {'index', 'vote'}, r
+        vote = r['oha']['kinds']['vote']
+        assert vote['requests'] == r['oha']['votes_ok'] and vote['failed'] == 0
+        assert sum(k['requests'] for k in r['oha']['kinds'].values()) \
+            == r['oha']['requests'], r
     steps = [r for r in points if r['rate'] != 'probe']
     assert all(abs(r['oha']['achieved'] - r['offered']) < 0.2 * r['offered'] for r in steps)
     assert [c['page'] for c in results['capacity']] == ['mix']

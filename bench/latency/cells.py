@@ -69,10 +69,18 @@ def kinds(reports):
         each = [x['kinds'][name] for x in reports if name in (x.get('kinds') or {})]
         found[name] = dict(
             requests=triple([k['requests'] for k in each]),
-            errors=sum(sum(k['errors'].values()) + k['non2xx'] for k in each),
+            errors=sum(failed(k) for k in each),
             **{f: triple([k['latency_ms'].get(f) for k in each])
                for f in ('p50', 'p99', 'max')})
     return found
+
+
+def failed(kind):
+    """A mix kind's requests not answered 2xx (a run before 'failed' kept
+    them as non2xx and errors)."""
+    if 'failed' in kind:
+        return kind['failed']
+    return sum(kind['errors'].values()) + kind['non2xx']
 
 
 def capacities(results):

@@ -227,11 +227,13 @@ def stalled(matrix, name, began, ended):
     time.sleep(stalls.WATCH * 3)    # its watchdog writes what it found
     work = background.windows(matrix.logs_of.get(name) or (), began, ended)
     found = background.name(stalls.read(path, began, ended), work)
-    return {'causes': stalls.summary(found, ended - began),
-            'seconds': round(ended - began, 2),
-            'max_ms': max([r['ms'] for r in found] or [0.0]),
-            'background': [[what, round(max(0.0, b - began), 2),
-                            round(e - b, 2)] for b, e, what in work]}
+    record = {'causes': stalls.summary(found, ended - began),
+              'seconds': round(ended - began, 2),
+              'max_ms': max([r['ms'] for r in found] or [0.0])}
+    if work:    # [what, s into the point, s long]
+        record['background'] = [[what, round(max(0.0, b - began), 2),
+                                 round(e - b, 2)] for b, e, what in work]
+    return record
 
 
 def point(matrix, member, page, run, rate, label, retry=False):
@@ -259,6 +261,7 @@ def point(matrix, member, page, run, rate, label, retry=False):
                                      s.point_duration,
                                      s.connections, s.timeout, s.pin['wrk']),
                          s.point_duration, rate)
+    record.pop('command')   # settings.latency's, but for URL and rate
     after, tiers = member.cpu(), (tiers, member.tiers())
     record['stalls'] = stalled(matrix, member.name, began, time.time())
     record['host'] = steady.watched(watch, s.slo)

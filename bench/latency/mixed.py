@@ -44,6 +44,18 @@ def figures(kind):
             'latency_ms': {f: kind['latency_ms'].get(f) for f in oha.FIGURES}}
 
 
+def kind_figures(kind):
+    """A request kind's figures, shorter: those answered other than 2xx
+    and those not answered are counted together as failed."""
+    f = figures(kind)
+    return {'requests': f['requests'],
+            'failed': f['non2xx'] + sum(f['errors'].values()),
+            'latency_ms': {k: f['latency_ms'][k] for k in KIND_FIGURES}}
+
+
+KIND_FIGURES = ('p50', 'p90', 'p99', 'max')
+
+
 def parse(stdout):
     """loadgen's report in oha's shape (parse in oha.py), plus per request
     kind, the votes answered 200 and loadgen's own CPU seconds."""
@@ -57,7 +69,7 @@ def parse(stdout):
             seconds=report['seconds'],
             achieved=(result['requests'] / report['seconds']
                       if report['seconds'] else 0.0),
-            kinds={k: figures(v) for k, v in report['kinds'].items()},
+            kinds={k: kind_figures(v) for k, v in report['kinds'].items()},
             votes_ok=report['votes_ok'],
             # the latest loadgen sent a visit's first request past its due
             # time: counted in every latency, as the server's

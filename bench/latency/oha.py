@@ -52,6 +52,14 @@ def command(oha, url, rate, duration, connections, timeout, pin=(),
     return argv
 
 
+def placeholder(argv, option, name):
+    """argv with the value after `option` named, not given (results.json
+    keeps each point's command once, so)."""
+    argv = list(argv)
+    argv[argv.index(option) + 1] = name
+    return argv
+
+
 def cores_of(argv):
     """How many cores a pinned command may use."""
     if argv[0] == 'taskset':
