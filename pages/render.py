@@ -112,9 +112,11 @@ class Frame:
 
 @functools.lru_cache(maxsize=None)
 def environment(directory):
-    """The Jinja2 templates of a directory, compiled once, autoescaped."""
+    """The Jinja2 templates of a directory, compiled once, autoescaped, and
+    not looked at again (no stat per page: a changed template needs a
+    restart)."""
     return jinja2.Environment(loader=jinja2.FileSystemLoader(directory),
-                              autoescape=True)
+                              autoescape=True, auto_reload=False)
 
 
 class Renderer:

@@ -86,3 +86,19 @@ def test_duel_votes_each_against_the_other():
     assert 'name="lose" value="%s"' % ('B' * 22) in forms[0]
     assert 'name="win" value="%s"' % ('B' * 22) in forms[1]
     assert 'data-sticker-id="1"' in forms[0] and 'data-sticker-id="3"' in forms[1]
+
+
+def test_a_template_is_read_once(tmp_path):
+    """Rendering a page looks at its file no more: a page costs no stat,
+    and a template changed on disk is served as it was until a restart."""
+    import os
+    import shutil
+    directory = tmp_path / 'templates'
+    shutil.copytree(DEFAULTS.templates, directory)
+    renderer = render.Renderer(str(directory))
+    first = renderer.page('error.html', status=404, message='gone')
+    path = directory / 'error.html'
+    path.write_text('changed {{ message }}')
+    os.utime(path, (1, 2 ** 31))    # newer, whatever the clock's grain
+    assert renderer.page('error.html', status=404, message='gone') == first
+    assert 'changed' not in first
