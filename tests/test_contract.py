@@ -66,17 +66,9 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
         if is_tarantool(admin):
             return tuple(await admin._call(
                 'expire', [session_ttl, max_sessions, max_ballots]))
-        if database(admin) == 'rediscluster':
+        if database(admin) in ('redis', 'rediscluster'):
             return await admin.expire_below(session_ttl, max_sessions,
                                             max_ballots)
-        if database(admin) == 'redis':
-            removed = [0, 0]
-            while True:
-                batch = await admin._admin('expire_below', [
-                    session_ttl, max_sessions, max_ballots, 1000])
-                removed = [removed[0] + batch[0], removed[1] + batch[1]]
-                if max(batch) < 1000:
-                    return tuple(removed)
         async with admin.acquire() as conn, conn.transaction():
             saved = await conn.fetchrow(
                 'SELECT session_ttl, max_sessions, max_ballots FROM limits')

@@ -54,6 +54,17 @@ def argument(value):
                           % (REFUSED, type(value).__name__))
 
 
+async def batched(call):
+    """(sessions, ballots) that call(EXPIRE_BATCH) removed, called again
+    until a call removes fewer of both than that."""
+    removed = [0, 0]
+    while True:
+        batch = await call(EXPIRE_BATCH)
+        removed = [removed[0] + batch[0], removed[1] + batch[1]]
+        if max(batch[:2]) < EXPIRE_BATCH:
+            return tuple(removed)
+
+
 class Link:
     """One open connection of Shared: what waits to be written, and what
     waits for its reply, in order."""
@@ -304,21 +315,15 @@ class RedisData(FunctionCalls):
 
     async def expire(self):
         """In calls of EXPIRE_BATCH of each, by the limits Redis keeps."""
-        removed = [0, 0]
-        while True:
-            batch = await self._call('expire', [EXPIRE_BATCH])
-            removed = [removed[0] + batch[0], removed[1] + batch[1]]
-            if max(batch) < EXPIRE_BATCH:
-                return tuple(removed)
+        return await batched(lambda n: self._call('expire', [n]))
+
+    async def expire_below(self, session_ttl, max_sessions, max_ballots):
+        """Loader only: the sweep with these limits, not Redis's (tests)."""
+        return await batched(lambda n: self._admin('expire_below', [
+            session_ttl, max_sessions, max_ballots, n]))
 
     async def forget_visitors(self):
-        removed = [0, 0]
-        while True:
-            batch = await self._admin('expire_below',
-                                      [0, 0, 0, EXPIRE_BATCH])
-            removed = [removed[0] + batch[0], removed[1] + batch[1]]
-            if max(batch) < EXPIRE_BATCH:
-                return tuple(removed)
+        return await self.expire_below(0, 0, 0)
 
     async def configure(self, session_ttl, max_sessions=None,
                         max_ballots=None, keep=False, sweep_every=5.0):
