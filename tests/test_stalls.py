@@ -169,8 +169,9 @@ def test_results_md_gives_the_longest_stall_and_the_longest_at_capacity():
     def point(run, offered, gc_per_s, longest):
         return {'target': 'a', 'page': 'good', 'run': run, 'pair': None,
                 'offered': offered, 'stalls': {
-                    'seconds': 2.0, 'max_ms': longest,
-                    'causes': {'gc': {'per_s': gc_per_s}}}}
+                    'seconds': 2.0, 'max_ms': longest, 'causes': {
+                        'gc': {'per_s': gc_per_s, 'max_ms': longest},
+                        'host': {'per_s': 0.5, 'max_ms': 6.0}}}}
     results = {
         'latency': [point(1, 100.0, 1.0, 4.0), point(1, 200.0, 3.0, 30.0),
                     point(2, 100.0, 1.0, 5.0), point(2, 150.0, 1.0, 8.0)],
@@ -181,9 +182,14 @@ def test_results_md_gives_the_longest_stall_and_the_longest_at_capacity():
     lines = stall_table(results, ['a'], ['good'])
     row = [c.strip() for c in lines[-1].strip('|').split('|')]
     # gc 12 stalls over 8 s; the longest 30 ms (at 200/s, past run 1's
-    # capacity); at the capacities (100/s in run 1, 150/s in run 2) 8 ms
+    # capacity); at the capacities (100/s in run 1, 150/s in run 2) 8 ms,
+    # and each the collector's; at 100/s in run 1 the host's was longer
     assert row == ['a', 'good', '4', '1.50', '0.00', '0.00', '0.00', '0.00',
-                   '0.00', '0.00', '30.0', '8.00']
+                   '0.00', '0.50', '30.0 gc', '8.00 gc']
+    results['latency'] = results['latency'][:1]
+    row = [c.strip() for c in stall_table(
+        results, ['a'], ['good'])[-1].strip('|').split('|')]
+    assert row[-2:] == ['6.00 host', '6.00 host']
 
 
 def test_the_databases_background_work_is_read_from_their_logs(tmp_path):

@@ -142,13 +142,12 @@ def stall_table(results, names, pages):
                     rows.append([name, page, '0'] + ['–'] * (len(CAUSES) + 2))
                 continue
             seconds = sum(r['seconds'] for r in records)
-            kept = [r['stalls']['max_ms'] for r in at_capacity(results, name, page)
+            kept = [r['stalls'] for r in at_capacity(results, name, page)
                     if r.get('stalls')]
             rows.append([name, page, str(len(records))] + [
                 '%.2f' % (sum(r['causes'].get(c, {}).get('per_s', 0)
                               * r['seconds'] for r in records) / seconds)
-                for c in CAUSES] + [tables.ms(max(r['max_ms'] for r in records)),
-                                    tables.ms(max(kept) if kept else None)])
+                for c in CAUSES] + [longest(records), longest(kept)])
     if not rows:
         return []
     return ['', "The serving loop's stalls over 3 ms during the fixed-rate "
@@ -156,12 +155,22 @@ def stall_table(results, names, pages):
             "site's own; callback: a request's code; blocked: asleep in a call; "
             'unsampled: held in C; database: no CPU while the database ran a '
             'snapshot, checkpoint or rewrite; host: no CPU otherwise), the '
-            'longest, and the longest '
+            'longest and its cause, and the longest '
             'at the capacity found (the points of the rate each search kept); '
             'points: those with a record (– where the server recorded none):',
             ''] + tables.table_md(
         ['engine', 'page', 'points'] + list(CAUSES) + ['longest ms',
                                                        'at capacity ms'], rows)
+
+
+def longest(records):
+    """The longest stall of some points' records, with its cause."""
+    found = [(c['max_ms'], cause) for r in records
+             for cause, c in r['causes'].items()]
+    if not found:
+        return tables.ms(max([r['max_ms'] for r in records] or [None]))
+    ms, cause = max(found)
+    return '%s %s' % (tables.ms(ms), cause)
 
 
 def at_capacity(results, name, page):
