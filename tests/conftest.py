@@ -20,7 +20,8 @@ from runtime.processes import answers, free_port, terminate  # noqa: E402,F401
 from runtime.settings import ROOT  # noqa: E402
 from plugins.databases import (  # noqa: E402,F401
     TEST_PACKS, configure_redis, configure_rediscluster, load_small,
-    load_small_dataset, remove_postgres, start_postgres, start_redis,
+    load_small_dataset, own_loaded, remove_postgres, start_postgres,
+    start_redis,
     start_rediscluster, start_tarantool,
     tarantool_address, small_data_set)
 from plugins.servers import ServerProcess, engine_args, fetch  # noqa: E402,F401

@@ -10,7 +10,7 @@ import pytest
 import redis.asyncio
 from redis.exceptions import AuthenticationError, NoPermissionError, ResponseError
 
-from conftest import configure_redis, load_small, start_redis
+from conftest import configure_redis, own_loaded, start_redis
 from data_interface import DataUnavailable, Visit
 from data_interface.redis.redis_data import RedisData
 
@@ -73,33 +73,24 @@ async def test_full_memory_is_503_for_writes_and_reads_go_on(tmp_path):
     """Caps below maxmemory keep sessions and ballots in bounds; past the
     bound (here, limits set above what fits), a write is refused as
     DataUnavailable, the pages' 503, and the ranked lists still read."""
-    server = start_redis(str(tmp_path), memory=8 * 1024 * 1024)
-    try:
-        configure_redis(server)
-        await load_small(RedisData(server.admin_address))
+    async with own_loaded(start_redis(str(tmp_path), memory=8 * 1024 * 1024),
+                          configure_redis, RedisData) as (server, data):
         admin = RedisData(server.admin_address)
         await admin.start()
         await admin._admin('set_limits', [900, 10 ** 7, 10 ** 7])
         await admin.close()
-        data = RedisData(server.address)
-        await data.start()
-        try:
-            agent = 'a' * 256
-            with pytest.raises(DataUnavailable, match='maxmemory'):
-                for _ in range(200):
-                    await data.record_visits([
-                        Visit(str(uuid.uuid4()), '1.2.3.4', agent)
-                        for _ in range(500)])
-            assert len(await data.top_stickers(9)) == 9
-            with pytest.raises(DataUnavailable, match='maxmemory'):
-                for _ in range(100000):
-                    await data.sticker_pair(str(uuid.uuid4()), (
-                        secrets.token_urlsafe(16),
-                        secrets.token_urlsafe(16)), 60)
-        finally:
-            await data.close()
-    finally:
-        server.stop()
+        agent = 'a' * 256
+        with pytest.raises(DataUnavailable, match='maxmemory'):
+            for _ in range(200):
+                await data.record_visits([
+                    Visit(str(uuid.uuid4()), '1.2.3.4', agent)
+                    for _ in range(500)])
+        assert len(await data.top_stickers(9)) == 9
+        with pytest.raises(DataUnavailable, match='maxmemory'):
+            for _ in range(100000):
+                await data.sticker_pair(str(uuid.uuid4()), (
+                    secrets.token_urlsafe(16),
+                    secrets.token_urlsafe(16)), 60)
 
 
 def test_its_files_are_private_and_passwords_hashed(tmp_path):
@@ -160,30 +151,20 @@ async def test_an_idle_shared_connection_stays_open(redis):
 async def test_redis_keeps_the_pace_of_the_sweep(tmp_path):
     """However many servers call expire(), a sweep that ended less than
     sweep_every seconds ago is not begun again; the loader's still runs."""
-    server = start_redis(str(tmp_path))
-    try:
-        configure_redis(server, sweep_every=3600)
-        await load_small(RedisData(server.admin_address))
-        data = RedisData(server.address)
-        await data.start()
+    async with own_loaded(start_redis(str(tmp_path)), configure_redis,
+                          RedisData, sweep_every=3600) as (server, data):
+        async def expired_pair():
+            await data.sticker_pair(str(uuid.uuid4()), (
+                secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 0.1)
+            await asyncio.sleep(0.3)
+        await expired_pair()
+        assert await data.expire() == (2, 0)
+        await expired_pair()
+        assert await data.expire() == (0, 0)
+        assert (await data.stats()).ballots == 2
+        admin = RedisData(server.admin_address)
+        await admin.start()
         try:
-            async def expired_pair():
-                await data.sticker_pair(str(uuid.uuid4()), (
-                    secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 0.1)
-                await asyncio.sleep(0.3)
-            await expired_pair()
-            assert await data.expire() == (2, 0)
-            await expired_pair()
-            assert await data.expire() == (0, 0)
-            assert (await data.stats()).ballots == 2
-            admin = RedisData(server.admin_address)
-            await admin.start()
-            try:
-                assert await admin._admin('expire_below', [
-                    3600, 10 ** 9, 10 ** 9, 100]) == [2, 0]
-            finally:
-                await admin.close()
+            assert await admin.expire_below(3600, 10 ** 9, 10 ** 9) == (2, 0)
         finally:
-            await data.close()
-    finally:
-        server.stop()
+            await admin.close()

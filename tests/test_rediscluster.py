@@ -3,7 +3,6 @@ routed by their key, a vote counted once in its bucket and applied once to
 the rankings however often it is sent, the sweep that applies what a
 vote's own request could not, and how stale /good may be."""
 import asyncio
-import contextlib
 import os
 import secrets
 import signal
@@ -18,7 +17,7 @@ from data_interface.rediscluster.cluster_data import (
     BUCKETS, CATALOGUE, ClusterData, bucket, bucket_of)
 from pages import Site
 from runtime.settings import DEFAULTS
-from conftest import (configure_rediscluster, load_small, start_rediscluster,
+from conftest import (configure_rediscluster, own_loaded, start_rediscluster,
                       until)
 from test_server import burst
 
@@ -33,22 +32,11 @@ async def data(rediscluster):
     await d.close()
 
 
-@contextlib.asynccontextmanager
-async def own_cluster(tmp_path):
+def own_cluster(tmp_path):
     """(cluster, data): a loaded cluster of the test's own, its sweep left to
     the test, and the app's ClusterData on it, started; both stopped after."""
-    cluster = start_rediscluster(str(tmp_path))
-    try:
-        configure_rediscluster(cluster, sweep_every=3600)
-        await load_small(ClusterData(cluster.admin_address))
-        data = ClusterData(cluster.address)
-        await data.start()
-        try:
-            yield cluster, data
-        finally:
-            await data.close()
-    finally:
-        cluster.stop()
+    return own_loaded(start_rediscluster(str(tmp_path)),
+                      configure_rediscluster, ClusterData, sweep_every=3600)
 
 
 def visit():
@@ -308,6 +296,24 @@ async def totals(data):
             sum(s.votes_minus for s in stickers))
 
 
+async def count_votes(data, before, answered):
+    """(voters answered 200, voters not answered, votes counted since the
+    totals `before`), once the sweep has applied every vote: the rankings
+    then move by exactly the votes counted."""
+    ok = [voter for voter, outcome in answered if outcome == VoteOutcome.OK]
+    failed = [voter for voter, outcome in answered if outcome is None]
+
+    async def applied():
+        try:
+            await data.expire()
+            votes, plus, minus = await totals(data)
+        except DataUnavailable:     # a node slow to answer: again
+            return False
+        return plus - before[1] == minus - before[2] == votes - before[0]
+    await until(applied, 30, 0.5)
+    return ok, failed, (await totals(data))[0] - before[0]
+
+
 @pytest.mark.own_database
 async def test_a_primary_killed_under_votes_loses_no_replicated_vote(
         tmp_path):
@@ -346,21 +352,8 @@ async def test_a_primary_killed_under_votes_loses_no_replicated_vote(
         await until(lambda: asyncio.get_event_loop().run_in_executor(
             None, cluster.settled), 60, 0.2)
         assert victim not in cluster.primaries()
-        ok = [voter for voter, outcome in answered
-              if outcome == VoteOutcome.OK]
-        failed = [voter for voter, outcome in answered if outcome is None]
+        ok, failed, counted = await count_votes(data, before, answered)
         assert len(ok) >= 100 and failed
-
-        async def applied():
-            try:
-                await data.expire()
-                votes, plus, minus = await totals(data)
-            except DataUnavailable:     # a node slow to answer: again
-                return False
-            return plus - before[1] == minus - before[2] == \
-                votes - before[0]
-        await until(applied, 30, 0.5)
-        counted = (await totals(data))[0] - before[0]
         # An acknowledged vote lost: its ballots are back.
         lost = 0
         for v, (win, lose), _ in ok:
@@ -451,20 +444,7 @@ async def test_a_reshard_under_votes_loses_and_doubles_none(tmp_path):
         with cluster.client(target) as c:     # it holds them now
             assert c.execute_command('CLUSTER', 'COUNTKEYSINSLOT',
                                      slot) > 0
-        ok = [voter for voter, outcome in answered
-              if outcome == VoteOutcome.OK]
-        failed = [voter for voter, outcome in answered if outcome is None]
-
-        async def applied():
-            try:
-                await data.expire()
-                votes, plus, minus = await totals(data)
-            except DataUnavailable:     # a node slow to answer: again
-                return False
-            return plus - before[1] == minus - before[2] == \
-                votes - before[0]
-        await until(applied, 30, 0.5)
-        counted = (await totals(data))[0] - before[0]
+        ok, failed, counted = await count_votes(data, before, answered)
         print('buckets moved %d, acknowledged %d, counted %d, 503 %d'
               % (len(moving), len(ok), counted, len(failed)))
         assert len(ok) <= counted <= len(ok) + len(failed)

@@ -1,6 +1,7 @@
 """The session's own Tarantool (memtx and vinyl), PostgreSQL and Redis, each
 in a temporary directory on a free port with a small generated data set."""
 import asyncio
+import contextlib
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +55,24 @@ async def load_small(data):
         return await data.load(small_data_set())
     finally:
         await data.close()
+
+
+@contextlib.asynccontextmanager
+async def own_loaded(server, configure, data_class, **limits):
+    """(server, data) of a test's own Redis or cluster, just started:
+    configured with `limits`, the small data set loaded and the app's
+    data_class on it started; both stopped after."""
+    try:
+        configure(server, **limits)
+        await load_small(data_class(server.admin_address))
+        data = data_class(server.address)
+        await data.start()
+        try:
+            yield server, data
+        finally:
+            await data.close()
+    finally:
+        server.stop()
 
 
 def load_small_dataset(data):
