@@ -4,9 +4,10 @@ saves. A stall of the serving loop that the record puts on the host (its
 thread waited for a CPU) while such work ran is the database's: on one
 shared core, that work is what took the CPU."""
 import calendar
-import os
 import re
 import time
+
+from runtime.databases import files
 
 TAIL = 1 << 20      # bytes read from the end of a log: a point's lines
 
@@ -71,9 +72,7 @@ def windows(paths, start, end):
 def tail(path):
     """The last TAIL bytes of a file, as lines ([] if it cannot be read)."""
     try:
-        with open(path, 'rb') as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL))
-            return f.read().decode('utf-8', 'replace').splitlines()
+        return files.read(path, tail=TAIL).splitlines()
     except OSError:
         return []
 
