@@ -73,6 +73,11 @@ def parse_args(argv):
                    help='at start, remove the sessions and ballots the '
                         'database holds (a benchmark starts each engine so); '
                         'stickers and votes stay')
+    p.add_argument('--snapshots-at-start', action='store_true',
+                   help="the local Tarantool's snapshots and Redis's "
+                        'append-only file rewrites only at start, when due, '
+                        'never while serving (a benchmark starts each engine '
+                        'so)')
     add_edge_args(p, d)
     args = p.parse_args(argv)
     # The addresses may come from the environment instead, off the command
@@ -184,7 +189,7 @@ OPTIONS = (('host', 'port', 'redis_fsync', 'replicas', 'replica_lag', 'packs',
             'header_timeout', 'body_timeout', 'keepalive_timeout',
             'max_connections', 'limit_sessions', 'limit_votes',
             'limit_ballots', 'workers', 'delay', 'proxies', 'tarantool_engine',
-            'forget_visitors')
+            'forget_visitors', 'snapshots_at_start')
            + tuple(db.name for db in table.TABLE)
            + tuple(db.name + '_replicas' for db in table.REPLICATED))
 

@@ -16,6 +16,8 @@ FROZEN = 'start-up objects frozen'
 # server.py's option that starts an engine without the sessions and
 # ballots its database holds.
 FORGET = '--forget-visitors'
+# and the one that keeps its databases' snapshots out of the timed points.
+AT_START = '--snapshots-at-start'
 
 
 def tail(path, lines=15):

@@ -13,7 +13,7 @@ from runtime import stalls
 from runtime.databases import table
 from runtime.processes import free_port
 from runtime.settings import DEFAULTS as SITE
-from .engine import FORGET, EngineServer, tail, wait_until
+from .engine import AT_START, FORGET, EngineServer, tail, wait_until
 from .guesses import (RUN_GUESS, START_GUESS, VERIFY_GUESS, VOTE_GUESS, combos,
                       offers_rates, series_guess, target_guess)
 from .nginx import Nginx
@@ -305,8 +305,9 @@ class Matrix:
         t = self.target(name, 'engine')
         t['python'] = self.python_of[name] = python.version
         # Without the visitors of the engines before: their sessions'
-        # sweep would run in this one's timed points.
-        args = [FORGET] + list(self.s.server_args)
+        # sweep would run in this one's timed points; nor would the
+        # databases' snapshots.
+        args = [FORGET, AT_START] + list(self.s.server_args)
         if storage:
             t['storage'] = self.storage_of[name] = storage
             if tagged(self.s.storages):

@@ -111,6 +111,10 @@ class Settings:
     # At start, remove the sessions and ballots the database holds (the
     # bench, so that no engine sweeps up the visitors of the one before).
     forget_visitors: bool = False
+    # The local Tarantool's snapshots and Redis's AOF rewrites made only at
+    # start, when due, never while serving (the bench: a timed point does
+    # not take one; docs/benchmark.md states their cost apart).
+    snapshots_at_start: bool = False
     # The data set loaded into an empty database: generated with this many
     # packs, or a JSON dump (dataset/dump.py).
     packs: int = 300

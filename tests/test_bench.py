@@ -969,7 +969,8 @@ def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
     # engine to start forgets them.
     forgot = re.compile(r'forgot (\d+) sessions and (\d+) ballots')
     command = status[engine]['command']
-    assert command[command.index('-p') + 2] == '--forget-visitors'
+    assert command[command.index('-p') + 2:][:2] == [
+        '--forget-visitors', '--snapshots-at-start']
     assert forgot.findall((out / 'logs' / (engine + '.log')).read_text())
     assert not forgot.search(
         (out / 'logs' / (engine + '-second-start.log')).read_text())

@@ -168,3 +168,50 @@ async def test_redis_keeps_the_pace_of_the_sweep(tmp_path):
             assert await admin.expire_below(3600, 10 ** 9, 10 ** 9) == (2, 0)
         finally:
             await admin.close()
+
+
+REWRITING = 'Background append only file rewriting started'
+
+
+@pytest.mark.parametrize('at_start', [False, True])
+async def test_with_snapshots_at_start_redis_rewrites_its_file_at_start(
+        tmp_path, at_start):
+    """--snapshots-at-start (the bench): appending past the threshold
+    makes no rewrite while serving, where the default makes one; the next
+    start makes it, and keeps the data."""
+    from runtime.settings import DEFAULTS, replace
+    settings = replace(DEFAULTS, snapshots_at_start=at_start)
+    threshold = 256 * 1024
+
+    def start():
+        return start_redis(str(tmp_path), settings=settings,
+                           rewrite_after=threshold)
+
+    def rewrites(server):
+        with open(server.log_file) as f:
+            return f.read().count(REWRITING)
+    async with own_loaded(start(), configure_redis, RedisData) as (
+            server, data):
+        before = rewrites(server)
+        while server.appended() < 4 * threshold and rewrites(server) == before:
+            await data.record_visits([
+                Visit(str(uuid.uuid4()), '127.0.0.1', 'x' * 200)
+                for _ in range(100)])
+        await asyncio.sleep(1)     # Redis checks its threshold each 100 ms
+        assert (rewrites(server) > before) is not at_start
+        sessions = (await data.stats()).sessions
+    if not at_start:
+        return
+    assert server.appended() >= 4 * threshold
+    server = start()
+    try:
+        assert rewrites(server) == before + 1
+        assert server.appended() < threshold
+        data = RedisData(server.address)
+        await data.start()
+        try:
+            assert (await data.stats()).sessions == sessions
+        finally:
+            await data.close()
+    finally:
+        server.stop()

@@ -69,6 +69,20 @@ def test_managed_tarantool_gets_the_expiry_settings(tmp_path):
     assert server.address.user == s.app_user
 
 
+def test_snapshots_at_start_reach_the_managed_databases(tmp_path):
+    """server.py --snapshots-at-start: the Tarantool's environment and
+    the Redis's configuration (no rewrite while serving) say so."""
+    import server
+    from runtime.databases.redis import ManagedRedis
+    for argv, tnt, rewrite in (([], None, '100'),
+                               (['--snapshots-at-start'], 'start', '0')):
+        s = server.parse_args(['-e', 'aiohttp-tarantool-one'] + argv).settings
+        assert ManagedTarantool(str(tmp_path), settings=s).env.get(
+            'TNT_SNAPSHOTS') == tnt
+        config = ManagedRedis(str(tmp_path), settings=s)._settings()
+        assert 'auto-aof-rewrite-percentage %s\n' % rewrite in config
+
+
 async def test_one_data_interface_serves_after_the_site_stops(tarantool):
     """open_databases yields a started interface; the site neither starts
     nor closes it."""

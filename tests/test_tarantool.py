@@ -146,6 +146,50 @@ async def test_a_start_snapshots_what_short_runs_logged(tmp_path):
             assert log_since_snapshot(directory) >= threshold
 
 
+async def test_with_snapshots_at_start_none_is_made_while_serving(tmp_path):
+    """TNT_SNAPSHOTS=start (server.py --snapshots-at-start, the bench):
+    logging past the threshold makes no snapshot while serving, where the
+    default makes one; the next start makes it."""
+    from conftest import start_tarantool
+    from data_interface import Visit
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    threshold = 128 * 1024
+
+    def snapshots(directory):
+        return [n for n in os.listdir(directory) if n.endswith('.snap')]
+
+    async def serve(directory, when):
+        """Log three thresholds; the snapshots then, after a second."""
+        server = start_tarantool(directory, TNT_SNAPSHOTS=when,
+                                 TNT_CHECKPOINT_WAL_THRESHOLD=str(threshold))
+        try:
+            data = AsynctntData(tarantool_address(server))
+            await data.start()
+            try:
+                while log_since_snapshot(directory) < 3 * threshold and len(
+                        snapshots(directory)) < 2:
+                    await data.record_visits([
+                        Visit(str(uuid.uuid4()), '127.0.0.1', 'test')
+                        for _ in range(100)])
+            finally:
+                await data.close()
+            await asyncio.sleep(1)
+            return snapshots(directory)
+        finally:
+            server.stop()
+    assert len(await serve(str(tmp_path / 'always'), 'always')) >= 2
+    directory = str(tmp_path / 'start')
+    assert len(await serve(directory, 'start')) == 1
+    assert log_since_snapshot(directory) >= 3 * threshold
+    server = start_tarantool(directory, TNT_SNAPSHOTS='start',
+                             TNT_CHECKPOINT_WAL_THRESHOLD=str(threshold))
+    try:
+        assert len(snapshots(directory)) >= 2
+        assert log_since_snapshot(directory) < threshold
+    finally:
+        server.stop()
+
+
 def snapshot_seconds(log):
     """[(seconds, bytes)] of each snapshot an instance's log records
     (from 'saving snapshot `PATH.inprogress'' to its 'done'; 0 bytes for

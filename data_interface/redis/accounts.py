@@ -16,9 +16,10 @@ FUNCTIONS = ('+fcall +fcall_ro +time +exists +del +expire +pexpire +hget '
 APP_KEYS = ('%RW~st:s:* %RW~st:sessions %RW~st:b:* %RW~st:ballots '
             '%RW~st:stickers %RW~st:ratings %RW~st:counters %RW~st:swept '
             '%R~st:packs %R~st:pack:* %R~st:pack_ids:* %R~st:limits')
-# The loader also loads the library and reads maxmemory for the caps.
+# The loader also loads the library and reads maxmemory for the caps; the
+# local Redis's manager rewrites the append-only file at start with it.
 ADMIN_KEYS = '~st:*'
-ADMIN_MORE = '+function|load +info'
+ADMIN_MORE = '+function|load +info +bgrewriteaof'
 
 
 def rules(password, keys, commands):

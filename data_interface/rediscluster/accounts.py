@@ -24,7 +24,7 @@ APP_KEYS = ' '.join(
                                    'early:*')]
     + ['%R~st:{c}:' + k for k in ('packs', 'pack:*', 'pack_ids:*')])
 ADMIN_KEYS = '~st:*'
-ADMIN_MORE = '+function|load +info'
+ADMIN_MORE = '+function|load +info +bgrewriteaof'
 
 
 def acl_lines(app_password, admin_password, cluster_password):

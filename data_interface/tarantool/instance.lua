@@ -28,6 +28,9 @@ local ENGINE = env('TNT_ENGINE', 'memtx')
 -- anonymous one: the primary keeps no record of it), joined in an empty
 -- directory as the loader's account, which may replicate.
 local PRIMARY = env('TNT_REPLICA_OF', nil)
+local WAL_THRESHOLD = tonumber(env('TNT_CHECKPOINT_WAL_THRESHOLD',
+                                   tostring(64 * 1024 * 1024)))
+local SERVING = env('TNT_SNAPSHOTS', 'always') ~= 'start'
 box.cfg{
     replication = PRIMARY and ('sticker_admin:' .. ADMIN_PASSWORD .. '@'
                                .. PRIMARY) or nil,
@@ -45,10 +48,11 @@ box.cfg{
     -- and its cache of disk pages; Tarantool's defaults, 128 MB each.
     vinyl_memory = tonumber(env('TNT_VINYL_MEMORY', tostring(128 * 1024 * 1024))),
     vinyl_cache = tonumber(env('TNT_VINYL_CACHE', tostring(128 * 1024 * 1024))),
-    checkpoint_interval = 600,
-    -- A snapshot after 64 MB of log too: recovery replays less at start.
-    checkpoint_wal_threshold = tonumber(env('TNT_CHECKPOINT_WAL_THRESHOLD',
-                                            tostring(64 * 1024 * 1024))),
+    -- A snapshot every 10 minutes and after WAL_THRESHOLD bytes of log
+    -- (recovery replays less at start); with TNT_SNAPSHOTS=start (a
+    -- benchmark's engines) none while serving: only the one at start below.
+    checkpoint_interval = SERVING and 600 or 0,
+    checkpoint_wal_threshold = SERVING and WAL_THRESHOLD or 1e18,
 }
 
 -- Tarantool counts that threshold from its own start, so an instance
@@ -76,7 +80,7 @@ local function log_since_snapshot()
 end
 
 local since = log_since_snapshot()
-if PRIMARY == nil and since >= box.cfg.checkpoint_wal_threshold then
+if PRIMARY == nil and since >= WAL_THRESHOLD then
     log.info('making a snapshot: %d bytes of log since the last one', since)
     box.snapshot()
 end

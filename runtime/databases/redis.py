@@ -10,10 +10,14 @@ redis.conf at each start.
 As for Tarantool: DIRECTORY is 0700, the server gets SIGTERM when
 server.py dies, and one found running with no server holding
 DIRECTORY/server.lock is adopted."""
+import glob
 import logging
 import os
 import shutil
 import subprocess
+import time
+
+import redis as redis_py
 
 from data_interface.address import RedisAddress
 from data_interface.redis.accounts import acl_lines
@@ -24,6 +28,11 @@ from .files import secret
 from .logged import LoggedDatabase
 
 log = logging.getLogger('redis')
+
+# Redis's own threshold: the append-only file is rewritten once this much
+# has been appended since its last rewrite (and it has doubled).
+REWRITE_AFTER = 64 * 1024 * 1024
+REWRITE_TIMEOUT = 300.0
 
 CONFIG = """# Written by server.py at each start: edits are lost.
 bind {host}
@@ -38,6 +47,10 @@ logfile {directory}/redis.log
 appendonly yes
 appendfsync {fsync}
 appenddirname aof
+# Rewritten once it has grown by this much since the last rewrite (0: not
+# while serving, --snapshots-at-start; then at start, once due).
+auto-aof-rewrite-percentage {rewrite}
+auto-aof-rewrite-min-size {rewrite_after}
 save ""
 maxmemory {memory}
 maxmemory-policy noeviction
@@ -60,6 +73,8 @@ class ManagedRedis(LoggedDatabase):
         self.port = port or settings.redis_port
         self.memory = memory or settings.redis_memory
         self.fsync = settings.redis_fsync
+        self.at_start = settings.snapshots_at_start
+        self.rewrite_after = REWRITE_AFTER
         self.users = settings.app_user, settings.admin_user
         self.passwords = passwords or {}
 
@@ -98,11 +113,16 @@ class ManagedRedis(LoggedDatabase):
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         files.tighten(self.directory)
 
+    def _settings(self):
+        return CONFIG.format(host=self.host, port=self.port,
+                             directory=self.directory, memory=self.memory,
+                             fsync=self.fsync,
+                             rewrite=0 if self.at_start else 100,
+                             rewrite_after=self.rewrite_after)
+
     def _config(self):
         """redis.conf, with the accounts (their passwords hashed)."""
-        text = CONFIG.format(host=self.host, port=self.port,
-                             directory=self.directory, memory=self.memory,
-                             fsync=self.fsync)
+        text = self._settings()
         users = acl_lines(*[self._password(u) for u in self.users])
         path = os.path.join(self.directory, 'redis.conf')
         files.write(path, text + '\n'.join(users) + '\n')
@@ -119,3 +139,39 @@ class ManagedRedis(LoggedDatabase):
                      env=dict(os.environ), cwd=self.directory,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      start_new_session=True)
+
+    def _start(self):
+        super()._start()
+        if self.at_start and self.appended() >= self.rewrite_after:
+            self.rewrite()
+
+    def appended(self):
+        """Bytes appended since the last rewrite of the append-only file."""
+        return sum(os.path.getsize(p) for p in glob.glob(
+            os.path.join(self.directory, 'aof', '*.incr.aof')))
+
+    def rewrite(self):
+        """Rewrite the append-only file, as the loader's account, and wait
+        until it is done."""
+        address = self.admin_address
+        log.info('rewriting the append-only file of %s:%d (%d bytes appended)',
+                 self.host, self.port, self.appended())
+        with redis_py.Redis(host=address.host, port=address.port,
+                            username=address.user, password=address.password,
+                            decode_responses=True, socket_timeout=10) as c:
+            c.bgrewriteaof()
+            deadline = time.monotonic() + REWRITE_TIMEOUT
+            while True:
+                state = c.info('persistence')
+                if not (state['aof_rewrite_in_progress']
+                        or state['aof_rewrite_scheduled']):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError('%s: the append-only file rewrite did '
+                                       'not end in %.0f s; see %s' % (
+                                           self.name, REWRITE_TIMEOUT,
+                                           self.log_file))
+                time.sleep(0.05)
+        if state['aof_last_bgrewrite_status'] != 'ok':
+            raise RuntimeError('%s: the append-only file rewrite failed; see '
+                               '%s' % (self.name, self.log_file))

@@ -26,7 +26,7 @@ from data_interface.rediscluster.cluster_data import CATALOGUE
 from ..settings import DEFAULTS
 from . import files
 from .files import secret
-from .redis import CONFIG, ManagedRedis
+from .redis import ManagedRedis
 
 log = logging.getLogger('rediscluster')
 
@@ -63,10 +63,7 @@ class ManagedNode(ManagedRedis):
         return self.cluster.password(user)
 
     def _config(self):
-        text = CONFIG.format(host=self.host, port=self.port,
-                             directory=self.directory, memory=self.memory,
-                             fsync=self.fsync)
-        text += CLUSTER_CONFIG.format(
+        text = self._settings() + CLUSTER_CONFIG.format(
             timeout=NODE_TIMEOUT, user=CLUSTER_USER,
             password=self.cluster.password(CLUSTER_USER))
         users = acl_lines(*[self.cluster.password(u)

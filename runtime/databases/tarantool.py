@@ -36,6 +36,8 @@ def instance_env(settings):
         env['TNT_MAX_SESSIONS'] = str(settings.max_sessions)
     if settings.max_ballots is not None:
         env['TNT_MAX_BALLOTS'] = str(settings.max_ballots)
+    if settings.snapshots_at_start:
+        env['TNT_SNAPSHOTS'] = 'start'
     return env
 
 

@@ -120,9 +120,11 @@ REDIS_PASSWORDS = {'sticker_app': 'sticker_app',
                    'sticker_admin': 'sticker_admin'}
 
 
-def start_redis(directory, memory=None):
+def start_redis(directory, memory=None, settings=DEFAULTS,
+                rewrite_after=None):
     server = ManagedRedis(directory, port=free_port(), memory=memory,
-                          passwords=REDIS_PASSWORDS)
+                          passwords=REDIS_PASSWORDS, settings=settings)
+    server.rewrite_after = rewrite_after or server.rewrite_after
     server.start()
     return server
 
