@@ -646,3 +646,14 @@ def test_the_benchmark_reads_each_node_by_role(rediscluster, tmp_path):
     given = SimpleNamespace(root=str(tmp_path), env={}, argv=[
         '--rediscluster', 'x'])
     assert cluster_nodes(engine, given) is None
+
+
+def test_each_node_s_append_only_file_is_rewritten_by_the_loader(
+        rediscluster):
+    """--snapshots-at-start rewrites a node's append-only file at its start
+    as the loader's account: the cluster's ACL lets it, on every node."""
+    before = command_calls(rediscluster, 'bgrewriteaof')
+    for node in rediscluster.nodes:
+        node.rewrite()
+    assert command_calls(rediscluster, 'bgrewriteaof') == before + len(
+        rediscluster.nodes)
