@@ -215,3 +215,36 @@ async def test_with_snapshots_at_start_redis_rewrites_its_file_at_start(
             await data.close()
     finally:
         server.stop()
+
+
+def test_a_failed_rewrite_at_start_leaves_redis_serving(tmp_path, caplog,
+                                                        monkeypatch):
+    """A rewrite that fails at start is logged; Redis starts and serves
+    (every write is in its file all the same)."""
+    from runtime.databases.redis import ManagedRedis
+    from runtime.settings import DEFAULTS, replace
+
+    def client(server):
+        a = server.admin_address
+        return redis.Redis(host=a.host, port=a.port, username=a.user,
+                           password=a.password)
+
+    def fail(self):
+        raise RuntimeError('the append-only file rewrite failed')
+    directory = str(tmp_path)
+    server = start_redis(directory)
+    try:
+        with client(server) as c:
+            c.set('st:kept', 'yes')
+    finally:
+        server.stop()
+    monkeypatch.setattr(ManagedRedis, 'rewrite', fail)
+    server = start_redis(directory, rewrite_after=1,
+                         settings=replace(DEFAULTS, snapshots_at_start=True))
+    try:
+        assert 'serving without the rewrite: the append-only file rewrite ' \
+               'failed' in caplog.text
+        with client(server) as c:
+            assert c.get('st:kept') == b'yes'
+    finally:
+        server.stop()

@@ -143,7 +143,10 @@ class ManagedRedis(LoggedDatabase):
     def _start(self):
         super()._start()
         if self.at_start and self.appended() >= self.rewrite_after:
-            self.rewrite()
+            try:    # the data is safe without it: only a restart is longer
+                self.rewrite()
+            except (RuntimeError, redis_py.RedisError) as e:
+                log.warning('serving without the rewrite: %s', e)
 
     def appended(self):
         """Bytes appended since the last rewrite of the append-only file."""
