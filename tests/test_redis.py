@@ -248,3 +248,22 @@ def test_a_failed_rewrite_at_start_leaves_redis_serving(tmp_path, caplog,
             assert c.get('st:kept') == b'yes'
     finally:
         server.stop()
+
+
+def test_a_port_taken_is_named_when_redis_cannot_start(tmp_path):
+    """Redis exits at once on a port something else holds: the error says
+    why, from its log."""
+    import socket
+    from runtime.databases.redis import ManagedRedis
+    from runtime.processes import free_port
+    with socket.socket() as held:
+        held.bind(('127.0.0.1', free_port()))
+        held.listen()
+        port = held.getsockname()[1]
+        server = ManagedRedis(str(tmp_path / 'redis'), port=port)
+        with pytest.raises(RuntimeError) as failed:
+            server.start()
+    assert 'exited with status 1: ' in str(failed.value)
+    assert '127.0.0.1:%d: bind: Address already in use' % port \
+        in str(failed.value)
+    assert str(failed.value).endswith('see %s' % server.log_file)

@@ -140,6 +140,16 @@ class ManagedRedis(LoggedDatabase):
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      start_new_session=True)
 
+    def _why(self):
+        """': why' from its log when it ended while starting (its last
+        warning, and the one before an 'aborting'), else ''."""
+        said = (self._since_start() or b'').decode('utf-8', 'replace')
+        found = [line.split(' # ', 1)[1].strip()
+                 for line in said.splitlines() if ' # ' in line]
+        if found and found[-1].endswith('aborting.'):
+            found = found[-2:]    # what failed, then that it gave up
+        return ': ' + '; '.join(found[-2:]).rstrip('.') if found else ''
+
     def _start(self):
         super()._start()
         if self.at_start and self.appended() >= self.rewrite_after:

@@ -2,6 +2,7 @@
 in a temporary directory on a free port with a small generated data set."""
 import asyncio
 import contextlib
+import random
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -13,10 +14,11 @@ from runtime.databases.load import data_set
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.redis import ManagedRedis
-from runtime.processes import bindable, free_port
+from runtime.processes import bindable, client_ports, free_port, share
 from runtime.settings import DEFAULTS, replace
 
 TEST_PACKS = 10
+PICK = random.SystemRandom()    # not the seeded module-level generator
 
 
 def replicas_port(count=2):
@@ -169,14 +171,20 @@ CLUSTER_PASSWORDS = dict(REDIS_PASSWORDS, sticker_cluster='sticker_cluster')
 
 
 def cluster_port():
-    """A free port with the five above it and their cluster bus ports
-    (+10000) free too."""
+    """A port whose five above it and their cluster bus ports (+10000) are
+    free, all below the ports free_port() gives and the OS's clients'
+    ports: no lane's server and no client can take a node's port, or its
+    bus port, while the node is down. Each lane picks from its own part."""
+    from runtime.databases.rediscluster import NODES
+    low, _ = client_ports()
+    top = max(1024, low - 12000) - 10000 - NODES
+    span = share((1024, top)) if top - 1024 >= 2000 else None
     while True:
-        port = free_port()
-        if port + 10005 < 65536 and all(
+        port = PICK.randrange(*span) if span else free_port()
+        if port + 10000 + NODES <= 65536 and all(
                 bindable('127.0.0.1', port + k)
                 and bindable('127.0.0.1', port + 10000 + k)
-                for k in range(6)):
+                for k in range(NODES)):
             return port
 
 
