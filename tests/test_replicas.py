@@ -139,7 +139,10 @@ async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
             # The voter sees it at once: their reads go to the primary a
             # moment (the cookie `fresh`); the others' within the lag.
             assert 'fresh' in {c.key for c in jar}
-            assert await votes_plus(s, site.url, found) == before + 1
+            seen = await votes_plus(s, site.url, found)
+            assert seen == before + 1, (
+                '%.2f s after the vote' % (time.monotonic() - voted),
+                site.output()[-3000:])
             async with aiohttp.ClientSession() as other:
                 while await votes_plus(other, site.url, found) != before + 1:
                     assert time.monotonic() - voted < LAG, 'not within the lag'
