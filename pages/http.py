@@ -8,8 +8,9 @@ from collections import namedtuple
 from urllib.parse import parse_qsl
 
 # What an adapter tells a page: cookies the request's cookies as the
-# framework parsed them (a mapping, name -> value), body the raw request
-# body (b'' when none).
+# framework parsed them (a mapping; pages read it only with .get(name),
+# the value as text or None: sanic's [name] is a list), body the raw
+# request body (b'' when none).
 # forwarded: the X-Forwarded-For header as it came ('' when none); only a
 # front server named in --proxy is believed (Site.client).
 Request = namedtuple('Request', 'method path cookies ip user_agent body forwarded',

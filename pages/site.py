@@ -261,10 +261,10 @@ class Site:
     def _reader(self, request):
         """Where a read goes: the replicas (self.data), or the primary for
         a visitor who has just voted (FRESH_COOKIE)."""
-        if self.primary is not None and FRESH_COOKIE in request.cookies:
+        fresh = self.primary and request.cookies.get(FRESH_COOKIE)
+        if fresh:
             session = self.sessions.check(request.cookies.get(SESSION_COOKIE))
-            if self.sessions.is_fresh(request.cookies[FRESH_COOKIE], session,
-                                      self.fresh_for):
+            if self.sessions.is_fresh(fresh, session, self.fresh_for):
                 return self.primary
         return self.data
 
