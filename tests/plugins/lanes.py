@@ -15,7 +15,7 @@ import pytest
 # always runs on a database (the session's, through engine_args).
 FIXTURES = {
     'db': {'tarantool', 'tarantool_vinyl', 'postgres', 'redis', 'rediscluster',
-           'backend',
+           'backend', 'relayed_backend',
            'app_connection', 'cluster', 'primary', 'standby',
            'start_server', 'shared_server'},
     'server': {'start_server', 'shared_server', 'front'},
