@@ -93,6 +93,21 @@ async def test_start_without_database_is_unavailable(driver):
         await data.start()
 
 
+async def test_a_listener_that_never_answers_is_named_unavailable(driver):
+    """A port that accepts connections and says nothing: the start gives up
+    after its timeout, and the error says why."""
+    with socket.socket() as silent:
+        silent.bind(('127.0.0.1', free_port()))
+        silent.listen()
+        data = driver('postgresql://sticker_app:x@127.0.0.1:%d/stickers'
+                      % silent.getsockname()[1], timeout=0.5)
+        with pytest.raises(DataUnavailable) as failed:
+            await data.start()
+    assert str(failed.value).startswith('cannot connect to PostgreSQL at ')
+    assert str(failed.value).endswith(': no answer within 0.5 s'), \
+        str(failed.value)
+
+
 async def wait_for(url, status, timeout=10):
     async def answered():
         return await burst(url, 1) == [status]

@@ -16,7 +16,7 @@ from plugins.databases import loaded_tarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.postgres_standby import ManagedPostgresStandby
 from runtime.databases.tarantool import ManagedReplica
-from runtime.processes import state
+from runtime.processes import bindable, state
 from runtime.settings import REFRESH_ENVIRONMENT
 from test_supervision import (children, hold_port, lines, pid_in, poll,
                               wait_gone, wait_lines)
@@ -356,6 +356,15 @@ def test_bench_serves_each_engine_with_and_without_replicas():
     assert storage.replicas_of(name) == 2 and storage.storage_of(name) == 'vinyl'
 
 
+def unheld(replica):
+    """The replica, on a port nothing holds now: the site is given its
+    address before it starts, and a port held then would move it (a
+    listener that never answers there holds the site's tries)."""
+    if not bindable(replica.host, replica.port):
+        replica.port = free_port()
+    return replica
+
+
 @pytest.mark.parametrize('engine', ['aiohttp-tarantool-one-uvloop',
                                     'aiohttp-postgres-pool-uvloop'])
 async def test_a_replica_down_at_start_joins_later(request, tmp_path, engine):
@@ -364,13 +373,13 @@ async def test_a_replica_down_at_start_joins_later(request, tmp_path, engine):
     parent and each worker read from it, having said so once."""
     if '-postgres-' in engine:
         primary = request.getfixturevalue('postgres')
-        replica = ManagedPostgresStandby(
-            primary, 1, settings=request.getfixturevalue('settings'))
+        replica = unheld(ManagedPostgresStandby(
+            primary, 1, settings=request.getfixturevalue('settings')))
         args = ['--postgres', primary.dsn, '--postgres-replica', replica.dsn]
     else:
         primary = loaded_tarantool(str(tmp_path / 'primary'), 'memtx')
         request.addfinalizer(primary.stop)
-        replica = ManagedReplica(primary, 1)
+        replica = unheld(ManagedReplica(primary, 1))
         args = ['--tarantool', 'sticker_app:sticker_app@127.0.0.1:%d'
                 % primary.port, '--tarantool-replica',
                 'sticker_app:sticker_app@127.0.0.1:%d' % replica.port]

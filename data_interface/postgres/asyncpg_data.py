@@ -12,7 +12,7 @@ import asyncpg
 from .. import DataUnavailable, keep_alive
 from ..address import check_listener
 from .common import (  # noqa: F401 (RANKED, apply_schema: also from here)
-    RANKED, SETTINGS, PostgresCalls, apply_schema)
+    RANKED, SETTINGS, PostgresCalls, apply_schema, why)
 from .pool import LOST, Pool
 
 # What a stopped, restarting or overloaded server looks like to asyncpg:
@@ -53,7 +53,7 @@ class PostgresData(PostgresCalls):
             await self.close()
             if isinstance(e, UNAVAILABLE):
                 raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
-                                      % (self, e)) from e
+                                      % (self, why(e, self.timeout))) from e
             raise
 
     async def _connect(self):

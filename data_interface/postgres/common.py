@@ -63,6 +63,11 @@ async def apply_schema(conn):
         return True
 
 
+def why(e, timeout):
+    """What a failed connect says; a timeout says nothing of itself."""
+    return str(e) or 'no answer within %g s' % timeout
+
+
 class PostgresCalls(DataInterface):
     """A pool of min_size..max_size connections; connects, acquires and
     queries give up after `timeout` seconds with DataUnavailable. A

@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from .. import DataUnavailable, Sticker, keep_alive
 from ..address import check_listener
-from .common import SETTINGS, PostgresCalls, apply_schema
+from .common import SETTINGS, PostgresCalls, apply_schema, why
 
 # How long a caller waits for a connection while the last attempt to open
 # one failed, or the server closed one (stopped, restarting, refusing):
@@ -182,7 +182,7 @@ class PsycopgData(PostgresCalls):
             await self.close()
             if isinstance(e, FAILED):
                 raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
-                                      % (self, self._down or e)) from e
+                                      % (self, why(self._down or e, self.timeout))) from e
             raise
 
     async def close(self):
