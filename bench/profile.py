@@ -153,7 +153,9 @@ def written_bytes(pid):
 def database_demand(pid):
     """What a database server has used so far: CPU seconds of its serial
     thread (SERIAL; 0 for PostgreSQL), of everything else (other threads,
-    PostgreSQL's processes), and bytes written to storage (its WAL or AOF)."""
+    PostgreSQL's processes), and bytes its processes sent to storage (the
+    log or AOF; PostgreSQL's data pages too, when its background writer or
+    checkpointer flushes them)."""
     cpu = database_cpu(pid)
     if not cpu:
         return {'serial': 0.0, 'spread': 0.0, 'written': 0}
