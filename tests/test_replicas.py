@@ -155,7 +155,7 @@ async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
             # moment (the cookie `fresh`), even from a replica in the read
             # set that has not replayed the vote (PostgreSQL's replay is
             # held; Tarantool's applier cannot be, apart from its reads).
-            held_replay = dbs.hold_replay()
+            held_at, held_replay = time.monotonic(), dbs.hold_replay()
             try:
                 assert await cast(s, site.url, tokens) == 200
                 voted = time.monotonic()
@@ -163,6 +163,7 @@ async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
                 seen = await votes_plus(s, site.url, found)
             finally:
                 dbs.release_replay(held_replay)
+                held_for = time.monotonic() - held_at
             assert seen == before + 1, (
                 '%.2f s after the vote' % (time.monotonic() - voted),
                 site.output()[-3000:])
@@ -195,7 +196,9 @@ async def test_a_vote_reads_from_the_replica_and_outlives_the_primary(
         pids |= dbs.everything()
         output = site.output()
         assert len(lines(output, 'primary does not answer')) == 1, output
-        assert len(lines(output, 'out of the read set')) == 0, output
+        # A hold near the lag bound (a slow host) may take the replica out.
+        if held_for < LAG / 2:
+            assert len(lines(output, 'out of the read set')) == 0, output
     finally:
         if held is not None:
             held.close()
