@@ -182,7 +182,8 @@ class PsycopgData(PostgresCalls):
             await self.close()
             if isinstance(e, FAILED):
                 raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
-                                      % (self, why(self._down or e, self.timeout))) from e
+                                      % (self, why(self._down or e,
+                                                   self.timeout))) from e
             raise
 
     async def close(self):

@@ -146,9 +146,10 @@ class ManagedRedis(LoggedDatabase):
         said = (self._since_start() or b'').decode('utf-8', 'replace')
         found = [line.split(' # ', 1)[1].strip()
                  for line in said.splitlines() if ' # ' in line]
-        if found and found[-1].endswith('aborting.'):
-            found = found[-2:]    # what failed, then that it gave up
-        return ': ' + '; '.join(found[-2:]).rstrip('.') if found else ''
+        # What failed, then that it gave up; else the last alone.
+        found = found[-2:] if found and found[-1].endswith('aborting.') \
+            else found[-1:]
+        return ': ' + '; '.join(found).rstrip('.') if found else ''
 
     def _start(self):
         super()._start()
