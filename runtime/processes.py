@@ -32,21 +32,30 @@ def terminate(process, timeout, sig=signal.SIGTERM):
     return None if process is None else process.returncode
 
 
-def free_port(host='127.0.0.1'):
+def free_port(host='127.0.0.1', span=None, fits=None):
     """A TCP port free on host now, outside the range the OS picks clients'
     ports from: a client that connects to a port in that range while
     nothing listens there may be connected to itself, and then holds it.
-    Ports up to 100 above it stay outside too (replicas: +10, +20, ...)."""
+    Ports up to 100 above it stay outside too (replicas: +10, +20, ...).
+    span (low, high): pick from it instead; fits(port): a check in place
+    of a bind. When none fits, the OS's pick."""
     low, high = client_ports()
-    spans = [(max(1024, low - 12000), low - 100), (high + 1, 65436)]
-    span = share(max(spans, key=lambda span: span[1] - span[0]))
+    spans = [(lowest_server_port(low), low - 100), (high + 1, 65436)]
+    span = share(span or max(spans, key=lambda span: span[1] - span[0]))
+    fits = fits or (lambda port: bindable(host, port))
     for _ in range(200 if span[1] - span[0] >= 1000 else 0):
         port = _pick.randrange(*span)
-        if bindable(host, port):
+        if fits(port):
             return port
     with socket.socket() as s:    # no room outside it: the OS's pick
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def lowest_server_port(client_low):
+    """The lowest port free_port() picks by default, below the OS's
+    clients' lowest."""
+    return max(1024, client_low - 12000)
 
 
 _pick = random.SystemRandom()    # not the seeded module-level generator

@@ -16,7 +16,7 @@ from plugins.databases import loaded_tarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.postgres_standby import ManagedPostgresStandby
 from runtime.databases.tarantool import ManagedReplica
-from runtime.processes import bindable, state
+from runtime.processes import bindable, command_line, state
 from runtime.settings import REFRESH_ENVIRONMENT
 from test_supervision import (children, hold_port, lines, pid_in, poll,
                               wait_gone, wait_lines)
@@ -80,10 +80,9 @@ class Databases:
         if not self.postgres:
             return None
         for pid in children(self.replica()):
-            with open('/proc/%d/cmdline' % pid, 'rb') as f:
-                if b': startup ' in f.read():
-                    os.kill(pid, signal.SIGSTOP)
-                    return pid
+            if b': startup ' in b' '.join(command_line(pid)):
+                os.kill(pid, signal.SIGSTOP)
+                return pid
         raise AssertionError('no startup process under the replica')
 
     def release_replay(self, pid):

@@ -2,7 +2,6 @@
 in a temporary directory on a free port with a small generated data set."""
 import asyncio
 import contextlib
-import random
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -14,11 +13,11 @@ from runtime.databases.load import data_set
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.redis import ManagedRedis
-from runtime.processes import bindable, client_ports, free_port, share
+from runtime.processes import (bindable, client_ports, free_port,
+                               lowest_server_port)
 from runtime.settings import DEFAULTS, replace
 
 TEST_PACKS = 10
-PICK = random.SystemRandom()    # not the seeded module-level generator
 
 
 def replicas_port(count=2):
@@ -176,15 +175,15 @@ def cluster_port():
     ports: no lane's server and no client can take a node's port, or its
     bus port, while the node is down. Each lane picks from its own part."""
     from runtime.databases.rediscluster import NODES
-    low, _ = client_ports()
-    top = max(1024, low - 12000) - 10000 - NODES
-    span = share((1024, top)) if top - 1024 >= 2000 else None
+
+    def fits(port):
+        return port + 10000 + NODES <= 65536 and all(
+            bindable('127.0.0.1', port + k)
+            and bindable('127.0.0.1', port + 10000 + k) for k in range(NODES))
+    top = lowest_server_port(client_ports()[0]) - 10000 - NODES
     while True:
-        port = PICK.randrange(*span) if span else free_port()
-        if port + 10000 + NODES <= 65536 and all(
-                bindable('127.0.0.1', port + k)
-                and bindable('127.0.0.1', port + 10000 + k)
-                for k in range(NODES)):
+        port = free_port(span=(1024, top), fits=fits)
+        if fits(port):
             return port
 
 
