@@ -177,6 +177,12 @@ def parser():
     p.add_argument('--no-pin', action='store_true',
                    help='do not pin server and wrk to separate cores')
     options.add_databases(p, text=True, note='passed to server.py: ')
+    p.add_argument('--forget-visitors-in-given', action='store_true',
+                   help='engines on a database given by address start with '
+                        'server.py --forget-visitors too, which removes every '
+                        'session and ballot it holds (default: they start '
+                        'with them; the local databases are always emptied '
+                        'of them)')
     p.add_argument('--tarantool-engine', dest='storages', type=comma_list,
                    metavar='E,…',
                    help='serve every Tarantool engine on each of these '
@@ -435,6 +441,9 @@ def plan(argv):
     if args.tarantool and args.storages:
         fail('--tarantool-engine: the Tarantool of --tarantool has the engine '
              'it was started with; leave out one of them')
+    if args.forget_visitors_in_given and not server_env:
+        fail('--forget-visitors-in-given: no database is given by address '
+             '(--%s)' % ', --'.join(db.name for db in databases.TABLE))
     if args.replicas and (args.tarantool or args.postgres):
         fail('--replicas starts replicas of the local databases: leave out '
              '--tarantool and --postgres (or pass their replicas to '
@@ -466,6 +475,7 @@ def plan(argv):
         warmup=args.warmup, runs=args.runs, threads=args.threads,
         pipeline=args.pipeline, timeout=args.timeout, port=args.port,
         server_args=server_args, server_env=server_env, storages=storages,
+        forget_given=args.forget_visitors_in_given,
         replicas=args.replicas,
         pin=pinning(args.no_pin, args.workers),
         profile=args.profile, workers=args.workers, ceilings=args.ceilings,
@@ -485,7 +495,8 @@ def instruction_plan(args, pages_given, fail):
     addresses = tuple(d.name for d in databases.TABLE)    # --NAME
     for option in ('target', 'profile', 'ceilings', 'latency', 'pythons',
                    'storages', 'replicas', 'modes') + addresses + (
-                   'packs', 'delay', 'redis_fsync', 'dry_run'):
+                   'forget_visitors_in_given', 'packs', 'delay', 'redis_fsync',
+                   'dry_run'):
         if getattr(args, option):
             fail('--instructions counts the engines the bench starts, one '
                  'process each, on their default options: leave out --%s'

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from runtime.databases.table import TABLE
 from runtime.processes import answers, free_port, terminate
 from runtime.settings import PORT_ENVIRONMENT, ROOT
 
@@ -35,6 +36,19 @@ def own_ports():
     return {name: str(free_port()) for name in PORT_ENVIRONMENT.values()}
 
 
+def site_environment(env=None, outside=None):
+    """server.py's environment: `outside` (default os.environ) without the
+    database addresses it may hold (STICKERS_REDIS, ...), plus `env`. An
+    engine the bench starts uses a database only when given its address
+    in `env`; never one the shell names, which --forget-visitors would
+    empty and the verification would vote into."""
+    outside = os.environ if outside is None else outside
+    addresses = {db.environment for db in TABLE}
+    found = {k: v for k, v in outside.items() if k not in addresses}
+    found.update(env or {})
+    return found
+
+
 def wait_until(ready, timeout, interval=0.05, message='not ready'):
     """Poll ready() until it is true; TimeoutError(message) after
     `timeout` seconds."""
@@ -52,12 +66,13 @@ class EngineServer:
 
     def __init__(self, name, port, args, log_path, pin=(), env=None,
                  python=sys.executable, label=None, root=ROOT):
-        """env: added to server.py's environment; python: the interpreter
-        of server.py; label: the name in results, if not the engine's;
+        """env: added to server.py's environment (site_environment: the
+        database addresses only from it); python: the interpreter of
+        server.py; label: the name in results, if not the engine's;
         root: the checkout whose server.py runs."""
         self.engine = name
         self.name, self.port = label or name, port
-        self.env = dict(os.environ, **(env or {}))
+        self.env = site_environment(env)
         self.url = 'http://127.0.0.1:%d' % port
         self.log_path = log_path
         self.root = root

@@ -5,6 +5,7 @@ from .guesses import combos, offers_rates
 from .latency import budget, mixed
 from .latency.report import searched
 from .progress import clock
+from .runner import given_databases
 
 SHOWN = 6       # engine names listed; the rest counted
 
@@ -28,6 +29,15 @@ def lines(s, seconds):
         len(names), '' if len(names) == 1 else 's', engines or 'none',
         ', each with its bare hello on ugly' if 'ugly' in s.pages and names else '',
         ', nginx' if any(True for _ in combos(s, 'nginx')) else '')]
+    given = given_databases(s)
+    if given:
+        out.append('  given %s: %s' % (', '.join(given), (
+            'engines on it start with --forget-visitors '
+            '(--forget-visitors-in-given): every session and ballot it '
+            'holds is removed' if s.forget_given else
+            'engines on it start without --forget-visitors: its sessions and '
+            'ballots stay (--forget-visitors-in-given removes them)')
+            + '; the verification and the timed votes write into it'))
     if s.remotes:
         out.append('  sites: %s' % ', '.join(label for label, _ in s.remotes))
     closed = [p for p in s.pages if p != mixed.PAGE]

@@ -42,6 +42,9 @@ class RunPlan:
     port: int = SITE.port
     server_args: list = field(default_factory=list)
     server_env: dict = field(default_factory=dict)     # database addresses
+    # --forget-visitors-in-given: engines on a database given by address
+    # start with --forget-visitors too (its sessions and ballots removed)
+    forget_given: bool = False
     # Tarantool's storage engines, each Tarantool engine served on each
     storages: list = field(default_factory=lambda: list(DEFAULT_STORAGES))
     replicas: int = 0       # each Tarantool/PostgreSQL engine also with N
@@ -92,6 +95,23 @@ def variants(settings, engine):
     return [(storage, n) for storage in storages for n in counts]
 
 
+def given_databases(settings):
+    """Names of the databases given to the bench by address."""
+    return [db.name for db in table.TABLE
+            if db.environment in settings.server_env]
+
+
+def start_options(settings, engine):
+    """server.py's options for an engine: without the visitors of the
+    engines before (their sessions' sweep would run in its timed points),
+    unless its database was given by address and --forget-visitors-in-given
+    was not: that database's sessions and ballots are not the bench's to
+    remove. Nor the databases' snapshots in the timed points."""
+    given = table.of(engine).name in given_databases(settings)
+    forget = [FORGET] if settings.forget_given or not given else []
+    return forget + [AT_START] + list(settings.server_args)
+
+
 def planned(settings):
     """The run's expected seconds, from bench/guesses.py."""
     total = sum(target_guess(settings, 'engine') * len(
@@ -123,6 +143,10 @@ class Matrix:
                 'runs': settings.runs, 'wrk_threads': settings.threads,
                 'pipeline': settings.pipeline, 'wrk_timeout': settings.timeout,
                 'server_args': settings.server_args,
+                # Given by address, and whether engines on them start
+                # with --forget-visitors (--forget-visitors-in-given).
+                'given_databases': given_databases(settings),
+                'forget_visitors_in_given': settings.forget_given,
                 'storages': settings.storages,
                 'replicas': settings.replicas,
                 'profile': settings.profile,
@@ -304,10 +328,7 @@ class Matrix:
                              python, self.s.several)
         t = self.target(name, 'engine')
         t['python'] = self.python_of[name] = python.version
-        # Without the visitors of the engines before: their sessions'
-        # sweep would run in this one's timed points; nor would the
-        # databases' snapshots.
-        args = [FORGET, AT_START] + list(self.s.server_args)
+        args = start_options(self.s, engine)
         if storage:
             t['storage'] = self.storage_of[name] = storage
             if tagged(self.s.storages):

@@ -727,6 +727,60 @@ def test_database_passwords_stay_off_command_lines_and_results():
     assert server.env['STICKERS_TARANTOOL'].endswith('@127.0.0.1:3301')
 
 
+def test_engines_take_no_database_address_from_the_shell(monkeypatch):
+    """A database the shell names (STICKERS_REDIS) is not the bench's: its
+    engines start their own local one, which --forget-visitors may empty;
+    an address given to the bench reaches them."""
+    from bench.engine import EngineServer
+    monkeypatch.setenv('STICKERS_REDIS', 'redis://a:hush@127.0.0.1:6379/0')
+    monkeypatch.setenv('STICKERS_TARANTOOL', 'a:hush@127.0.0.1:3301')
+    monkeypatch.setenv('STICKERS_REDIS_PORT', '7001')
+    server = EngineServer('aiohttp-redis-one', 1, [], '/x')
+    assert 'STICKERS_REDIS' not in server.env
+    assert 'STICKERS_TARANTOOL' not in server.env
+    assert server.env['STICKERS_REDIS_PORT'] == '7001'
+    assert server.env['PATH'] == os.environ['PATH']
+    given = 'redis://b:hush3@127.0.0.1:6380/0'
+    server = EngineServer('aiohttp-redis-one', 1, [], '/x',
+                          env={'STICKERS_REDIS': given})
+    assert server.env['STICKERS_REDIS'] == given
+    assert 'STICKERS_TARANTOOL' not in server.env
+
+
+@pytest.mark.bench
+def test_a_given_database_is_emptied_of_visitors_only_when_asked():
+    from runtime import engines
+    from bench.runner import start_options
+    redis, tarantool = (engines.BY_NAME[name] for name in (
+        'aiohttp-redis-one', 'aiohttp-tarantool-one'))
+    base = ['--redis', 'redis://a:hush@127.0.0.1:6380/0', '--out', '/x',
+            '--engines', 'aiohttp-redis-one,aiohttp-tarantool-one']
+    s = cli.plan(base)
+    assert start_options(s, redis) == ['--snapshots-at-start']
+    assert start_options(s, tarantool) == ['--forget-visitors',
+                                           '--snapshots-at-start']
+    assert '  given redis: engines on it start without --forget-visitors: ' \
+        'its sessions and ballots stay (--forget-visitors-in-given removes ' \
+        'them); the verification and the timed votes write into it' \
+        in outline.lines(s, 0)
+    s = cli.plan(base + ['--forget-visitors-in-given'])
+    assert start_options(s, redis)[0] == '--forget-visitors'
+    assert any(line.startswith(
+        '  given redis: engines on it start with --forget-visitors '
+        '(--forget-visitors-in-given)') for line in outline.lines(s, 0))
+    s = cli.plan(['--out', '/x', '--engines', 'aiohttp-redis-one'])
+    assert start_options(s, redis)[0] == '--forget-visitors'
+    assert not any('given' in line for line in outline.lines(s, 0))
+
+
+@pytest.mark.bench
+def test_forgetting_in_given_databases_needs_one_given(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.plan(['--forget-visitors-in-given', '--out', '/x'])
+    assert e.value.code == 2
+    assert 'no database is given by address' in capsys.readouterr().err
+
+
 def test_workers_get_the_last_cores_and_wrk_the_others(monkeypatch):
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(8)))
     monkeypatch.setattr(shutil, 'which', lambda name: '/usr/bin/' + name)
@@ -920,6 +974,60 @@ def plausible_memory(t, database):
         assert m['database_peak_kib'] >= m['database_rest_kib'] * 0.5, m
     else:
         assert m['database_pids'] is None and m['database_rest_kib'] is None
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+@pytest.mark.db
+def test_a_database_the_shell_names_keeps_its_visitors(bare_checkout,
+                                                       tmp_path):
+    """STICKERS_TARANTOOL in the shell, no --tarantool: the bench's engine
+    runs on a local Tarantool of its own, and the shell's keeps its
+    sessions, ballots and votes."""
+    import asyncio
+    import secrets
+    import uuid
+    from data_interface import Visit
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    from plugins.databases import loaded_tarantool
+    theirs = loaded_tarantool(str(tmp_path / 'theirs'), 'memtx')
+
+    async def visitors(make=0):
+        data = AsynctntData(tarantool_address(theirs))
+        await data.start()
+        try:
+            sessions = [str(uuid.uuid4()) for _ in range(make)]
+            await data.record_visits([Visit(session, '127.0.0.1', 'pytest')
+                                      for session in sessions])
+            for session in sessions:
+                await data.sticker_pair(session, (
+                    secrets.token_urlsafe(16), secrets.token_urlsafe(16)), 600)
+            stats = await data.stats()
+            return stats.sessions, stats.ballots, stats.votes
+        finally:
+            await data.close()
+    try:
+        before = asyncio.run(visitors(make=4))
+        assert before[0] >= 4 and before[1] >= 8
+        address = tarantool_address(theirs)
+        env = dict(os.environ, STICKERS_TARANTOOL='%s:%s@%s:%d' % (
+            address.user, address.password, address.host, address.port),
+            STICKERS_TARANTOOL_PORT=str(free_port()),
+            STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
+        out = tmp_path / 'out'
+        done = subprocess.run(
+            [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
+             '--engines', 'aiohttp-tarantool-one', '--pages', 'good',
+             '--packs', str(TEST_PACKS), '--port', str(free_port()),
+             '--out', str(out)],
+            cwd=bare_checkout, capture_output=True, text=True, timeout=300,
+            env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert 'given' not in done.stderr
+        after = asyncio.run(visitors())
+        assert after == before
+    finally:
+        theirs.stop()
 
 
 @pytest.mark.timeout(600)
