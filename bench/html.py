@@ -25,10 +25,13 @@ IMAGE = re.compile(r'!\[([^\]]*)\]\(([^)]+)\)')
 
 
 def inline(text, folder):
-    text = html.escape(text, quote=False)
+    """One line of markdown as HTML: all of it escaped, quotes too, before
+    code, bold and the pictures (which image() escapes again) are made."""
+    text = html.escape(text, quote=True)
     text = re.sub(r'`([^`]+)`', r'<code>\1</code>', text)
     text = re.sub(r'\*\*([^*]+)\*\*', r'<b>\1</b>', text)
-    return IMAGE.sub(lambda m: image(m.group(1), m.group(2), folder), text)
+    return IMAGE.sub(lambda m: image(html.unescape(m.group(1)),
+                                     html.unescape(m.group(2)), folder), text)
 
 
 def table(lines, folder):

@@ -535,8 +535,8 @@ def test_noisy_cells_and_a_busy_generator_are_flagged():
 def test_results_html_inlines_charts_and_escapes(tmp_path):
     (tmp_path / 'results.md').write_text(
         '# Results\n\n- Machine: <b>x</b>\n\n| a | b |\n| --- | ---: |\n'
-        '| x | 1 |\n\n![c](chart.png)\n![d](missing.png)\n')
-    (tmp_path / 'chart.png').write_bytes(b'\x89PNG fake')
+        '| x | 1 |\n\n![c](chart-c.png)\n![d](chart-d.png)\n')
+    (tmp_path / 'chart-c.png').write_bytes(b'\x89PNG fake')
     page = open(html.write(str(tmp_path))).read()
     assert '&lt;b&gt;x&lt;/b&gt;' in page and '<td class="n">1</td>' in page
     assert 'data:image/png;base64,iVBORyBmYWtl' in page and '(d: no chart)' in page

@@ -1,9 +1,12 @@
 """results.html leads with the answer, and its ranking for a rate and a
-p99 budget, computed in the page, is bench.py advise's for the same."""
+p99 budget, computed in the page, is bench.py advise's for the same; what a
+line of results.md says cannot add script to it or embed another file."""
+import base64
 import json
 import os
 import re
 import shutil
+from html.parser import HTMLParser
 
 import pytest
 
@@ -101,3 +104,50 @@ def test_the_committed_page_holds_each_chart_once_and_stays_small(tmp_path):
     assert len(pictures) == len(set(pictures)) == len(charts)
     assert '(capacity mix: the chart above)' in text
     assert len(text.encode()) < 2 * 2 ** 20
+
+
+class Tags(HTMLParser):
+    """Each tag of a page with its attributes."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.found = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+
+def test_a_hostile_line_neither_runs_nor_embeds(tmp_path):
+    """results.md lines a site could have written (its Server header, a
+    failure's body) in every place the page writer reads: no attribute comes
+    of their quotes, and no file but the folder's own charts is embedded,
+    whether named by ../, by an absolute path or by a chart's name linked
+    out; the folder's real chart still is."""
+    secret = tmp_path / 'secret.key'
+    secret.write_bytes(b'SECRET-KEY-BYTES ' * 8)
+    folder = tmp_path / 'results'
+    folder.mkdir()
+    shutil.copy(os.path.join(ROOT, 'docs', 'results', 'chart-ugly.png'),
+                folder / 'chart-ugly.png')
+    (folder / 'chart-leak.png').symlink_to(secret)
+    (folder / 'notes.png').write_bytes(secret.read_bytes())
+    hostile = ['![k" onerror="document.body.dataset.pwned=1"](%s)' % name
+               for name in ('../secret.key', str(secret), 'chart-leak.png',
+                            'notes.png')]
+    hostile.append("`x\" onmouseover='y'` **<script>z</script>**")
+    markdown = '\n'.join(
+        ['# Benchmark results', ''] + ['- Server: ' + h for h in hostile]
+        + ['', '## ugly', '', '![ugly](chart-ugly.png)', '']
+        + ['### %s' % h for h in hostile] + hostile
+        + ['', '| engine | status | details |', '|---|---|---|']
+        + ['| x | failed | %s |' % h for h in hostile]) + '\n'
+    page = html.render(markdown, str(folder))
+    tags = Tags(page).found
+    assert not [(t, a) for t, a in tags for name in a if name.startswith('on')]
+    assert not [t for t, _ in tags if t == 'script']
+    assert 'SECRET-KEY' not in page
+    assert base64.b64encode(secret.read_bytes()).decode() not in page
+    chart = base64.b64encode((folder / 'chart-ugly.png').read_bytes()).decode()
+    assert [a['src'] for t, a in tags if t == 'img'] == [
+        'data:image/png;base64,' + chart]
