@@ -14,8 +14,8 @@ from .profile import PYTHON_LAYERS
 from .pythons import short
 from .stats import ratio
 from .storage import on_memtx, replicas_of, storage_of, without_replicas
-from .tables import (FLAG, NGINX, cells, ms, number, table_md, targets, times,
-                     us)
+from .tables import (FLAG, NGINX, cells, ms, number, plain, table_md, targets,
+                     times, us)
 
 ELSEWHERE = '†'     # marks the row of a site the bench did not start
 
@@ -109,7 +109,7 @@ def page_table(table, names, page, mode, ceilings=None, marks=None):
                        if checked else [])
                     + ([times(ratio(c['rps'], ceilings.get(name)))]
                        if shared else []))
-        notes.extend('%s %s %s' % (FLAG, name, f) for f in c['flags'])
+        notes.extend('%s %s %s' % (FLAG, name, plain(f)) for f in c['flags'])
     lines = table_md(headers, rows)
     if notes:
         lines += [''] + ['- ' + n for n in notes]
@@ -256,7 +256,7 @@ def status_table(results):
             if t.get('note') and t['note'] not in detail:
                 detail += '; ' + t['note']
         rows.append([marked(t['name'], remote_marks(results)), t['status'],
-                     detail.replace('\n', ' ').replace('|', '/')])
+                     plain(detail)])
     return table_md(['engine', 'status', 'details'], rows, numeric=False)
 
 
@@ -276,8 +276,9 @@ def remote_line(results):
             'their processes are not pinned, profiled or paired with a bare '
             'hello, and neither their CPU nor their database\'s is measured' % (
                 ELSEWHERE, '; '.join('%s at %s%s' % (
-                    t['name'], t['url'], ', Server: %s' % t['server_header']
-                    if t.get('server_header') else '') for t in sites))]
+                    t['name'], plain(t['url']), ', Server: %s' % plain(
+                        t['server_header']) if t.get('server_header') else '')
+                    for t in sites))]
 
 
 def profile_tables(results):
@@ -322,7 +323,7 @@ def profile_note(p):
         return 'no request completed'
     if not sum(p['samples'].values()):
         return 'py-spy took no samples (exit %s): %s' % (
-            p['py_spy']['exit_code'], p['py_spy']['log'].replace('\n', ' '))
+            p['py_spy']['exit_code'], plain(p['py_spy']['log']))
     if p['database_cpu'] is None:
         return 'database process not found (not local?): no database figure'
     return None

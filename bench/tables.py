@@ -1,5 +1,7 @@
 """What the report, the charts and compare share: the timed runs of a
 results.json grouped by row, and the markdown table helpers."""
+import re
+
 from .stats import summarize
 
 NGINX = 'nginx'
@@ -46,6 +48,20 @@ def times(value):
 
 def us(value):
     return '–' if value is None else '%.1f' % value
+
+
+# What a site sent (its Server header, the bodies and headers a failure
+# quotes) is text in results.md: no character of it may start markdown or
+# HTML (a picture, a link, code, bold, a tag) or end its line or cell.
+CONTROL = re.compile(r'[\x00-\x1f\x7f-\x9f\u2028\u2029]+')
+LOOKALIKE = str.maketrans({'|': '/', '`': "'", '*': '\u2217', '<': '\u2039',
+                           '>': '\u203a'})
+
+
+def plain(text):
+    """text as one line that reads as itself in markdown and in the page."""
+    text = CONTROL.sub(' ', str(text)).translate(LOOKALIKE)
+    return text.replace('![', '! [').replace('](', '] (')
 
 
 def row(values):

@@ -1,6 +1,8 @@
 """bench.py --target: a site already running, verified and timed like an
 engine but not started by the bench; a dead or wrong site fails, a bad URL
-is refused."""
+is refused, and what a site sends is text in the results."""
+import asyncio
+import base64
 import http.server
 import json
 import os
@@ -13,9 +15,10 @@ import time
 import pytest
 
 from conftest import ROOT, free_port, wait_until
-from bench import cli, profile, remote, stats
+from bench import cli, html, profile, remote, report, stats
 from runtime.processes import answers
 from plugins import tools
+from test_browser import browser  # noqa: F401  (the fixture)
 
 ENGINE = 'aiohttp-tarantool-one'
 PAGES = ['ugly', 'good', 'vote']
@@ -232,6 +235,96 @@ def test_a_redirect_is_a_failed_check_not_followed(tmp_path):
     for name in ('results.json', 'results.md'):
         text = (tmp_path / 'out' / name).read_text()
         assert 'ELSEWHERE' not in text and other_url not in text, name
+
+
+# Markdown meant to run script in results.html and embed a file of the
+# machine the bench ran on.
+HOSTILE = '![k" onerror="document.body.dataset.pwned=1"](%s)'
+SECRET = b'SECRET-KEY-BYTES ' * 8
+
+
+class Hostile(http.server.BaseHTTPRequestHandler):
+    """A site whose Server header, /ugly body (a failure quotes 40 bytes of
+    it) and Content-Type are what server.header, .body and .type say."""
+
+    def version_string(self):
+        return self.server.header
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header('Content-Type', self.server.type)
+        self.send_header('Content-Length', str(len(self.server.body)))
+        self.end_headers()
+        self.wfile.write(self.server.body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+async def test_what_a_site_sends_is_text_in_the_results(browser, tmp_path):  # noqa: F811
+    """Two sites fail verification with a Server header that names the
+    secret by its absolute path and carries an onerror, one on its /ugly
+    body (naming it by ../) and one on its Content-Type: results.md shows
+    it all as text, and results.html in Chromium runs no handler and holds
+    nothing of the secret."""
+    tools.need('wrk')
+    secret = tmp_path / 'secret.key'
+    secret.write_bytes(SECRET)
+    sites = []
+    for body, kind in ((b'|![s](../secret.key)`<i>`**x**', 'text/plain'),
+                       (b'UGLY', HOSTILE % '../secret.key')):
+        server, url = serve(Hostile)
+        server.header, server.body, server.type = HOSTILE % secret, body, kind
+        sites.append((server, url))
+    out = tmp_path / 'out'
+    try:
+        code, err, _ = await asyncio.to_thread(
+            bench, out, '--target', ','.join(url for _, url in sites),
+            '--label', 'a', '--label', 'b', '--pages', 'good')
+    finally:
+        for server, _ in sites:
+            server.shutdown()
+    assert code == 1 and 'Traceback' not in err, err
+    results = json.loads((out / 'results.json').read_text())
+    assert [(t['status'], t['server_header']) for t in results['targets']
+            if t['kind'] == 'remote'] == [('failed', HOSTILE % secret)] * 2
+    md = (out / 'results.md').read_text()
+    assert not re.search(r'!\[[^\]]*\]\((?!chart-)', md)
+    said = [line for line in md.splitlines() if 'dataset.pwned=1' in line]
+    assert len(said) == 3, said     # the header line and two rows, as text
+    assert not [line for line in said if re.search(r'`|\*\*|<|\]\(', line)]
+    rows = [line for line in md.splitlines() if re.match(r'\| [ab] †', line)]
+    assert len(rows) == 2 and all(r.count('|') == 4 for r in rows), rows
+    text = (out / 'results.html').read_text()
+    assert 'SECRET-KEY' not in text and base64.b64encode(SECRET).decode() not in text
+    page = await browser.new_page()
+    await page.goto('file://%s' % (out / 'results.html'))
+    await page.wait_for_timeout(500)
+    assert 'dataset.pwned=1' in await page.text_content('body')
+    assert await page.evaluate('document.body.dataset.pwned') is None
+    assert await page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+
+
+def test_a_sites_text_cannot_make_markdown():
+    """The status table and the header line of a --target site whose Server
+    header and failure would make a picture, code, bold, a tag, a new row
+    or a new line: one row of three cells, none of it markup."""
+    bad = HOSTILE % '../../var/session.key'
+    site = {'name': 'box', 'kind': 'remote', 'status': 'failed',
+            'url': 'http://10.0.0.5:80', 'server_header': bad,
+            'reason': "verification failed: ugly: Content-Type '%s `c` **b** "
+                      "<script>x</script> | new | cells |\n| row |'" % bad}
+    results = {'targets': [site]}
+    lines = report.status_table(results)[2:] + report.remote_line(results)
+    assert len(lines) == 2 and lines[0].count('|') == 4, lines
+    for line in lines:
+        assert not re.search(r'!\[|\]\(|`|\*\*|<|\n', line), line
+        assert 'onerror="document.body.dataset.pwned=1"' in line
+    page = html.render('\n'.join(report.status_table(results) + ['']
+                                  + report.remote_line(results)), os.devnull)
+    assert '<img' not in page and '<script' not in page and '<b>' not in page
 
 
 @pytest.mark.timeout(600)

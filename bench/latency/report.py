@@ -117,8 +117,8 @@ def page_tables(results, names, page):
                          + (' ' + FLAG if c['flags'] else ''),
                          tables.us(c['us_per_request']['server']['median']),
                          tables.us(c['us_per_request']['database']['median'])])
-            notes += ['%s %s %s %s: %s' % (FLAG, name, page, key[2], f)
-                      for f in c['flags']]
+            notes += ['%s %s %s %s: %s' % (FLAG, name, page, key[2],
+                                           tables.plain(f)) for f in c['flags']]
     lines += tables.table_md(headers, rows)
     lines += kind_table(cells, names, keys)
     return lines + ([''] + ['- ' + n for n in notes] if notes else [])
