@@ -9,6 +9,8 @@
 #   ./run.sh setup [--pythons 3.12,3.13] only install (and more interpreters)
 #   ./run.sh new-site DIR --engine E     a new project serving one engine
 set -euo pipefail
+# new-site's DIR is the caller's: a relative one is taken from here.
+CALLED_FROM=$PWD
 cd "$(dirname "$0")"
 
 SERVE_PACKAGES="tarantool postgresql redis-server python3-venv libuv1"
@@ -235,7 +237,7 @@ case "$command" in
         exec "$VENV/bin/python" bench.py "$@" ;;
     new-site)
         setup "$SERVE_PACKAGES"
-        exec "$VENV/bin/python" -m newsite "$@" ;;
+        exec "$VENV/bin/python" -m newsite --called-from "$CALLED_FROM" "$@" ;;
     soak)
         setup "$TEST_PACKAGES"
         exec "$VENV/bin/python" -m bench.soak "$@" ;;

@@ -8,6 +8,8 @@ import sys
 from runtime import engines, frameworks
 from runtime.databases import table
 
+from .modules import ROOT
+
 
 def check_engine(name):
     """The engine called `name`; SystemExit(2) with why not."""
@@ -34,10 +36,22 @@ def check_engine(name):
     return engine
 
 
-def check_directory(path):
+def check_directory(path, called_from):
+    """The site's directory: `path`, from `called_from` if relative;
+    SystemExit(2) with why not. Not in this checkout (copying it into
+    itself never ends), not a dangling link, and missing or empty."""
+    path = os.path.abspath(os.path.join(called_from, path))
+    real, root = os.path.realpath(path), os.path.realpath(ROOT)
+    if real == root or real.startswith(root + os.sep):
+        fail('%s is %s checkout (%s): give a directory outside it' % (
+            path, 'this' if real == root else 'inside this', root))
+    if os.path.islink(path) and not os.path.exists(path):
+        fail('%s is a symbolic link to %s, which does not exist: give a '
+             'new or empty directory' % (path, os.readlink(path)))
     if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
         fail('%s exists and is not an empty directory: give a new one'
              % path)
+    return path
 
 
 def fail(message):
@@ -50,14 +64,18 @@ def main(argv=None):
         prog='./run.sh new-site',
         description='Write a new project that serves one engine of this '
                     'one, with its own run.sh, tests and deploy recipe.')
-    p.add_argument('directory', metavar='DIR', help='a new or empty directory')
+    p.add_argument('directory', metavar='DIR', help='a new or empty '
+                   'directory outside this checkout')
+    # run.sh's: where it was called from (it runs this from the checkout).
+    p.add_argument('--called-from', default=os.getcwd(),
+                   help=argparse.SUPPRESS)
     p.add_argument('--engine', required=True, help='e.g. '
                    'aiohttp-tarantool-one-uvloop (server.py --list)')
     args = p.parse_args(argv)
     engine = check_engine(args.engine)
-    check_directory(args.directory)
+    directory = check_directory(args.directory, args.called_from)
     from .build import build
-    build(engine, os.path.abspath(args.directory))
+    build(engine, directory)
     print('wrote the %s site to %s: cd there, then ./run.sh test and '
-          './run.sh serve' % (engine.name, args.directory))
+          './run.sh serve' % (engine.name, directory))
     return 0

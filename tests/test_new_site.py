@@ -1,7 +1,9 @@
 """./run.sh new-site: a site for one engine of each database, written into
 a new directory, passes its own tests there (a fresh git repository, as a
 newcomer's) and serves GET / and a vote; bad input exits 2 with why."""
+import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +57,92 @@ def test_a_directory_in_use_is_refused(tmp_path, capsys):
     err = refused([str(tmp_path), '--engine', ENGINES[0]], capsys)
     assert 'not an empty directory' in err
     assert os.listdir(str(tmp_path)) == ['notes.txt']
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """The directories a site would be written to: none is, even where a
+    test fails to see one refused."""
+    import newsite.build
+    found = []
+    monkeypatch.setattr(newsite.build, 'build',
+                        lambda engine, directory: found.append(directory))
+    return found
+
+
+@pytest.mark.parametrize('inside', ['static/sub', '.', 'newsite/../site'])
+def test_a_directory_in_this_checkout_is_refused(capsys, built, inside):
+    """Not even a new one: static/ copied into static/sub went on until a
+    RecursionError."""
+    err = refused([os.path.join(ROOT, inside), '--engine', ENGINES[0]],
+                  capsys)
+    assert 'checkout' in err and 'give a directory outside it' in err
+    assert len(err.splitlines()) == 1
+    assert built == []
+
+
+def test_a_link_into_this_checkout_is_refused(tmp_path, capsys, built):
+    (tmp_path / 'static').symlink_to(os.path.join(ROOT, 'static'))
+    err = refused([str(tmp_path / 'static' / 'sub'), '--engine', ENGINES[0]],
+                  capsys)
+    assert 'inside this checkout' in err and built == []
+
+
+def test_a_dangling_link_is_refused_in_one_line(tmp_path, capsys, built):
+    (tmp_path / 'site').symlink_to(tmp_path / 'gone')
+    err = refused([str(tmp_path / 'site'), '--engine', ENGINES[0]], capsys)
+    assert err.startswith('new-site: %s is a symbolic link to %s, which does '
+                          'not exist' % (tmp_path / 'site', tmp_path / 'gone'))
+    assert len(err.splitlines()) == 1 and built == []
+
+
+def test_a_relative_directory_is_the_callers(tmp_path, monkeypatch, built):
+    """From the directory the command was run in: run.sh, which runs the
+    generator from the checkout, says which one (--called-from)."""
+    caller = tmp_path / 'home'
+    caller.mkdir()
+    monkeypatch.chdir(ROOT)
+    assert newsite.main(['mysite', '--engine', ENGINES[0],
+                         '--called-from', str(caller)]) == 0
+    monkeypatch.chdir(caller)
+    assert newsite.main(['../other', '--engine', ENGINES[0]]) == 0
+    assert built == [str(caller / 'mysite'), str(tmp_path / 'other')]
+
+
+@pytest.mark.server     # a process (bash), though no server
+def test_run_sh_gives_new_site_the_callers_directory(tmp_path):
+    """./run.sh cds into its checkout: new-site is told where it was run
+    from. A copy of run.sh with its installs found done and a stand-in
+    for the virtualenv's python."""
+    checkout, bin_, caller = (tmp_path / n for n in ('checkout', 'bin', 'me'))
+    for d in (checkout / '.venv' / 'bin', bin_, caller):
+        d.mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, 'run.sh'), str(checkout / 'run.sh'))
+    (checkout / 'requirements.txt').write_text('')
+    stubs = {
+        bin_ / 'dpkg-query': 'echo "install ok installed"',
+        # The interpreters run.sh looks for: a 3.11, and no 3.7.
+        bin_ / 'python3.11': '[ "$1" = -V ] && echo "Python 3.11.0"; exit 0',
+        bin_ / 'python3.7': 'exit 1',
+        checkout / '.venv' / 'bin' / 'python':
+            'pwd > "%s"; printf "%%s\\n" "$@" >> "%s"' % (
+                tmp_path / 'called', tmp_path / 'called'),
+    }
+    for path, text in stubs.items():
+        path.write_text('#!/bin/sh\n%s\n' % text)
+        path.chmod(0o755)
+    empty = hashlib.sha256(b'').hexdigest()[:16]
+    (checkout / '.venv' / '.installed').write_text(
+        '%s-Python3.11.0\n' % empty)
+    done = subprocess.run(
+        [str(checkout / 'run.sh'), 'new-site', 'mysite', '--engine', 'x'],
+        cwd=str(caller), capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, PATH='%s:/usr/bin:/bin' % bin_,
+                 PYENV_ROOT=str(tmp_path / 'no-pyenv')))
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / 'called').read_text().splitlines()
+    assert lines == [str(checkout), '-m', 'newsite', '--called-from',
+                     str(caller), 'mysite', '--engine', 'x']
 
 
 def needed(engine):
