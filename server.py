@@ -70,14 +70,15 @@ def parse_args(argv):
                    help='load this sticker dump (see dataset/dump.py) instead '
                         'of the generated data set into an empty database')
     p.add_argument('--forget-visitors', action='store_true',
-                   help='at start, remove the sessions and ballots the '
-                        'database holds (a benchmark starts each engine so); '
+                   help='at start, remove every session and ballot the '
+                        'database holds: its visitors lose their sessions and '
+                        'unspent ballots (a benchmark starts each engine so); '
                         'stickers and votes stay')
     p.add_argument('--snapshots-at-start', action='store_true',
                    help="the local Tarantool's snapshots and Redis's "
                         'append-only file rewrites only at start, when due, '
                         'never while serving (a benchmark starts each engine '
-                        'so)')
+                        "so): a site's logs grow until it restarts")
     add_edge_args(p, d)
     args = p.parse_args(argv)
     # The addresses may come from the environment instead, off the command

@@ -56,8 +56,11 @@ def specs(engine):
     others = [d for d in table.TABLE if d is not db]
     cls = type(db).__name__
     # server.py's options the site keeps: not the replicas', the generated
-    # data set's, the other databases' or the benchmark's (--delay).
-    dropped = {'replicas', 'replica_lag', 'packs', 'delay'}
+    # data set's, the other databases' or the benchmark's (--delay, and
+    # --forget-visitors and --snapshots-at-start, which a site would pay
+    # for in lost visitors and logs that grow until a restart).
+    dropped = {'replicas', 'replica_lag', 'packs', 'delay', 'forget_visitors',
+               'snapshots_at_start'}
     dropped.update(d.name for d in table.TABLE)
     if db.name != 'redis':
         dropped.add('redis_fsync')
@@ -66,7 +69,8 @@ def specs(engine):
     kept = [o for o in server.OPTIONS
             if o not in dropped and not o.endswith('_replicas')]
     server_words = ['add_replicas', "'--replica-lag'", 'check_replicas(',
-                    'add_packs', 'legacy_python', 'if python']
+                    'add_packs', 'legacy_python', 'if python',
+                    "'--forget-visitors'", "'--snapshots-at-start'"]
     edge_words = ['add_delay']
     if db.name != 'redis':
         server_words.append('add_redis_fsync')
@@ -81,7 +85,7 @@ def specs(engine):
         drop_databases.append('Databases._configure_redis')
     statements = {
         'Databases.__init__': [o.name for o in others] + ['replicas'],
-        'Databases._open': opened}
+        'Databases._open': opened + ['forget_visitors']}
     if db.name == 'tarantool':
         statements['Databases.find_tarantool'] = ['replicas']
     if db.name == 'postgres':
@@ -121,14 +125,31 @@ def specs(engine):
                     % driver_row(engine)}),
         'runtime/databases/__init__.py': dict(
             drop=drop_databases, statements=statements),
-        'runtime/databases/tarantool.py': dict(drop=['ManagedReplica']),
+        'runtime/databases/tarantool.py': dict(
+            drop=['ManagedReplica'],
+            statements={'instance_env': ['snapshots_at_start']}),
+        'runtime/databases/redis.py': dict(
+            drop=['ManagedRedis._start', 'ManagedRedis.appended',
+                  'ManagedRedis.rewrite'],
+            statements={'ManagedRedis.__init__': ['snapshots_at_start']}),
         'runtime/databases/load.py': dict(
+            drop=['forget_visitors'],
             statements={'data_set': ['dump is None'],
                         'load_if_empty': ['dump is None']}),
-        'runtime/settings.py': dict(values={
+        'runtime/settings.py': dict(drop=[
+            'Settings.forget_visitors', 'Settings.snapshots_at_start'],
+            values={
             'Settings.dump': "os.path.join(ROOT, 'data', 'stickers.json')",
             'Settings.images': "property(\n        lambda self: "
                                "os.path.join(self.root, 'data', 'img'))"}),
+        # server.py --forget-visitors's call, each driver's (its SQL and
+        # Lua are the sweep's, and stay).
+        'data_interface/tarantool/procedures.py': dict(
+            drop=['Procedures.forget_visitors']),
+        'data_interface/postgres/common.py': dict(
+            drop=['PostgresCalls.forget_visitors']),
+        'data_interface/redis/redis_data.py': dict(
+            drop=['RedisData.forget_visitors']),
         'dataset/__init__.py': dict(
             doc=DOC['dataset/__init__.py'],
             values={'__all__': "['DataSet', 'read_dump', 'DumpError']"}),

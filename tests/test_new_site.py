@@ -145,6 +145,40 @@ def test_run_sh_gives_new_site_the_callers_directory(tmp_path):
                      str(caller), 'mysite', '--engine', 'x']
 
 
+def site_sources(engine):
+    """{path: source} of the engine's site: its modules and tests."""
+    from newsite import plan, tests
+    e = engines.BY_NAME[engine]
+    site_tests = tests.sources(e)
+    return dict(plan.sources(e, extra=site_tests.values()), **site_tests)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_a_site_has_none_of_the_benchmarks_start_options(engine):
+    """--forget-visitors drops every visitor at start, --snapshots-at-start
+    stops the database's checkpoints and rewrites (its log grows until a
+    restart): the benchmark's, not a site's, nor their code."""
+    for path, text in site_sources(engine).items():
+        for word in ('forget-visitors', 'forget_visitors',
+                     'snapshots-at-start', 'snapshots_at_start',
+                     'TNT_SNAPSHOTS'):
+            assert word not in text, (path, word)
+
+
+@pytest.mark.server     # server.py --help
+def test_a_sites_help_lists_no_benchmark_option(tmp_path):
+    for path, text in site_sources(ENGINES[2]).items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    done = subprocess.run([sys.executable, 'server.py', '--help'],
+                          cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert '--redis-fsync' in done.stdout and '--workers' in done.stdout
+    assert '--forget-visitors' not in done.stdout
+    assert '--snapshots-at-start' not in done.stdout
+
+
 def needed(engine):
     """The distributions (lower case) of the modules the engine names: its
     framework's, its driver's, its loop's."""
