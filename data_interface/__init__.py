@@ -6,6 +6,8 @@ semantics; tests/test_contract.py holds them to it.
 """
 import abc
 import asyncio
+import base64
+import os
 import socket
 from collections import namedtuple
 
@@ -35,6 +37,21 @@ class DataUnavailable(Exception):
     be reached, or it failed on its side (out of memory, a refused argument).
     Each driver maps every database error to this, so none becomes a 500;
     what visitors send is validated by the pages before any call."""
+
+
+class VoteUnknown(DataUnavailable):
+    """A vote sent whose answer was lost (the link broke, no answer in
+    time): it may have been counted. Sending it again is safe: its ballots
+    count once."""
+
+
+class PartlyWritten(DataUnavailable):
+    """record_visits wrote some of its visits (a backend that writes them
+    in several calls): `unwritten` holds the rest."""
+
+    def __init__(self, message, unwritten):
+        super().__init__(message)
+        self.unwritten = unwritten
 
 
 class NotSetUp(DataUnavailable):
@@ -103,6 +120,11 @@ class DataInterface(abc.ABC):
         its own; if False the site calls expire() every refresh.
     """
     sweeps_itself = False
+
+    def ballot_tokens(self, session):
+        """Two new ballot tokens for a pair of `session` (a backend may
+        make them name where it keeps them)."""
+        return new_tokens()
 
     @abc.abstractmethod
     async def start(self):
@@ -187,6 +209,13 @@ class DataInterface(abc.ABC):
 
 # Records from the rows the stored functions return (the same fields, in the
 # same order, on every backend).
+def new_tokens():
+    """Two random ballot tokens of 22 URL-safe characters (132 bits each),
+    from one read of the system's generator."""
+    text = base64.urlsafe_b64encode(os.urandom(33)).decode('ascii')
+    return text[:22], text[22:]
+
+
 def stickers_of(rows):
     return [Sticker(*row) for row in rows]
 

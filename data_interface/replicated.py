@@ -301,6 +301,9 @@ class Replicated(DataInterface):
     async def record_visits(self, visits):
         return await self.primary.record_visits(visits)
 
+    def ballot_tokens(self, session):
+        return self.primary.ballot_tokens(session)
+
     async def sticker_pair(self, session, tokens, ttl):
         return await self.primary.sticker_pair(session, tokens, ttl)
 

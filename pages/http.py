@@ -1,11 +1,12 @@
 """Framework-neutral request and response, and the small parsers pages use."""
-import base64
 import functools
 import json
 import os
 import re
 from collections import namedtuple
 from urllib.parse import parse_qsl
+
+from data_interface import new_tokens
 
 # What an adapter tells a page: cookies the request's cookies as the
 # framework parsed them (a mapping; pages read it only with .get(name),
@@ -75,11 +76,8 @@ def new_session():
     return '%s-%s-%s-%s-%s' % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
 
 
-def ballot_tokens():
-    """Two random ballot tokens of 22 URL-safe characters (132 bits each),
-    from one read of the system's generator."""
-    text = base64.urlsafe_b64encode(os.urandom(33)).decode('ascii')
-    return text[:22], text[22:]
+# Two new ballot tokens (where the backend does not choose them).
+ballot_tokens = new_tokens
 
 
 def clean_text(value, limit):
@@ -104,9 +102,9 @@ def ballot_form(body):
     return win, lose
 
 
-def json_response(status, payload):
+def json_response(status, payload, headers=()):
     body = json.dumps(payload, ensure_ascii=False).encode('utf-8')
-    return Response(status, JSON, body, ())
+    return Response(status, JSON, body, tuple(headers))
 
 
 def text_response(status, text):

@@ -12,9 +12,10 @@ import os
 import time
 import types
 
-from data_interface import DataUnavailable, Visit, VoteOutcome, cancel
+from data_interface import (DataUnavailable, Visit, VoteOutcome,
+                            VoteUnknown, cancel)
 from .http import (FRAMING, HTML, SESSION_COOKIE, SLUG, STICKER_ID, Response,
-                   Route, ballot_form, ballot_tokens, clean_text,
+                   Route, ballot_form, clean_text,
                    json_response, text_response)
 from .limits import RateLimit, client_of, parse_rate
 from .outage import Outage
@@ -53,6 +54,12 @@ def sticker_json(s):
 
 
 UNAVAILABLE = 'The database is unavailable; try again soon.'
+# Seconds a 503 asks a client to wait before it tries again.
+RETRY_AFTER = (('Retry-After', '1'),)
+VOTE_UNKNOWN = ('Your vote may not have been counted: the database did not '
+                'answer. Send it again: a ballot counts once.')
+NO_NEW_PAIR = ('Your vote was counted, but no new pair can be drawn now: the '
+               'database is unavailable. Reload in a moment.')
 # With read replicas, a visitor who has just voted reads from the primary
 # while a replica may still lag (settings.replica_lag), so that they see
 # their vote: the vote's answer sets this cookie, which expires by itself
@@ -83,7 +90,8 @@ def guard(kind):
                 r = await handler(self, request, **params)
             except DataUnavailable as e:
                 self.outage.down(e)
-                return self.unavailable[kind]
+                # A page's own answer to the outage, or the usual 503.
+                return getattr(e, 'answer', None) or self.unavailable[kind]
             # Some pages answer 4xx without asking the database.
             if self.outage.since is not None and r.status < 400:
                 self.outage.up()
@@ -124,8 +132,9 @@ class Site:
             for notice in (None, 'Vote counted.')}
         # By the kind of page (pages.http.Route).
         self.unavailable = {
-            'html': self.error_page(503, UNAVAILABLE),
-            'json': json_response(503, {'error': 'database unavailable'}),
+            'html': self.error_page(503, UNAVAILABLE, RETRY_AFTER),
+            'json': json_response(503, {'error': 'database unavailable'},
+                                  RETRY_AFTER),
         }
         self.refresh_every = settings.refresh_every
         self.ballot_ttl = settings.ballot_ttl
@@ -275,7 +284,7 @@ class Site:
 
     async def _pair_page(self, request, session, cookie, notice=None,
                          headers=FRAMING):
-        tokens = ballot_tokens()
+        tokens = self.data.ballot_tokens(session)
         a, b = await self.data.sticker_pair(session, tokens, self.ballot_ttl)
         self._visited(request, session)
         body = self.index_frames[notice].body(self.render.duel(a, b, tokens))
@@ -308,14 +317,26 @@ class Site:
         refused = self._pair_refused(request, session)
         if refused:
             return refused
-        outcome = await self.data.cast_vote(session, *tokens)
+        try:
+            outcome = await self.data.cast_vote(session, *tokens)
+        except VoteUnknown as e:
+            e.answer = self.error_page(503, VOTE_UNKNOWN, RETRY_AFTER)
+            raise
         if outcome != VoteOutcome.OK:
             return self.error_page(*VOTE_ERRORS[outcome])
         headers = FRAMING
         if self.primary is not None:
             headers = FRAMING + (self._fresh_cookie(session),)
-        return await self._pair_page(request, session, cookie,
-                                     notice='Vote counted.', headers=headers)
+        try:
+            return await self._pair_page(request, session, cookie,
+                                         notice='Vote counted.',
+                                         headers=headers)
+        except DataUnavailable as e:
+            # The vote stands: its answer says so (200), without a pair.
+            e.answer = self.html(200, 'error.html', headers[len(FRAMING):] + (
+                (cookie,) if cookie else ()), status=200,
+                heading='Vote counted', message=NO_NEW_PAIR)
+            raise
 
     async def _ranked(self, request, frame, fetch):
         session, cookie, refused = self._session(request)

@@ -55,7 +55,9 @@ class Visits:
                     if REFUSED in str(e):   # a bug: see below
                         self._lose(len(batch), 'refused: %s' % e)
                         continue
-                    self.pending.extendleft(reversed(batch))
+                    # Only what is not written yet (PartlyWritten).
+                    self.pending.extendleft(
+                        reversed(getattr(e, 'unwritten', batch)))
                     self._trim()
                     self.outage.down(e, refused=0)
                     await asyncio.sleep(RETRY_AFTER)

@@ -38,7 +38,7 @@ async def all_stickers(data):
 
 
 async def issue(data, v, ttl=600):
-    t = tokens()
+    t = data.ballot_tokens(v.session)    # as the pages do
     pair = await data.sticker_pair(v.session, t, ttl)
     return t, pair
 

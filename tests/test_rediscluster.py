@@ -3,8 +3,8 @@ routed by their key, a vote counted once in its bucket and applied once to
 the rankings however often it is sent, the sweep that applies what a
 vote's own request could not, and how stale /good may be."""
 import asyncio
+import contextlib
 import os
-import secrets
 import signal
 import uuid
 from dataclasses import replace
@@ -44,7 +44,7 @@ def visit():
 
 
 async def issue(data, v):
-    tokens = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    tokens = data.ballot_tokens(v.session)
     pair = await data.sticker_pair(v.session, tokens, 600)
     return tokens, pair
 
@@ -499,13 +499,100 @@ async def test_a_call_is_not_run_on_half_a_migrated_slot(tmp_path):
         assert (await current(data, b)).rating == b.rating - 1
 
 
+def frozen(nodes):
+    """SIGSTOP each of `nodes` (their replication stops), SIGCONT after."""
+    @contextlib.contextmanager
+    def hold():
+        for n in nodes:
+            os.kill(n.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for n in nodes:
+                os.kill(n.pid, signal.SIGCONT)
+    return hold()
+
+
+async def swept(data):
+    """data.expire() once it succeeds (the first call after a failover may
+    meet a connection the old primary closed)."""
+    async def sweep():
+        try:
+            await data.expire()
+        except DataUnavailable:
+            return False
+        return True
+    await until(sweep, 30, 0.2)
+
+
+async def unconfirmed_votes(data, cluster, per_shard=3):
+    """Votes cast in each shard while every replica is frozen: [(seconds
+    each took, voter, pair)] and the rankings' numbers of their stickers
+    once answered."""
+    voters = {}
+    while len(voters) < 3 * per_shard:
+        v = visit()
+        port = data._client.get_node_from_key(
+            bucket(bucket_of(v.session)) + 'log').port
+        if sum(1 for p, _ in voters.values() if p == port) < per_shard:
+            voters[v] = (port, await issue(data, v))
+    replicas = [n for n in cluster.nodes if n not in cluster.primaries()]
+    taken = []
+    with frozen(replicas):
+        for v, (_, ((win, lose), pair)) in voters.items():
+            start = asyncio.get_event_loop().time()
+            assert await data.cast_vote(v.session, win, lose) == \
+                VoteOutcome.OK
+            taken.append((asyncio.get_event_loop().time() - start, v, pair))
+    return taken
+
+
 @pytest.mark.own_database
-async def test_votes_reach_the_rankings_at_once_with_a_replica_gone(
+async def test_no_vote_counts_as_replicated_that_no_replica_has(tmp_path):
+    """Every replica frozen: each vote waits for its WAIT, is counted
+    unreplicated, and stays out of the rankings until a replica has it,
+    whatever replicas the client's slot map lists: none at all (as
+    redis-py leaves it after a reshard, or reads it at start), or after a
+    failover with the old primary back as a replica."""
+    loop = asyncio.get_event_loop()
+    async with own_cluster(tmp_path) as (cluster, data):
+        cache = data._client.nodes_manager.slots_cache
+        for slot, nodes in cache.items():
+            cache[slot] = nodes[:1]     # a map that lists no replica
+        taken = await unconfirmed_votes(data, cluster)
+        assert data.unreplicated == len(taken) == 9
+        assert min(t for t, _, _ in taken) >= cluster_data.WAIT_MS / 1000
+        for _, _, (a, b) in taken:
+            assert (await current(data, a)).votes_plus == a.votes_plus
+        # A failover: the old primary rejoins as a replica and syncs.
+        victim = [n for n in cluster.nodes if n.port ==
+                  data._client.get_node_from_key(bucket(0) + 'log').port][0]
+        victim.kill()
+        witness = [n for n in cluster.nodes if n is not victim][0]
+
+        def taken_over():
+            return not any(port == victim.port and 'master' in flags and slots
+                           for port, flags, slots in
+                           cluster.nodes_line(witness))
+        await until(lambda: loop.run_in_executor(None, taken_over), 30, 0.2)
+        await loop.run_in_executor(None, victim.restart)
+        await until(lambda: loop.run_in_executor(None, cluster.settled),
+                    60, 0.2)
+        await swept(data)       # the frozen votes applied, once each
+        data.unreplicated = 0
+        for _, _, (a, b) in taken:
+            assert (await current(data, a)).votes_plus > a.votes_plus
+        again = await unconfirmed_votes(data, cluster)
+        assert data.unreplicated == len(again) == 9
+
+
+@pytest.mark.own_database
+async def test_votes_wait_for_a_replica_that_is_down_then_reach_the_rankings(
         tmp_path):
-    """A shard's replica dies and stays down: once the cluster has marked
-    it failed, the client reads the slot map again after a WAIT that timed
-    out, and the shard's next votes wait for no replica: the rankings show
-    them at once again, not only once the replica is back."""
+    """A shard's replica dies: the cluster still lists it (failed), so the
+    shard's votes are answered once its WAIT times out, counted
+    unreplicated and kept out of the rankings; once the replica is back
+    and has them, the sweep applies them, once."""
     loop = asyncio.get_event_loop()
     async with own_cluster(tmp_path) as (cluster, data):
         v = visit()
@@ -524,15 +611,29 @@ async def test_votes_reach_the_rankings_at_once_with_a_replica_gone(
                            for port, flags, _ in cluster.nodes_line(n))
                        for n in alive)
         await until(lambda: loop.run_in_executor(None, failed), 30, 0.2)
-        (win, lose), _ = await issue(data, v)
-        assert await data.cast_vote(v.session, win, lose) == \
-            VoteOutcome.OK
-        assert data.unreplicated == 1
-        (win, lose), (a, _) = await issue(data, v)
-        assert await data.cast_vote(v.session, win, lose) == \
-            VoteOutcome.OK
-        assert data.unreplicated == 1
-        assert (await current(data, a)).rating == a.rating + 1
+        pairs = []
+        for _ in range(2):
+            (win, lose), pair = await issue(data, v)
+            assert await data.cast_vote(v.session, win, lose) == \
+                VoteOutcome.OK
+            pairs.append(pair)
+        assert data.unreplicated == 2
+        await data.expire()
+        for a, _ in pairs:
+            assert (await current(data, a)) == a
+        await loop.run_in_executor(None, replica.restart)
+        await until(lambda: loop.run_in_executor(None, cluster.settled),
+                    60, 0.2)
+
+        async def applied():
+            await data.expire()
+            return [(await current(data, a)).rating for a, _ in pairs] == [
+                a.rating + 1 for a, _ in pairs]
+        await until(applied, 30, 0.5)
+        await data.expire()
+        for a, b in pairs:
+            assert (await current(data, a)).rating == a.rating + 1
+            assert (await current(data, b)).rating == b.rating - 1
 
 
 def test_a_cluster_made_on_some_ports_is_not_started_on_others(tmp_path):

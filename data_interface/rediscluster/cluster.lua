@@ -29,7 +29,7 @@
 -- bucket's sequence once (apply_votes), so sending it again, by the vote's
 -- request or by a sweep, changes nothing. Functions only the loader may
 -- call take the key st:{TAG}:admin, which the app's account may not name.
-local VERSION = '2'
+local VERSION = '3'
 
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL, MAX_VISITS = 100, 3600, 1000
@@ -459,14 +459,21 @@ local function judge_vote(keys, args)
 end
 
 -- {'ok', seq, win, lose} once counted here, else judge_vote's answer.
+-- args: uuid, win token, lose token, and maybe the catalogue's applied
+-- mark of this bucket: a sequence is never given twice, even where a
+-- failover lost the last votes the catalogue has applied.
 local function cast_vote(keys, args)
     local p = group(keys, 'ballots', true)
+    if #args > 4 then refuse('cast_vote takes at most 4 arguments') end
+    local floor = args[4] and integer(args[4], 0, 2 ^ 53, 'mark') or 0
     local outcome, win, lose = judge(p, args)
     if outcome ~= 'ok' then return {outcome, win, lose} end
     redis.call('DEL', p .. 'b:' .. args[2], p .. 'b:' .. args[3])
     redis.call('ZREM', p .. 'ballots', args[2], args[3])
     redis.call('HINCRBY', p .. 'counters', 'votes', 1)
-    local seq = redis.call('HINCRBY', p .. 'counters', 'seq', 1)
+    local seq = math.max(
+        tonumber(redis.call('HGET', p .. 'counters', 'seq')) or 0, floor) + 1
+    redis.call('HSET', p .. 'counters', 'seq', seq)
     redis.call('HSET', p .. 'log', seq, win[2] .. ' ' .. lose[2])
     return {'ok', seq, win[2], lose[2]}
 end
@@ -507,7 +514,12 @@ local function settle(p, mark)
                          'floor')
     local seq, old = tonumber(c[1]) or 0, tonumber(c[2]) or 0
     local at, floor = tonumber(c[3]) or 0, tonumber(c[4]) or 0
-    mark = math.min(mark, seq)
+    if mark > seq then
+        -- A failover lost votes the catalogue applied: their sequences
+        -- are not given again.
+        seq = mark
+        redis.call('HSET', p .. 'counters', 'seq', seq)
+    end
     if mark < old then
         -- The catalogue lost what it had applied (a failover): keep all.
         redis.call('HSET', p .. 'counters', 'mark', mark, 'mark_at', t)

@@ -8,15 +8,15 @@ key (no COMMAND GETKEYS). Nothing is retried: a vote sent twice would be
 refused the second time, so a call that fails answers 503 and the caller
 decides (docs/databases.md, Redis Cluster). The votes a server counts are
 applied to the rankings in batches, one call and one WAIT at a time, and
-the catalogue is read on {c}'s replicas once a batch's WAIT says they
-have every vote answered so far."""
+the catalogue is read on {c}'s replicas for a while after a batch's WAIT
+said they have every vote answered so far."""
 import asyncio
 import logging
 import os
 import re
 import zlib
 
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, NodesManager, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import (AskError, ClusterDownError, MovedError,
@@ -24,8 +24,9 @@ from redis.exceptions import (AskError, ClusterDownError, MovedError,
                               RedisError, ResponseError, TryAgainError)
 
 from .. import (KEEPALIVE, MAX_VISITS, REFUSED, DataInterface,
-                DataUnavailable, NotSetUp, Stats, VoteOutcome, pack_of,
-                packs_of, sticker_of, stickers_of)
+                DataUnavailable, NotSetUp, PartlyWritten, Stats, VoteOutcome,
+                VoteUnknown, new_tokens, pack_of, packs_of, sticker_of,
+                stickers_of)
 from ..address import no_password
 from ..redis.redis_data import Connection, argument, caps
 
@@ -62,6 +63,12 @@ NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 UNAVAILABLE = (RedisError, RedisClusterException, OSError,
                asyncio.TimeoutError, AttributeError)
 UUID = re.compile(rb'^[0-9a-f-]{36}$')
+# Seconds a read of the shards' members (CLUSTER SHARDS) is used.
+SHARDS_EVERY = 1.0
+# A ballot token's first character names its pair's bucket (its index).
+ALPHABET = ('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+            '0123456789-_')
+assert len(ALPHABET) == BUCKETS
 
 
 def bucket_of(session):
@@ -71,6 +78,12 @@ def bucket_of(session):
 
 def bucket(n):
     return 'st:{b%d}:' % n
+
+
+def token_bucket(token):
+    """The bucket a ballot token names, or None."""
+    n = ALPHABET.find(token[:1]) if isinstance(token, str) and token else -1
+    return n if n >= 0 else None
 
 
 def share(total, n):
@@ -119,9 +132,24 @@ def declared(name, key, args):
     return [key] + [prefix + k for k in more]
 
 
+class Nodes(NodesManager):
+    """redis-py's slot map, read whole again after a MOVED."""
+    __slots__ = ()
+
+    async def move_slot(self, e):
+        await super().move_slot(e)
+        await self.initialize()
+
+
 class Cluster(RedisCluster):
     """Finds an FCALL's slot from its first key, as redis-py does for EVAL,
-    instead of asking a node (COMMAND GETKEYS) at each redirect."""
+    instead of asking a node (COMMAND GETKEYS) at each redirect; reads the
+    whole slot map again after a MOVED (redis-py patches the one slot, and
+    after a reshard lists no replica for it)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.nodes_manager.__class__ = Nodes
 
     async def _determine_slot(self, command, *args):
         if command.upper() in ('FCALL', 'FCALL_RO') and len(args) > 2 \
@@ -135,13 +163,17 @@ class ClusterData(DataInterface):
 
     sweeps_itself = False
 
-    def __init__(self, address, mode='pool', max_size=16, timeout=3.0):
+    def __init__(self, address, mode='pool', max_size=16, timeout=3.0,
+                 read_lag=1.0):
+        """read_lag: seconds {c}'s replicas take reads after a WAIT said
+        they had every vote answered (settings.replica_lag)."""
         if mode != 'pool':
             raise ValueError('mode must be pool, not %r' % mode)
         self.address = address
         self.mode = mode
         self.max_size = max_size
         self.timeout = timeout
+        self.read_lag = read_lag
         self._client = None
         # Votes answered before a replica confirmed them (WAIT timed out):
         # a failover of their shard may lose them.
@@ -173,10 +205,14 @@ class ClusterData(DataInterface):
             node.connection_kwargs['redis_connect_func'] = client.on_connect
         self._client = client
         self._turns = asyncio.Semaphore(self.max_size)
-        self._map_read = 0.0
         # {c}'s replicas that had every applied batch at the last WAIT
-        # (names): the catalogue's reads go there, else to its primary.
+        # (names), and when: the catalogue's reads go there for read_lag
+        # seconds, else to its primary.
         self._readers = ()
+        self._readers_at = 0.0
+        self._shards = None     # (when, the read of CLUSTER SHARDS)
+        self._marks = None      # (when, the read of the applied marks)
+        self._voted_on = {}     # bucket -> its primary at its last vote
         self._turn = 0
         self._pending = []      # (bucket, (seq, win, lose), future)
         self._applier = None
@@ -252,54 +288,94 @@ class ClusterData(DataInterface):
         return await self._execute(command, self._client.execute_command,
                                    *command)
 
-    async def _fcall_acked(self, name, key, args, every=False):
-        """(the FCALL's result, whether a replica of its shard has it: or
-        the shard has none; with every, each replica the map lists, and
-        their names) with WAIT sent right after it on the same connection.
-        Nothing is sent twice: a call the node did not run (a redirect
-        during a migration, a failover) goes the regular way, without the
-        WAIT."""
-        fcall = self._command(name, key, args)
+    async def _fcall_acked(self, name, key, args, every=False, again=True):
+        """(the FCALL's result, whether its shard's replicas have it, and
+        with every the names of those that do), with WAIT sent right after
+        it on the same connection: for one replica, or with every for each
+        one online. Who is in the shard comes from the cluster (CLUSTER
+        SHARDS), not from the client's slot map, which may list no replica:
+        a write counts as replicated without a WAIT only where the cluster
+        lists no node but the primary (no failover can lose it). A call the
+        node did not run (a redirect, a failover) is sent once more once
+        the map is read again, then the regular way, unconfirmed. Nothing
+        is sent twice."""
         client = self._client
-        try:
-            await asyncio.wait_for(self._turns.acquire(), self.timeout)
-        except asyncio.TimeoutError:
-            raise DataUnavailable('Redis Cluster at %s: %s: no connection '
-                                  'free in %g s' % (self, name, self.timeout))
-        try:
-            slot = client.keyslot(key)
-            shard = client.nodes_manager.slots_cache.get(slot) or []
-            wanted = len(shard) - 1 if every else 1
-            if len(shard) < 2:    # no replica known: no WAIT
-                result = None
-            else:
-                result, replicas = await self._with_wait(shard[0], fcall,
-                                                         wanted)
-        except UNAVAILABLE as e:
-            raise DataUnavailable('Redis Cluster at %s: %s: %s'
-                                  % (self, name, e)) from e
-        finally:
-            self._turns.release()
-        if result is None or isinstance(result, NOT_RUN):
-            return await self._fcall(name, key, args), len(shard) < 2, ()
+        shard = client.nodes_manager.slots_cache.get(client.keyslot(key))
+        members = shard and (await self._members(shard[0])).get(
+            shard[0].name)
+        if not shard or (members is not None and not members[0]):
+            return await self._sent(name, key, args), bool(shard), ()
+        if members is None:     # CLUSTER SHARDS unread: the map's
+            members = [n.name for n in shard[1:]] * 2
+        wanted = len(members[1]) if every else 1
+        if wanted < 1:          # none online
+            return await self._sent(name, key, args), False, ()
+        result, replicas = await self._with_wait(
+            shard[0], self._command(name, key, args), wanted)
+        if isinstance(result, NOT_RUN):
+            client._initialize = True
+            if again:
+                return await self._fcall_acked(name, key, args, every, False)
+            return await self._sent(name, key, args), False, ()
         if isinstance(result, ResponseError):
             raise DataUnavailable('Redis Cluster at %s: %s: %s'
                                   % (self, name, result)) from result
         replicated = isinstance(replicas, int) and replicas >= wanted
+        return result, replicated, tuple(members[1]) if replicated else ()
+
+    async def _sent(self, name, key, args):
+        """_fcall, its failure VoteUnknown unless the call surely did not
+        run (no connection free, a redirect given up on)."""
+        try:
+            return await self._fcall(name, key, args)
+        except DataUnavailable as e:
+            if e.__cause__ is None or isinstance(e.__cause__, NOT_RUN):
+                raise
+            raise VoteUnknown(str(e)) from e.__cause__
+
+    async def _members(self, node):
+        """{primary's name: (every other node of its shard, those of them
+        online as replicas)}, from CLUSTER SHARDS asked of `node` at most
+        once a second; {} when it cannot be read."""
         now = asyncio.get_event_loop().time()
-        if not replicated and now - self._map_read > 1:
-            # The replica may be gone: once the cluster no longer lists it,
-            # the shard's writes wait for none (read the map again, at
-            # most every second).
-            self._map_read = now
-            client._initialize = True
-        return result, replicated, tuple(
-            n.name for n in shard[1:]) if replicated else ()
+        if self._shards is None or (self._shards[1].done()
+                                    and now - self._shards[0] >= SHARDS_EVERY):
+            self._shards = (now, asyncio.ensure_future(self._read_members(
+                node)))
+        return await asyncio.shield(self._shards[1])
+
+    async def _read_members(self, node):
+        try:
+            shards = await self._node(node, 'CLUSTER', 'SHARDS')
+        except DataUnavailable:
+            return {}
+        members = {}
+        for shard in shards:
+            nodes = [('%s:%s' % (n.get('endpoint') or n['ip'], n['port']),
+                      n.get('role'), n.get('health')) for n in shard['nodes']]
+            for name, role, _ in nodes:
+                if role == 'master':
+                    members[name] = (
+                        [m for m, _, _ in nodes if m != name],
+                        [m for m, r, h in nodes
+                         if r == 'replica' and h == 'online'])
+        return members
 
     async def _with_wait(self, node, fcall, replicas):
+        """[the FCALL's reply, WAIT's]. VoteUnknown once the FCALL is sent
+        and its answer lost: it may have run."""
+        try:
+            await asyncio.wait_for(self._turns.acquire(), self.timeout)
+        except asyncio.TimeoutError:
+            raise DataUnavailable('Redis Cluster at %s: %s: no connection '
+                                  'free in %g s' % (self, fcall[1],
+                                                    self.timeout))
         conn = node.acquire_connection()
+        sent = False
         try:
             await node.disconnect_if_needed(conn)
+            await conn.connect()
+            sent = True
             await conn.send_packed_command(conn.pack_commands(
                 [fcall, ('WAIT', replicas, WAIT_MS)]))
             replies = []
@@ -308,14 +384,17 @@ class ClusterData(DataInterface):
                     replies.append(await conn.read_response())
                 except ResponseError as e:
                     replies.append(e)
-        except BaseException:
+        except BaseException as e:
             # Replies may be left unread: this connection is not reused.
             await conn.disconnect()
+            if isinstance(e, UNAVAILABLE):
+                error = VoteUnknown if sent else DataUnavailable
+                raise error('Redis Cluster at %s: %s: %s'
+                            % (self, fcall[1], e)) from e
             raise
         finally:
             node.release(conn)
-        if isinstance(replies[0], (ConnectionError, OSError)):
-            raise replies[0]
+            self._turns.release()
         return replies
 
     async def _call(self, name, args):
@@ -336,6 +415,9 @@ class ClusterData(DataInterface):
         shard = self._client.nodes_manager.slots_cache.get(
             self._client.keyslot(command[3])) or []
         nodes = [n for n in shard[1:] if n.name in self._readers]
+        if nodes and asyncio.get_event_loop().time() - self._readers_at > \
+                self.read_lag:
+            nodes = self._readers = ()    # no batch confirmed them since
         if nodes:
             self._turn += 1
             try:
@@ -369,7 +451,16 @@ class ClusterData(DataInterface):
             by_bucket.setdefault(bucket_of(v[0]), []).extend(v)
         counts = await asyncio.gather(*[
             self._fcall('record_visits', bucket(n) + 'sessions', flat)
-            for n, flat in by_bucket.items()])
+            for n, flat in by_bucket.items()], return_exceptions=True)
+        failed = [c for c in counts if isinstance(c, BaseException)]
+        if failed:
+            # Only the failed buckets' visits go back (PartlyWritten).
+            unwritten = [v for v in visits if isinstance(
+                counts[list(by_bucket).index(bucket_of(v[0]))],
+                BaseException)]
+            if len(unwritten) == len(visits):
+                raise failed[0]
+            raise PartlyWritten(str(failed[0]), unwritten) from failed[0]
         return sum(counts)
 
     async def _pair(self, session, token_a, token_b, ttl):
@@ -380,18 +471,36 @@ class ClusterData(DataInterface):
                            member(picked[0][0]), member(picked[1][0])])
         return picked
 
+    def ballot_tokens(self, session):
+        """Their first character names the session's bucket, which keeps
+        the pair: a refused vote asks that bucket alone (_whose)."""
+        a, b = new_tokens()
+        first = ALPHABET[bucket_of(session)]
+        return first + a[1:], first + b[1:]
+
     async def sticker_pair(self, session, tokens, ttl):
         return stickers_of(await self._pair(session, tokens[0], tokens[1],
                                             ttl))
 
     async def cast_vote(self, session, win_token, lose_token):
         """Counted in the voter's bucket (the answer), then applied to the
-        rankings; if that fails, the next sweep applies it."""
+        rankings once a replica of the bucket has it; else, or if that
+        fails, the sweep applies it. The first vote in a bucket after its
+        primary changed (a failover: its replica may lack the last votes)
+        takes the rankings' applied mark of the bucket, so that no new vote
+        gets a sequence the rankings hold as applied."""
         n = bucket_of(session)
-        result, replicated, _ = await self._fcall_acked(
-            'cast_vote', bucket(n) + 'ballots',
-            [session, win_token, lose_token])
+        key = bucket(n) + 'ballots'
+        args = [session, win_token, lose_token]
+        shard = self._client.nodes_manager.slots_cache.get(
+            self._client.keyslot(key))
+        primary = shard[0].name if shard else None
+        if self._voted_on.get(n) != primary:
+            args.append((await self._applied_marks()).get(n, 0))
+        result, replicated, _ = await self._fcall_acked('cast_vote', key,
+                                                        args)
         if result[0] == VoteOutcome.OK:
+            self._voted_on[n] = primary
             if not replicated:    # a failover could still lose it
                 self.unreplicated += 1
                 return VoteOutcome.OK
@@ -405,17 +514,31 @@ class ClusterData(DataInterface):
             return result[0]
         return await self._whose(n, result, session, win_token, lose_token)
 
+    async def _applied_marks(self):
+        """{bucket: the rankings' applied mark}, from {c}'s primary, in a
+        read started now or later (one at a time)."""
+        now = asyncio.get_event_loop().time()
+        if self._marks is None or self._marks[0] < now:
+            self._marks = (now, asyncio.ensure_future(self._fcall(
+                'applied_marks', CATALOGUE + 'applied')))
+        flat = await asyncio.shield(self._marks[1])
+        return {int(flat[i]): int(flat[i + 1])
+                for i in range(0, len(flat), 2)}
+
     async def _whose(self, n, here, session, win_token, lose_token):
-        """Unknown in the voter's bucket: tokens issued to another session
-        live in that one's bucket, so ask the others what they would say
-        (no writes), and answer as one Redis would: 'foreign' for another
-        session's pair, 'not_pair' for two tokens that both exist."""
+        """Unknown in the voter's bucket: a token of another session's pair
+        names that session's bucket (ballot_tokens), so ask there (no
+        writes; two buckets at most, when the tokens name two) and answer
+        as one Redis would: 'foreign' for another session's pair,
+        'not_pair' for two tokens that both exist."""
+        others = {token_bucket(t) for t, known in
+                  ((win_token, here[1]), (lose_token, here[2]))
+                  if not known} - {n, None}
         answers = await asyncio.gather(*[
             self._fcall('judge_vote', bucket(other) + 'ballots',
                         [session, win_token, lose_token])
-            for other in range(BUCKETS) if other != n],
-            return_exceptions=True)
-        answers = [a for a in answers if isinstance(a, list)] + [here]
+            for other in sorted(others)])
+        answers = list(answers) + [here]
         for a in answers:
             if a[0] != VoteOutcome.UNKNOWN:
                 return a[0]
@@ -440,6 +563,7 @@ class ClusterData(DataInterface):
                 self.batches += 1
                 try:
                     self._readers = await self._apply_many(args)
+                    self._readers_at = asyncio.get_event_loop().time()
                     self._apply_failed = False
                 except DataUnavailable as e:
                     self._readers = ()
