@@ -51,6 +51,7 @@ async def test_a_waiting_page_answers_503_of_its_kind_in_an_outage(site):
                                         body=BALLOTS), **params)
         assert r.status == 503, route
         assert r.content_type == (JSON if route.kind == 'json' else HTML)
+        assert dict(r.headers)['Retry-After'] == '1', route
     assert site.outage.since is not None
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 import dataset
-from data_interface import DataUnavailable, Visit, VoteOutcome
+from data_interface import DataUnavailable, Visit, VoteOutcome, VoteUnknown
 from bench.pagecheck import ballots, cards, ranked, stat
 from conftest import TEST_PACKS, tarantool_address, until
 from data_interface.tarantool.asynctnt_data import AsynctntData
@@ -501,6 +501,44 @@ async def test_ballots_of_the_index_are_in_the_database(site):
     assert (await stats(site)).votes == after.votes + 1
 
 
+def fail_once(data, name, error, after=False):
+    """data.`name` raises `error` at its next call: before the call, or
+    (after) once the database answered it; later calls go through."""
+    method = getattr(data, name)
+
+    async def failing(*args):
+        setattr(data, name, method)
+        if after:
+            await method(*args)
+        raise error
+    setattr(data, name, failing)
+
+
+@pytest.mark.parametrize('counted', [False, True])
+async def test_a_vote_whose_answer_was_lost_is_sent_again(site, counted):
+    cookie, ((_, win, lose), _) = await new_ballots(site)
+    before = (await stats(site)).votes
+    fail_once(site.data, 'cast_vote', VoteUnknown('lost'), after=counted)
+    r = await vote(site, cookie, win, lose)
+    assert (r.status, headers(r).get('Retry-After')) == (503, '1')
+    assert 'Send it again' in text(r)
+    # Sent again: counted once, whether the lost one was or not.
+    r = await vote(site, cookie, win, lose)
+    assert r.status == (409 if counted else 200)
+    assert (await stats(site)).votes == before + 1
+
+
+async def test_a_vote_counted_without_a_new_pair_is_a_200(site):
+    cookie, ((_, win, lose), _) = await new_ballots(site)
+    before = (await stats(site)).votes
+    fail_once(site.data, 'sticker_pair', DataUnavailable('down'))
+    r = await vote(site, cookie, win, lose)
+    assert (r.status, r.content_type) == (200, HTML)
+    assert 'Vote counted' in text(r) and 'Retry-After' not in headers(r)
+    assert site.outage.since is not None    # still down, not back
+    assert (await stats(site)).votes == before + 1
+
+
 async def test_about_shows_counts_of_the_last_refresh(site):
     r = await get(site, '/about')
     assert (r.status, r.content_type) == (200, HTML)
@@ -881,12 +919,14 @@ async def test_outage_answers_503_then_serves_again(relayed_backend):
             r = await until_status(site, path, 503)
             assert r.content_type == HTML
             assert 'The database is unavailable' in text(r)
+            assert headers(r)['Retry-After'] == '1'
         r = await vote(site, cookie, win, lose)
         assert r.status == 503 and 'unavailable' in text(r)
         for path in ('/stickers/%s' % PACK, '/stickers/%s/1' % PACK):
             r = await get(site, path)
             assert (r.status, r.content_type) == (503, JSON)
             assert json.loads(r.body) == {'error': 'database unavailable'}
+            assert headers(r)['Retry-After'] == '1'
         assert site.outage.since is not None
         # What needs no database answers as before.
         assert (await get(site, '/ugly')).status == 200
