@@ -59,7 +59,8 @@ RETRY_AFTER = (('Retry-After', '1'),)
 VOTE_UNKNOWN = ('Your vote may not have been counted: the database did not '
                 'answer. Send it again: a ballot counts once.')
 NO_NEW_PAIR = ('Your vote was counted, but no new pair can be drawn now: the '
-               'database is unavailable. Reload in a moment.')
+               'database is unavailable. Go back to the stickers in a '
+               'moment.')
 # With read replicas, a visitor who has just voted reads from the primary
 # while a replica may still lag (settings.replica_lag), so that they see
 # their vote: the vote's answer sets this cookie, which expires by itself
@@ -89,9 +90,10 @@ def guard(kind):
             try:
                 r = await handler(self, request, **params)
             except DataUnavailable as e:
-                self.outage.down(e)
                 # A page's own answer to the outage, or the usual 503.
-                return getattr(e, 'answer', None) or self.unavailable[kind]
+                answer = getattr(e, 'answer', None) or self.unavailable[kind]
+                self.outage.down(e, refused=int(answer.status >= 500))
+                return answer
             # Some pages answer 4xx without asking the database.
             if self.outage.since is not None and r.status < 400:
                 self.outage.up()

@@ -466,14 +466,15 @@ local function cast_vote(keys, args)
     local p = group(keys, 'ballots', true)
     if #args > 4 then refuse('cast_vote takes at most 4 arguments') end
     local floor = args[4] and integer(args[4], 0, 2 ^ 53, 'mark') or 0
+    if floor > (tonumber(redis.call('HGET', p .. 'counters', 'seq')) or 0) then
+        redis.call('HSET', p .. 'counters', 'seq', floor)
+    end
     local outcome, win, lose = judge(p, args)
     if outcome ~= 'ok' then return {outcome, win, lose} end
     redis.call('DEL', p .. 'b:' .. args[2], p .. 'b:' .. args[3])
     redis.call('ZREM', p .. 'ballots', args[2], args[3])
     redis.call('HINCRBY', p .. 'counters', 'votes', 1)
-    local seq = math.max(
-        tonumber(redis.call('HGET', p .. 'counters', 'seq')) or 0, floor) + 1
-    redis.call('HSET', p .. 'counters', 'seq', seq)
+    local seq = redis.call('HINCRBY', p .. 'counters', 'seq', 1)
     redis.call('HSET', p .. 'log', seq, win[2] .. ' ' .. lose[2])
     return {'ok', seq, win[2], lose[2]}
 end

@@ -499,8 +499,8 @@ class ClusterData(DataInterface):
             args.append((await self._applied_marks()).get(n, 0))
         result, replicated, _ = await self._fcall_acked('cast_vote', key,
                                                         args)
+        self._voted_on[n] = primary
         if result[0] == VoteOutcome.OK:
-            self._voted_on[n] = primary
             if not replicated:    # a failover could still lose it
                 self.unreplicated += 1
                 return VoteOutcome.OK

@@ -272,6 +272,7 @@ class Databases:
 
     async def rediscluster(self, engine):
         data = data_for(engine, await self.find_rediscluster())
+        data.read_lag = self.settings.replica_lag
         admin = data_for(engine, self.rediscluster_admin)
         if self.settings.rediscluster is None:    # ours
             await self._configure_redis(admin)
