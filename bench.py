@@ -5,6 +5,7 @@ nginx reference, write results.json, results.md and charts.
                     [--quick] [--out DIR] ...   (see --help)
     python bench.py compare A B [--noise PCT] [--out FILE]
     python bench.py advise RESULTS --rate N [--slo p99=10ms] [--workload W]
+    python bench.py cluster-batches [--out FILE]
 """
 import sys
 
@@ -17,4 +18,7 @@ if __name__ == '__main__':
     if sys.argv[1:2] == ['advise']:
         from bench.advise import main as advise
         sys.exit(advise(sys.argv[2:]))
+    if sys.argv[1:2] == ['cluster-batches']:
+        from bench.cluster_batches import main as cluster_batches
+        sys.exit(cluster_batches(sys.argv[2:]))
     sys.exit(main())

@@ -220,6 +220,41 @@ async def test_replica_reads_stop_once_no_batch_confirmed_them_for_a_while(
     assert [b - a for a, b in zip(before, reads())] == [2, 0]
 
 
+async def test_a_vote_is_confirmed_by_the_map_s_replicas_when_the_shards_are_unread(
+        data):
+    """CLUSTER SHARDS unreadable (an account without it, an odd reply):
+    the slot map's replicas stand in, one WAIT each, and the vote is
+    answered and applied at once."""
+    async def unread(node):
+        return {}
+    data._read_members, data._shards = unread, None
+    v = visit()
+    (win, lose), (a, _) = await issue(data, v)
+    assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+    assert data.unreplicated == 0
+    assert (await current(data, a)).rating == a.rating + 1
+    assert data._readers      # the batch's WAIT counted {c}'s replica
+
+
+def test_a_write_on_a_link_closed_meanwhile_is_a_lost_connection():
+    """uvloop's RuntimeError ('the handler is closed') and the None writer
+    a concurrent disconnect() leaves are redis-py's ConnectionError, an
+    outage (503), not a 500."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from data_interface.redis.redis_data import Connection
+
+    class Closed:
+        def writelines(self, data):
+            raise RuntimeError('unable to perform operation on '
+                               '<TCPTransport closed=True>; the handler '
+                               'is closed')
+    conn = Connection(host='127.0.0.1', port=1)
+    for writer in (Closed(), None):
+        conn._writer = writer
+        with pytest.raises(RedisConnectionError):
+            asyncio.run(conn._send_packed_command([b'PING\r\n']))
+
+
 async def test_a_refused_vote_asks_two_buckets_at_most(data, rediscluster):
     """Tokens name their pair's bucket: another session's pair is judged
     in the voter's bucket and that one, forged tokens in those they name
@@ -471,10 +506,10 @@ async def test_a_killed_node_is_restarted_and_rejoins(checkout, tmp_path):
     was, its append-only file whole); the pages answer 200 again by
     themselves, 503 meanwhile, never 500."""
     from conftest import ServerProcess
-    from plugins.databases import cluster_port
+    from runtime.databases.rediscluster import free_cluster_port
     from runtime.databases.rediscluster import ManagedCluster
     from test_supervision import lines, pid_in, poll, wait_lines
-    port = cluster_port()
+    port = free_cluster_port()
     site = ServerProcess('aiohttp-rediscluster-pool', ['--packs', '10'],
                          str(tmp_path / 'server.log'), root=checkout,
                          env={'STICKERS_REDISCLUSTER_PORT': str(port)})
@@ -948,3 +983,25 @@ def test_each_node_s_append_only_file_is_rewritten_by_the_loader(
         node.rewrite()
     assert command_calls(rediscluster, 'bgrewriteaof') == before + len(
         rediscluster.nodes)
+
+
+@pytest.mark.own_database
+def test_the_rankings_shard_is_measured_at_batch_sizes(tmp_path):
+    """bench.py cluster-batches on a cluster of its own: a vote costs the
+    rankings' primary less CPU in a batch of 1,000 than alone, and votes
+    cast at a rate form batches of one or more."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / 'batches.json'
+    done = subprocess.run(
+        [sys.executable, 'bench.py', 'cluster-batches', '--votes', '2000',
+         '--rates', '50', '--out', str(out)],
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    alone, batched = figures['sizes']['1'][0][0], figures['sizes']['1000'][0][0]
+    assert 0 < batched < alone
+    assert figures['paced']['50'][0] >= 1
+    assert '| 1000 |' in done.stdout

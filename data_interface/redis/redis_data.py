@@ -85,6 +85,16 @@ class Connection(redis.Connection):
         await super()._connect()
         check_listener(self.host, self.port)
 
+    async def _send_packed_command(self, command):
+        # A write to a link that another task's disconnect() has closed:
+        # uvloop says RuntimeError ('the handler is closed'), asyncio
+        # ConnectionResetError, and once it is gone AttributeError on None:
+        # each is a lost connection, which redis-py then tidies up.
+        try:
+            await super()._send_packed_command(command)
+        except (RuntimeError, AttributeError) as e:
+            raise redis.ConnectionError('connection closed: %s' % e) from e
+
 
 class Shared:
     """One connection that many coroutines use at once: a writer task sends

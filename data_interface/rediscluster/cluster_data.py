@@ -306,7 +306,7 @@ class ClusterData(DataInterface):
         if not shard or (members is not None and not members[0]):
             return await self._sent(name, key, args), bool(shard), ()
         if members is None:     # CLUSTER SHARDS unread: the map's
-            members = [n.name for n in shard[1:]] * 2
+            members = [[n.name for n in shard[1:]]] * 2
         wanted = len(members[1]) if every else 1
         if wanted < 1:          # none online
             return await self._sent(name, key, args), False, ()
@@ -349,6 +349,13 @@ class ClusterData(DataInterface):
             shards = await self._node(node, 'CLUSTER', 'SHARDS')
         except DataUnavailable:
             return {}
+        try:
+            return self._parse_members(shards)
+        except (KeyError, TypeError, AttributeError):     # an odd reply
+            return {}
+
+    @staticmethod
+    def _parse_members(shards):
         members = {}
         for shard in shards:
             nodes = [('%s:%s' % (n.get('endpoint') or n['ip'], n['port']),

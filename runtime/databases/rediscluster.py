@@ -23,6 +23,7 @@ from redis.crc import key_slot
 from data_interface.rediscluster.accounts import CLUSTER_USER, acl_lines
 from data_interface.rediscluster.address import ClusterAddress
 from data_interface.rediscluster.cluster_data import CATALOGUE
+from ..processes import bindable, client_ports, free_port, lowest_server_port
 from ..settings import DEFAULTS
 from . import files
 from .files import secret
@@ -266,3 +267,19 @@ class ManagedCluster:
             raise RuntimeError('redis-cli --cluster %s failed: %s' % (
                 command, done.stdout.decode(errors='replace')[-500:]))
         return done.stdout.decode(errors='replace')
+
+
+def free_cluster_port():
+    """A first port whose five above it and their cluster bus ports
+    (+10000) are free, all below the ports free_port() gives and the OS's
+    clients' ports: no server and no client can take a node's port, or its
+    bus port, while the node is down."""
+    def fits(port):
+        return port + 10000 + NODES <= 65536 and all(
+            bindable('127.0.0.1', port + k)
+            and bindable('127.0.0.1', port + 10000 + k) for k in range(NODES))
+    top = lowest_server_port(client_ports()[0]) - 10000 - NODES
+    while True:
+        port = free_port(span=(1024, top), fits=fits)
+        if fits(port):
+            return port

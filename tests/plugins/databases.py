@@ -13,8 +13,7 @@ from runtime.databases.load import data_set
 from runtime.databases.tarantool import ManagedTarantool
 from runtime.databases.postgres import ManagedPostgres
 from runtime.databases.redis import ManagedRedis
-from runtime.processes import (bindable, client_ports, free_port,
-                               lowest_server_port)
+from runtime.processes import bindable, free_port
 from runtime.settings import DEFAULTS, replace
 
 TEST_PACKS = 10
@@ -169,27 +168,10 @@ def redis(tmp_path_factory):
 CLUSTER_PASSWORDS = dict(REDIS_PASSWORDS, sticker_cluster='sticker_cluster')
 
 
-def cluster_port():
-    """A port whose five above it and their cluster bus ports (+10000) are
-    free, all below the ports free_port() gives and the OS's clients'
-    ports: no lane's server and no client can take a node's port, or its
-    bus port, while the node is down. Each lane picks from its own part."""
-    from runtime.databases.rediscluster import NODES
-
-    def fits(port):
-        return port + 10000 + NODES <= 65536 and all(
-            bindable('127.0.0.1', port + k)
-            and bindable('127.0.0.1', port + 10000 + k) for k in range(NODES))
-    top = lowest_server_port(client_ports()[0]) - 10000 - NODES
-    while True:
-        port = free_port(span=(1024, top), fits=fits)
-        if fits(port):
-            return port
-
-
 def start_rediscluster(directory):
-    from runtime.databases.rediscluster import ManagedCluster
-    server = ManagedCluster(directory, port=cluster_port(),
+    from runtime.databases.rediscluster import (ManagedCluster,
+                                                free_cluster_port)
+    server = ManagedCluster(directory, port=free_cluster_port(),
                             passwords=CLUSTER_PASSWORDS)
     try:
         server.start()
