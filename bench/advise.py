@@ -25,6 +25,9 @@ PRICE = 0.04
 SOURCE = "an assumption: about a large cloud's on-demand vCPU-hour"
 HOURS = sizing.HOURS
 MAX_CORES = 64
+# The most requests/s asked: past it the answer is thousands of cores of
+# arithmetic, not a site anyone sizes from a one-core run.
+MAX_RATE = 10000000
 PROG = 'bench.py advise'
 
 
@@ -247,6 +250,10 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                '%s stayed within %g ms with no errors' % (slo['percentile'], slo['ms']))
     else:
         found = reread(results, page, slo)
+        if found and not any(c['rate']['median'] for c in found.values()):
+            raise Refused('capacity within %s was not measured: no rate the run '
+                          'tried kept it (it searched at %s)'
+                          % (budget.label(slo), budget.label(measured)))
         if not found:
             raise Refused('capacity within %s was not measured: the run searched '
                           'at %s and holds no fixed-rate points of %s to read it from'
@@ -316,8 +323,8 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
 
 def refusal(rows, rate, page, slo, max_cores):
     """Why no engine serves the rate: the nearest one's reason."""
-    said = 'no engine serves %s requests/s of %s within %s on at most %d cores' % (
-        '{:,.0f}'.format(rate), page, budget.label(slo), max_cores)
+    said = 'no engine serves %s requests/s of %s within %s on at most %s' % (
+        '{:,.0f}'.format(rate), page, budget.label(slo), plural(max_cores, 'core'))
     sized = [r for r in rows if r.get('busiest')]
     if sized:
         best = min(sized, key=lambda r: r['total'])
@@ -359,14 +366,23 @@ def text(header, rows):
     return '\n'.join(header + [''] + lines) + '\n'
 
 
-def number(value, what):
-    """A positive finite number; Refused says why not."""
+def plural(n, what):
+    return '%d %s%s' % (n, what, '' if n == 1 else 's')
+
+
+def number(value, what, most=None):
+    """A positive finite number, at most `most`; Refused says why not."""
     try:
         n = float(value)
     except ValueError:
         raise Refused('%s: %r is not a number' % (what, value))
-    if not n > 0 or math.isinf(n):
+    if not math.isfinite(n):
+        raise Refused('%s must be a finite number (got %s)' % (what, value))
+    if not n > 0:
         raise Refused('%s must be above zero (got %s)' % (what, value))
+    if most is not None and n > most:
+        raise Refused('%s must be at most %s (got %s): past that the answer is '
+                      'arithmetic, not a site' % (what, '{:,}'.format(most), value))
     return n
 
 
@@ -385,7 +401,7 @@ def main(argv):
                    help='the most cores to consider (default %d)' % MAX_CORES)
     args = p.parse_args(argv)
     try:
-        rate = number(args.rate, '--rate')
+        rate = number(args.rate, '--rate', MAX_RATE)
         price = number(args.core_hour_price, '--core-hour-price')
         max_cores = int(number(args.max_cores, '--max-cores'))
         try:

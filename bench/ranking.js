@@ -73,6 +73,11 @@
 
   function pct(v) { return Math.round(v * 100); }
 
+  // budget.label
+  function label(percentile, ms) {
+    return percentile + ' ≤ ' + (ms >= 1 ? ms + ' ms' : (ms * 1000) + ' µs');
+  }
+
   // sizing.cluster
   function cluster(rate, d, data, memory) {
     var u = d.share, notes = [];
@@ -216,8 +221,8 @@
 
   function refusal(rows, rate, data, ms) {
     var said = 'no engine serves ' + Math.round(rate).toLocaleString('en-US') +
-      ' requests/s of ' + data.page + ' within p99 ≤ ' + ms + ' ms on at most ' +
-      data.max_cores + ' cores';
+      ' requests/s of ' + data.page + ' within ' + label('p99', ms) + ' on at most ' +
+      data.max_cores + (data.max_cores === 1 ? ' core' : ' cores');
     var sized = rows.filter(function (r) { return r.busiest; });
     if (sized.length) {
       var best = sized[0];
@@ -249,6 +254,13 @@
       return;
     }
     var rows = rank(data, rate, ms);
+    var own = data.slo.percentile === 'p99' && Math.abs(data.slo.ms - ms) < 1e-9;
+    if (!own && rows.length && !rows.some(function (r) { return r.per_core; })) {
+      said.textContent = 'capacity within ' + label('p99', ms) + ' was not measured: no ' +
+        'rate the run tried kept it (it searched at ' + label(data.slo.percentile, data.slo.ms) +
+        ')';
+      return;
+    }
     said.textContent = rows.some(function (r) { return r.cores; }) ? '' :
       refusal(rows, rate, data, ms);
     rows.forEach(function (r) {

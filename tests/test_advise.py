@@ -259,6 +259,16 @@ def test_another_budget_without_points_is_refused(run):
     (['RESULTS', '--rate', 'many'], None, 2, "--rate: 'many' is not a number"),
     (['RESULTS', '--rate', '0'], None, 2, '--rate must be above zero'),
     (['RESULTS', '--rate', '-3'], None, 2, '--rate must be above zero'),
+    (['RESULTS', '--rate', 'inf'], None, 2, '--rate must be a finite number (got inf)'),
+    (['RESULTS', '--rate', 'nan'], None, 2, '--rate must be a finite number (got nan)'),
+    (['RESULTS', '--rate', '1e12'], None, 2,
+     '--rate must be at most 10,000,000 (got 1e12)'),
+    (['RESULTS', '--rate', '100', '--slo', 'p99=1ms', '--workload', 'good'], None, 2,
+     'capacity within p99 ≤ 1 ms was not measured: no rate the run tried kept '
+     'it (it searched at p99 ≤ 10 ms)'),
+    (['RESULTS', '--rate', '100000', '--workload', 'good', '--max-cores', '1'],
+     None, 1, 'no engine serves 100,000 requests/s of good within p99 ≤ 10 ms '
+     'on at most 1 core ('),
     (['RESULTS', '--rate', '100', '--slo', 'p42=3ms'], None, 2,
      '--slo: percentile p42: choose from p50, p90, p99, p99.9, max'),
     (['RESULTS', '--rate', '1000000', '--workload', 'good'], None, 1,
