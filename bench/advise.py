@@ -138,11 +138,14 @@ def replica_run(results, name, page, slo):
 
 
 def row(name, found, rate, workers, price, max_cores, target=None,
-        results=None, page=None, slo=None):
-    """One engine's figures: capacity per core, and the site sized from its
-    demand per tier (sizing.size) where the run measured it, else cores
-    from its capacity alone, with one database not sized."""
-    per_core = (found['rate']['median'] or 0.0) / workers
+        results=None, page=None, slo=None, headroom=sizing.HEADROOM):
+    """One engine's figures: capacity per core, and its site: the run's own
+    cores where the run served the rate within the budget (measured), else
+    sized from its demand per tier (sizing.size) where the run measured it,
+    else cores from its capacity alone, with the database not sized (both
+    modelled)."""
+    capacity = found['rate']['median'] or 0.0
+    per_core = capacity / workers
     notes = []
     if found['open']:
         notes.append('capacity at least this: kept the budget at every rate tried')
@@ -153,46 +156,81 @@ def row(name, found, rate, workers, price, max_cores, target=None,
     if found.get('host'):
         notes.append('%d of %d searches stopped where only a slow host missed'
                      % (found['host'], found['rate']['runs']))
+    if capacity >= rate and workers <= max_cores:
+        return measured(name, per_core, capacity, rate, workers, price,
+                        target, notes)
     d = demand.at_capacity(results, name, page, slo) if results else None
     if d and d.get('share') and d.get('server_us') and per_core:
         return sized(name, per_core, d, rate, workers, price, max_cores,
-                     target, results, page, slo, notes)
-    cores = int(math.ceil(rate / per_core)) if per_core else None
+                     target, results, page, slo, notes, headroom)
+    cores = int(math.ceil(rate / per_core / headroom - 1e-9)) if per_core else None
+    first = '–'
     if not per_core:
         notes.append('kept the budget at no rate tried')
     elif cores > max_cores:
         notes.append('needs %d cores, more than --max-cores %d' % (cores, max_cores))
-        cores = None
-    elif cores > workers:
-        notes.append('extrapolated: linear from %d core%s' % (
-            workers, 's' if workers > 1 else ''))
+        first = 'needs %d cores' % cores
     else:
-        notes.append('measured on %d core%s' % (workers, 's' if workers > 1 else ''))
+        first = '%d cores at %s/s' % (max_cores, sizing.per_s(
+            max_cores * per_core * headroom))
+        notes.append('modelled: linear from %s, each core at %d %% of its '
+                     'capacity' % (sizing.plural(workers, 'core'),
+                                   sizing.pct(headroom)))
     if per_core:
         notes.append('no CPU per request in the run: cores from capacity '
                      'alone, the database not sized')
+    total = cores
+    if cores and cores > max_cores:
+        cores = None
     monthly = cores * HOURS * price if cores else None
     per_million = cores * million_price(price, rate) if cores else None
     return {'engine': name, 'per_core': per_core, 'cores': cores,
-            'app': cores, 'database': '–', 'busiest': None,
+            'basis': 'modelled', 'total': total, 'limit': first,
+            'app': cores, 'database': '–', 'sized': False,
             'monthly': monthly, 'per_million': per_million,
             'memory_mib': memory_mib(target, cores, workers), 'notes': notes}
 
 
+def measured(name, per_core, capacity, rate, workers, price, target, notes):
+    """The run's own site: it served `capacity` within the budget on its
+    `workers` cores, server and database together."""
+    kind = demand.database_of(name)
+    memory = memory_of(target, workers)
+    notes = notes + ['measured: the run served %s/s within the budget on %s, '
+                     'server and database sharing %s' % (
+                         '{:,.0f}'.format(capacity), sizing.plural(workers, 'core'),
+                         'it' if workers == 1 else 'them')]
+    return {'engine': name, 'per_core': per_core, 'cores': workers,
+            'basis': 'measured', 'total': workers,
+            'limit': 'measured to %s/s' % sizing.per_s(capacity),
+            'app': workers, 'sized': False,
+            'database': "the run's cluster" if kind == 'rediscluster'
+            else sizing.layout(kind, 0),
+            'monthly': workers * HOURS * price,
+            'per_million': workers * million_price(price, rate),
+            'memory_mib': None if not memory else (
+                workers * memory['server_kib'] + (memory['database_kib'] or 0)) / 1024.0,
+            'pss': bool(memory and memory['pss']), 'notes': notes}
+
+
 def sized(name, per_core, d, rate, workers, price, max_cores, target,
-          results, page, slo, notes):
+          results, page, slo, notes, headroom):
     d = dict(d, database=demand.database_of(name),
              share=min(1.0, d['share'] / workers))
     replica = replica_run(results, name, page, slo)
     if storage.replicas_of(name):
         replica = d
     memory = memory_of(target, workers)
-    site = sizing.size(rate, d, price, max_cores, replica, memory)
+    site = sizing.size(rate, d, price, max_cores, replica, memory, headroom)
     notes = site['notes'] + notes
-    notes.append('measured: CPU µs per request (server %.0f, database %s) '
-                 'at %s/s, core %.0f %% busy; modelled: the cores' % (
-                     d['server_us'], database_us(d), '{:,.0f}'.format(d['rate']),
-                     d['share'] * 100))
+    notes.append('modelled: %s%s, each at %d %% busy (%d %% of the %.0f %% '
+                 'its core was at %s/s, keeping the budget); measured there: '
+                 'CPU µs per request (server %.0f, database %s)' % (
+                     '' if site['cores'] else 'would be ',
+                     sizing.plural(site['total'], 'core'),
+                     sizing.pct(headroom * d['share']), sizing.pct(headroom),
+                     d['share'] * 100, '{:,.0f}'.format(d['rate']),
+                     d['server_us'], database_us(d)))
     if d['split'] == 'estimated' and d['database'] in sizing.THREAD:
         notes.append('split estimated: the run recorded the database\'s CPU '
                      'whole, all counted on its %s (an upper bound)'
@@ -206,8 +244,9 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
         notes.append('read replicas not measured in this run')
     cores = site['cores']
     return {'engine': name, 'per_core': per_core, 'cores': cores,
+            'basis': 'modelled', 'sized': True,
             'app': site['app'], 'database': site['database'],
-            'busiest': site['busiest'], 'total': site['total'],
+            'limit': site['limit'], 'total': site['total'],
             'monthly': site['monthly'],
             'per_million': cores * million_price(price, rate) if cores else None,
             'memory_mib': (None if site['memory_kib'] is None
@@ -236,9 +275,9 @@ def million_price(price, rate):
 
 
 def advise(results, rate, slo=None, workload=None, price=PRICE,
-           max_cores=MAX_CORES):
-    """(header lines, rows sorted by cores then capacity); Refused when no
-    engine can serve the rate within max_cores."""
+           max_cores=MAX_CORES, headroom=sizing.HEADROOM):
+    """(header lines, rows: measured first, then by cores, then capacity);
+    Refused when no engine can serve the rate within max_cores."""
     measured = run_slo(results)
     page = workload_of(results, workload)
     slo = slo or measured
@@ -265,12 +304,12 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
     workers = (results.get('settings') or {}).get('workers') or 1
     by_name = {t['name']: t for t in results.get('targets') or []}
     rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n),
-                results, page, slo)
+                results, page, slo, headroom)
             for n in names if n in found]
-    rows.sort(key=lambda r: (r['cores'] is None, r['cores'] or 0, -r['per_core']))
+    rows.sort(key=lambda r: (r['cores'] is None, r['basis'] != 'measured',
+                             r['cores'] or 0, -r['per_core']))
     if not any(r['cores'] for r in rows):
         raise Refused(refusal(rows, rate, page, slo, max_cores), code=1)
-    modelled = any(r.get('busiest') for r in rows)
     scaling = ('more cores assumed to scale linearly, NOT measured: the run '
                'had one server process per engine' if workers == 1 else
                'measured with %d server processes per engine (--workers): '
@@ -283,21 +322,22 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
         'From: %s run, commit %s' % (results.get('started'), commit(results)),
         'Capacity: %s. A core: the one a server process and the database it '
         'started shared in the run.' % how,
-        'Scaling: %s.' % scaling]
-    if modelled:
+        'Measured: a stack whose capacity is at least the rate: the run served '
+        'it on %s, server and database together.' % sizing.plural(workers, 'core'),
+        'Modelled: the others. Scaling: %s.' % scaling]
+    if any(r.get('sized') for r in rows):
         header += [
-            'Sizing (modelled from measured demand): each tier at u, the busy '
-            "share of the run's core (server + database CPU over the point's "
-            'seconds) at the highest rate that kept the budget; app cores = '
-            'rate x server CPU per request / u; the database\'s serial thread '
-            "(Tarantool's transaction thread, Redis's main thread) is one core "
-            'and must stay within u at the rate, whatever the app cores; the '
-            "rest of the database (PostgreSQL's backends, other threads) in "
-            'cores at u; read replicas from a --replicas run where the run has '
-            'one. Not modelled: the network between tiers, locks and WAL '
-            'waits (PostgreSQL\'s row locks on a vote\'s counters included).',
-            'Columns: app cores, database layout and its cores, cores in all, '
-            'the busiest tier at that rate.']
+            "Sizing: the tiers' CPU per request at the capacity found, summed "
+            '(server, the database, its replicas), on cores shared as in the '
+            "run, each core at %d %% (--headroom) of u, the run's core's busy "
+            'share there; the site rounded to whole cores.' % sizing.pct(headroom),
+            "A database's serial thread (Tarantool's transaction thread, "
+            "Redis's main thread) is one thread: it must stay within that "
+            'share of one core at the rate, however many cores the site has.',
+            'Not modelled: the network between tiers, locks and WAL waits '
+            "(PostgreSQL's row locks on a vote's counters included).",
+            'First limit: what stops the site first as the rate rises: its '
+            'serial thread, or --max-cores.']
     header += [
         'Cost: cores x %d h x $%g per core-hour (%s); $/M requests at a '
         'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
@@ -324,31 +364,30 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
 def refusal(rows, rate, page, slo, max_cores):
     """Why no engine serves the rate: the nearest one's reason."""
     said = 'no engine serves %s requests/s of %s within %s on at most %s' % (
-        '{:,.0f}'.format(rate), page, budget.label(slo), plural(max_cores, 'core'))
-    sized = [r for r in rows if r.get('busiest')]
+        '{:,.0f}'.format(rate), page, budget.label(slo), sizing.plural(max_cores, 'core'))
+    sized = [r for r in rows if r.get('sized')]
     if sized:
         best = min(sized, key=lambda r: r['total'])
         return '%s (%s: %s cores; %s)' % (said, best['engine'], best['total'],
                                           best['notes'][0])
-    best = max(rows, key=lambda r: r['per_core']) if rows else None
-    if not best or not best['per_core']:
+    unsized = [r for r in rows if r.get('total')]
+    if not unsized:
         return said
-    return '%s (%s would need %d)' % (said, best['engine'],
-                                      math.ceil(rate / best['per_core']))
+    best = min(unsized, key=lambda r: r['total'])
+    return '%s (%s would need %d)' % (said, best['engine'], best['total'])
 
 
-COLUMNS = ['engine', 'capacity/core', 'app cores', 'database', 'cores',
-           'busiest', 'monthly $', '$/M requests', 'memory', 'notes']
+COLUMNS = ['engine', 'capacity/core', 'cores', 'basis', 'database',
+           'first limit', 'monthly $', '$/M requests', 'memory', 'notes']
+NUMERIC = (1, 2, 6, 7, 8)
 
 
 def cells(r):
     """A row's columns as text."""
     money = lambda v, f: '–' if v is None else f % v  # noqa: E731
-    busiest = r.get('busiest')
     return [r['engine'], '{:,.0f}'.format(r['per_core']),
-            '–' if r.get('app') is None else str(r['app']), r['database'],
-            '–' if r['cores'] is None else str(r['cores']),
-            '–' if not busiest else '%s %d %%' % (busiest[0], sizing.pct(busiest[1])),
+            '–' if r['cores'] is None else str(r['cores']), r['basis'],
+            r['database'], r['limit'],
             money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
             'not measured' if r['memory_mib'] is None else
             '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])]
@@ -359,15 +398,10 @@ def text(header, rows):
     table = [COLUMNS] + [cells(r) for r in rows]
     last = len(COLUMNS) - 1
     widths = [max(len(line[i]) for line in table) for i in range(last)]
-    numeric = (1, 2, 4, 6, 7, 8)
-    lines = ['  '.join(c.rjust(w) if i in numeric else c.ljust(w)
+    lines = ['  '.join(c.rjust(w) if i in NUMERIC else c.ljust(w)
                        for i, (c, w) in enumerate(zip(line, widths)))
              + '  ' + line[last] for line in table]
     return '\n'.join(header + [''] + lines) + '\n'
-
-
-def plural(n, what):
-    return '%d %s%s' % (n, what, '' if n == 1 else 's')
 
 
 def number(value, what, most=None):
@@ -399,11 +433,15 @@ def main(argv):
                    help='$ per core-hour (default %g: %s)' % (PRICE, SOURCE))
     p.add_argument('--max-cores', metavar='N', default=str(MAX_CORES),
                    help='the most cores to consider (default %d)' % MAX_CORES)
+    p.add_argument('--headroom', metavar='SHARE', default=str(sizing.HEADROOM),
+                   help="each modelled core's busy share, of the share the "
+                        "run's core kept the budget at (default %g)" % sizing.HEADROOM)
     args = p.parse_args(argv)
     try:
         rate = number(args.rate, '--rate', MAX_RATE)
         price = number(args.core_hour_price, '--core-hour-price')
         max_cores = int(number(args.max_cores, '--max-cores'))
+        headroom = number(args.headroom, '--headroom', 1)
         try:
             slo = budget.parse(args.slo) if args.slo else None
         except ValueError as e:
@@ -413,7 +451,8 @@ def main(argv):
         except (OSError, ValueError) as e:
             raise Refused('cannot read results: %s' % e)
         try:
-            header, rows = advise(results, rate, slo, args.workload, price, max_cores)
+            header, rows = advise(results, rate, slo, args.workload, price, max_cores,
+                                  headroom)
         except (KeyError, TypeError, AttributeError, ValueError,
                 OverflowError, ZeroDivisionError) as e:
             raise Refused('not a bench.py results.json (%s)' % e)
@@ -462,8 +501,11 @@ def embedded(results, page=None):
         cap = [c['rate'] for c in results.get('capacity') or []
                if c.get('target') == name and c.get('page') == page]
         out.append({'name': name, 'database': demand.database_of(name),
+                    'noisy': int(NOISE * 100) if name in found and found[name]['noisy']
+                    else 0,
                     'tagged': bool(storage.replicas_of(name)),
                     'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
                     'cap': cap if name in found else None, 'points': points})
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
-            'max_cores': MAX_CORES, 'hours': HOURS, 'engines': out}
+            'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
+            'engines': out}

@@ -26,7 +26,7 @@ def rows_html(rows):
         '<th>%s</th>' % esc(c) for c in advise.COLUMNS)]
     for r in rows:
         out.append('<tr>%s</tr>' % ''.join(
-            '<td class="%s">%s</td>' % ('n' if i in (1, 2, 4, 6, 7, 8) else '', esc(c))
+            '<td class="%s">%s</td>' % ('n' if i in advise.NUMERIC else '', esc(c))
             for i, c in enumerate(advise.cells(r))))
     return out + ['</table></div>']
 
@@ -70,8 +70,8 @@ def section(results, folder):
         '</code> for this run, computed in this page from the figures it '
         'holds (another budget is read from the fixed-rate points).</p>',
         '<p id="advise-said"></p>',
-        '<div class="scroll"><table><thead><tr><th>engine</th><th>app cores</th>'
-        '<th>database</th><th>cores</th><th>busiest</th><th>monthly $</th>'
+        '<div class="scroll"><table><thead><tr><th>engine</th><th>cores</th>'
+        '<th>basis</th><th>database</th><th>first limit</th><th>monthly $</th>'
         '<th>memory</th><th>notes</th></tr></thead><tbody id="advise-out">'
         '</tbody></table></div>',
         '<script type="application/json" id="advise-data">%s</script>' % blob,

@@ -14,7 +14,8 @@ from bench import advise, html
 from test_advise import ROOT, cluster_results, with_demand
 from test_browser import browser  # noqa: F401  (the fixture)
 
-INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3)]
+INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3), (500, 10),
+          (3000, 10), (500, 1)]
 
 
 def committed_folder(tmp_path):
@@ -83,13 +84,18 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
             assert rows == want_rows, (rate, ms)
     if which == 'built':   # the replicas and the refused primary are there
         said, rows = await shown(page, 20000, 10)
-        assert ['a-tarantool-one', '4', 'primary + 2 replicas, 4 cores', '8'] in [
-            r[:4] for r in rows]
-        said, rows = await shown(page, 8000, 10)
-        assert ['e-rediscluster-pool', '4',
-                'rankings + 2 replicas, 2 bucket shards + a replica each, '
-                '7 cores', '11'] in [
-            r[:4] for r in rows]
+        assert ['a-tarantool-one', '8', 'modelled', 'primary + 2 replicas',
+                'transaction thread at 32,000/s'] in rows
+        said, rows = await shown(page, 6000, 10)
+        assert ['e-rediscluster-pool', '8', 'modelled',
+                'rankings + 2 replicas, 2 bucket shards + a replica each',
+                "rankings' shard at 8,000/s"] in rows
+        said, rows = await shown(page, 3000, 10)
+        assert rows[0] == ['c-tarantool-one', '1', 'measured', '1 primary',
+                           'measured to 5,000/s']
+        said, rows = await shown(page, 500, 1)
+        assert rows == [] and said.endswith('was not measured: no rate the run '
+                                            'tried kept it (it searched at p99 ≤ 10 ms)')
 
 
 def test_the_committed_page_holds_each_chart_once_and_stays_small(tmp_path):
