@@ -1,17 +1,21 @@
 """bench.py advise RESULTS --rate N: one site per engine of a --latency run
-for N requests/s within the latency budget: app cores, the database's
-layout and cores, the busiest tier, what it costs a month and its memory,
-sized from the demand per tier the run measured (bench/sizing.py); where
-one primary's serial thread cannot take the rate, said instead. Ranked by
-cores in all.
+for N requests/s within the latency budget: its cores, the database's
+layout, what stops it first, what it costs a month and its memory. The
+run's own core where the run served the rate (measured), else sized from
+the demand per tier the run measured (bench/sizing.py, modelled); where
+one primary's serial thread cannot take the rate, said instead. Measured
+first, then by cores.
 
     python bench.py advise RESULTS --rate N [--slo p99=10ms]
                            [--workload mix|PAGE] [--core-hour-price DOLLARS]
+                           [--headroom SHARE] [--max-cores N]
+                           [--database NAME] [--framework NAME]
 
 RESULTS: a results folder or its results.json."""
 import argparse
 import math
 import sys
+import textwrap
 
 from . import sizing, storage
 from .compare import commit, load
@@ -44,6 +48,25 @@ def engines(results):
     site started elsewhere: they do not serve this site from our cores)."""
     return [t['name'] for t in results.get('targets') or []
             if t.get('kind') == 'engine']
+
+
+def framework_of(name):
+    return storage.untag(name).partition('@')[0].split('-')[0]
+
+
+def chosen(names, database=None, framework=None):
+    """The engines of the run on that database and framework (each None:
+    any); Refused, naming those present, when none is."""
+    for what, of, asked in (('database', demand.database_of, database),
+                            ('framework', framework_of, framework)):
+        if asked is None:
+            continue
+        present = sorted({of(n) or '–' for n in names})
+        names = [n for n in names if of(n) == asked]
+        if not names:
+            raise Refused('no engine on %s %r in these results; present: %s'
+                          % (what, asked, ', '.join(present)))
+    return names
 
 
 def run_slo(results):
@@ -275,13 +298,14 @@ def million_price(price, rate):
 
 
 def advise(results, rate, slo=None, workload=None, price=PRICE,
-           max_cores=MAX_CORES, headroom=sizing.HEADROOM):
+           max_cores=MAX_CORES, headroom=sizing.HEADROOM, database=None,
+           framework=None):
     """(header lines, rows: measured first, then by cores, then capacity);
     Refused when no engine can serve the rate within max_cores."""
     measured = run_slo(results)
     page = workload_of(results, workload)
     slo = slo or measured
-    names = engines(results)
+    names = chosen(engines(results), database, framework)
     if (slo['percentile'] == measured['percentile']
             and math.isclose(slo['ms'], measured['ms'])):
         found = {n: c for (n, p), c in capacities(results).items() if p == page}
@@ -393,15 +417,32 @@ def cells(r):
             '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])]
 
 
+WIDTH = 100     # the text's lines; the table's fit in 120 columns
+TABLE = ['stack', 'cores', '$/month', 'first limit', 'basis']
+
+
+def wrap(line, first='', rest='  '):
+    return textwrap.wrap(line, WIDTH, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or ['']
+
+
 def text(header, rows):
-    """The header and the rows as a plain, aligned table."""
-    table = [COLUMNS] + [cells(r) for r in rows]
-    last = len(COLUMNS) - 1
-    widths = [max(len(line[i]) for line in table) for i in range(last)]
-    lines = ['  '.join(c.rjust(w) if i in NUMERIC else c.ljust(w)
-                       for i, (c, w) in enumerate(zip(line, widths)))
-             + '  ' + line[last] for line in table]
-    return '\n'.join(header + [''] + lines) + '\n'
+    """The header, a compact table (stack, cores, $/month, first limit,
+    basis) and a numbered note per row with the rest of its figures."""
+    table = [TABLE] + [[c[0], c[2], c[6], c[5], '%s [%d]' % (c[3], n)]
+                       for n, c in enumerate(map(cells, rows), 1)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(TABLE))]
+    lines = ['  '.join(c.rjust(w) if i in (1, 2) else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+             for line in table]
+    notes = []
+    for n, c in enumerate(map(cells, rows), 1):
+        notes += wrap('%s: capacity/core %s; database %s; $/M requests %s; '
+                      'memory %s' % (c[0], c[1], c[4], c[7], c[8]),
+                      '[%d] ' % n, '    ')
+        notes += wrap('Notes: ' + c[9], '    ', '    ')
+    out = [w for line in header for w in wrap(line)]
+    return '\n'.join(out + [''] + lines + [''] + notes) + '\n'
 
 
 def number(value, what, most=None):
@@ -436,6 +477,11 @@ def main(argv):
     p.add_argument('--headroom', metavar='SHARE', default=str(sizing.HEADROOM),
                    help="each modelled core's busy share, of the share the "
                         "run's core kept the budget at (default %g)" % sizing.HEADROOM)
+    p.add_argument('--database', metavar='NAME',
+                   help='only engines on this database (tarantool, postgres, '
+                        'redis, rediscluster)')
+    p.add_argument('--framework', metavar='NAME',
+                   help='only engines of this framework (aiohttp, granian, ...)')
     args = p.parse_args(argv)
     try:
         rate = number(args.rate, '--rate', MAX_RATE)
@@ -452,7 +498,7 @@ def main(argv):
             raise Refused('cannot read results: %s' % e)
         try:
             header, rows = advise(results, rate, slo, args.workload, price, max_cores,
-                                  headroom)
+                                  headroom, args.database, args.framework)
         except (KeyError, TypeError, AttributeError, ValueError,
                 OverflowError, ZeroDivisionError) as e:
             raise Refused('not a bench.py results.json (%s)' % e)

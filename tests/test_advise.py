@@ -83,11 +83,31 @@ def run(tmp_path, capsys):
 
 
 def columns(out):
-    """{engine: {column: text}} of the table, in order."""
-    lines = out.split('\n\nengine', 1)[1].splitlines()[1:]
-    last = len(advise.COLUMNS) - 1
-    cells = [re.split(r'\s{2,}', line.strip(), maxsplit=last) for line in lines if line]
-    return {c[0]: dict(zip(advise.COLUMNS, c)) for c in cells}
+    """{engine: {column: text}} of the table and its numbered notes, in
+    order."""
+    table, notes = out.split('\n\nstack ', 1)[1].split('\n\n', 1)
+    found = {}
+    for line in table.splitlines()[1:]:
+        name, cores, monthly, first, basis = re.split(r'\s{2,}', line.strip())
+        basis, number = re.match(r'(\w+) \[(\d+)\]$', basis).groups()
+        found[number] = {'engine': name, 'cores': cores, 'monthly $': monthly,
+                         'first limit': first, 'basis': basis}
+    for block in re.split(r'\n(?=\[\d+\] )', notes.strip('\n')):
+        assert all(len(line) <= 120 for line in block.splitlines())
+        said = ' '.join(line.strip() for line in block.splitlines())
+        number, name, per_core, database, million, memory, said = re.match(
+            r'\[(\d+)\] (\S+): capacity/core (\S+); database (.+?); '
+            r'\$/M requests (\S+); memory (.+?) Notes: (.*)$', said).groups()
+        assert found[number]['engine'] == name
+        found[number].update({'capacity/core': per_core, 'database': database,
+                              '$/M requests': million, 'memory': memory,
+                              'notes': said})
+    return {c['engine']: c for c in found.values()}
+
+
+def flat(out):
+    """The text with its wrapped lines joined."""
+    return ' '.join(line.strip() for line in out.splitlines())
 
 
 def rows(out):
@@ -183,7 +203,7 @@ def test_another_budget_is_read_from_the_fixed_rate_points(run):
     # p99 4 ms at 2,000/s, 8 ms at 3,000/s: 2,000/s within 5 ms; at 80 %
     # of it, ceil(10,000 / 1,600) = 7 cores
     assert rows(out)['a-tarantool-one'][1:3] == ['2,000', '7']
-    assert 'not searched at p99 ≤ 5 ms itself' in out
+    assert 'not searched at p99 ≤ 5 ms itself' in flat(out)
     # within 50 ms every rate tried kept it: at least 4,500/s
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good',
                '--slo', 'p99=50ms'])[1]
@@ -681,3 +701,36 @@ def test_a_cluster_s_nodes_are_split_by_role():
         'serial_us': 60.0, 'shards_us': 120.0, 'shards': 3,
         'replicas_us': None}
     assert demand.cluster({'shard 7002': 30.0})['serial_us'] is None
+
+
+def test_the_text_is_a_compact_table_then_numbered_notes(run):
+    """Every line within 120 columns (the table: stack, cores, $/month,
+    first limit, basis and its note's number), each row's other figures
+    and notes under its number."""
+    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
+        data = json.load(f)
+    for rate in ('500', '5000', '20000'):
+        status, out, err = run(['RESULTS', '--rate', rate], data)
+        assert status == 0, err
+        assert max(len(line) for line in out.splitlines()) <= 120
+        table = out.split('\n\nstack ', 1)[1].split('\n\n', 1)[0].splitlines()
+        assert table[0].split() == ['cores', '$/month', 'first', 'limit', 'basis']
+        assert [line.rsplit(' ', 1)[1] for line in table[1:]] == [
+            '[%d]' % n for n in range(1, len(table))]
+        assert len(columns(out)) == 22
+
+
+def test_database_and_framework_choose_the_engines(run):
+    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
+        data = json.load(f)
+    out = run(['RESULTS', '--rate', '2000', '--database', 'postgres'], data)[1]
+    assert set(columns(out)) == {
+        'aiohttp-postgres-pool-uvloop', 'granian-postgres-pool-uvloop',
+        'aiohttp-psycopg-pool-uvloop', 'granian-psycopg-pool-uvloop'}
+    out = run(['RESULTS', '--rate', '2000', '--framework', 'granian',
+               '--database', 'tarantool'], data)[1]
+    assert list(columns(out)) == ['granian-tarantool-one-uvloop']
+    status, out, err = run(['RESULTS', '--rate', '2000', '--database', 'mongo'], data)
+    assert status == 2 and err == (
+        "bench.py advise: error: no engine on database 'mongo' in these results; "
+        'present: postgres, redis, rediscluster, tarantool\n')
