@@ -295,18 +295,40 @@
     return td;
   }
 
+  function row(r) {
+    var tr = document.createElement('tr');
+    tr.appendChild(cell(r.engine));
+    tr.appendChild(cell(r.cores === null ? '–' : String(r.cores), 'n'));
+    tr.appendChild(cell(r.basis));
+    tr.appendChild(cell(r.database));
+    tr.appendChild(cell(r.limit));
+    tr.appendChild(cell(r.monthly === null ? '–' : r.monthly.toFixed(2), 'n'));
+    tr.appendChild(cell(r.memory_kib === null ? '–' :
+      Math.round(r.memory_kib / 1024).toLocaleString('en-US') + ' MiB', 'n'));
+    tr.appendChild(cell(r.notes.join('; ')));
+    return tr;
+  }
+
   function show() {
     var data = JSON.parse(document.getElementById('advise-data').textContent);
     var rate = parseFloat(document.getElementById('advise-rate').value);
     var ms = parseFloat(document.getElementById('advise-budget').value);
+    var db = document.getElementById('advise-db').value;
     var out = document.getElementById('advise-out');
+    var refused = document.getElementById('advise-refused-out');
     var said = document.getElementById('advise-said');
+    var folded = document.getElementById('advise-refused');
     out.textContent = '';
+    refused.textContent = '';
+    folded.hidden = true;
+    remember(rate, ms, db);
     if (!(rate > 0) || !(ms > 0) || !isFinite(rate) || !isFinite(ms)) {
-      said.textContent = 'The rate and the budget must be numbers above zero.';
+      said.textContent = 'The rate and the budget must be finite numbers above zero.';
       return;
     }
-    var rows = rank(data, rate, ms);
+    var kinds = {};
+    data.engines.forEach(function (e) { kinds[e.name] = e.database; });
+    var rows = rank(data, rate, ms).filter(function (r) { return !db || kinds[r.engine] === db; });
     var own = data.slo.percentile === 'p99' && Math.abs(data.slo.ms - ms) < 1e-9;
     if (!own && rows.length && !rows.some(function (r) { return r.per_core; })) {
       said.textContent = 'capacity within ' + label('p99', ms) + ' was not measured: no ' +
@@ -316,24 +338,48 @@
     }
     said.textContent = rows.some(function (r) { return r.cores; }) ? '' :
       refusal(rows, rate, data, ms);
+    var cannot = 0;
     rows.forEach(function (r) {
-      var tr = document.createElement('tr');
-      tr.appendChild(cell(r.engine));
-      tr.appendChild(cell(r.cores === null ? '–' : String(r.cores), 'n'));
-      tr.appendChild(cell(r.basis));
-      tr.appendChild(cell(r.database));
-      tr.appendChild(cell(r.limit));
-      tr.appendChild(cell(r.monthly === null ? '–' : r.monthly.toFixed(2), 'n'));
-      tr.appendChild(cell(r.memory_kib === null ? '–' :
-        Math.round(r.memory_kib / 1024).toLocaleString('en-US') + ' MiB', 'n'));
-      tr.appendChild(cell(r.notes.join('; ')));
-      out.appendChild(tr);
+      if (r.cores === null) { refused.appendChild(row(r)); cannot += 1; }
+      else out.appendChild(row(r));
     });
+    if (cannot) {
+      folded.hidden = false;
+      document.getElementById('advise-refused-said').textContent =
+        plural(cannot, 'stack') + ' cannot serve it: why';
+    }
+  }
+
+  // the form's values in the address (?rate=5000&p99=10&db=postgres), so a
+  // ranking can be sent as a link; a page opened from a file may refuse it
+  function remember(rate, ms, db) {
+    try {
+      var q = new URLSearchParams();
+      q.set('rate', String(rate)); q.set('p99', String(ms));
+      if (db) q.set('db', db);
+      history.replaceState(null, '', '?' + q.toString() + location.hash);
+    } catch (e) { /* not kept: the ranking still shows */ }
+  }
+
+  function recall() {
+    var q = new URLSearchParams(location.search);
+    [['rate', 'advise-rate'], ['p99', 'advise-budget'], ['db', 'advise-db']]
+      .forEach(function (p) {
+        var v = q.get(p[0]);
+        var input = document.getElementById(p[1]);
+        if (v === null) return;
+        if (input.tagName === 'SELECT' &&
+            !Array.prototype.some.call(input.options, function (o) { return o.value === v; })) {
+          return;
+        }
+        input.value = v;
+      });
   }
 
   window.adviseRank = rank;
   document.addEventListener('DOMContentLoaded', function () {
-    ['advise-rate', 'advise-budget'].forEach(function (id) {
+    recall();
+    ['advise-rate', 'advise-budget', 'advise-db'].forEach(function (id) {
       document.getElementById(id).addEventListener('input', show);
     });
     show();
