@@ -14,6 +14,7 @@ first, then by cores.
 RESULTS: a results folder or its results.json."""
 import argparse
 import math
+import re
 import sys
 import textwrap
 
@@ -422,8 +423,11 @@ TABLE = ['stack', 'cores', '$/month', 'first limit', 'basis']
 
 
 def wrap(line, first='', rest='  '):
-    return textwrap.wrap(line, WIDTH, initial_indent=first, subsequent_indent=rest,
-                         break_long_words=False, break_on_hyphens=False) or ['']
+    """line in lines of WIDTH, a number kept with its unit."""
+    kept = re.sub(r'(\d) (%|MiB|ms|cores?)(?!\w)', '\\1\u00a0\\2', line)
+    return [w.replace('\u00a0', ' ') for w in textwrap.wrap(
+        kept, WIDTH, initial_indent=first, subsequent_indent=rest,
+        break_long_words=False, break_on_hyphens=False)] or ['']
 
 
 def text(header, rows):

@@ -713,6 +713,7 @@ def test_the_text_is_a_compact_table_then_numbered_notes(run):
         status, out, err = run(['RESULTS', '--rate', rate], data)
         assert status == 0, err
         assert max(len(line) for line in out.splitlines()) <= 120
+        assert not re.search(r'\d\n\s+(%|MiB)', out)     # a number with its unit
         table = out.split('\n\nstack ', 1)[1].split('\n\n', 1)[0].splitlines()
         assert table[0].split() == ['cores', '$/month', 'first', 'limit', 'basis']
         assert [line.rsplit(' ', 1)[1] for line in table[1:]] == [
