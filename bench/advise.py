@@ -368,7 +368,7 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
         'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
                           if price == PRICE else 'as given',
                           '{:,.0f}'.format(rate)),
-        ('Memory: the app cores\' server processes and the database, each as '
+        ('Memory: the site\'s server processes (one a core) and the database, each as '
          'the run measured it after its load (%s); more processes assumed to '
          'take as much each, not measured.' % (
              'PSS: shared pages counted once' if pss and len(pss) == len(
@@ -491,6 +491,8 @@ def main(argv):
         rate = number(args.rate, '--rate', MAX_RATE)
         price = number(args.core_hour_price, '--core-hour-price')
         max_cores = int(number(args.max_cores, '--max-cores'))
+        if max_cores < 1:
+            raise Refused('--max-cores must be at least 1 (got %s)' % args.max_cores)
         headroom = number(args.headroom, '--headroom', 1)
         try:
             slo = budget.parse(args.slo) if args.slo else None

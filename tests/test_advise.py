@@ -144,7 +144,7 @@ def test_memory_is_the_cores_servers_and_their_database(run):
     # 4 cores: 4 server processes of 60 MiB after load, and 300 MiB of database
     assert rows(out)['a-tarantool-one'][5] == '540 MiB'
     assert rows(out)['b-postgres-pool'][5] == 'not measured'
-    assert "Memory: the app cores' server processes" in out
+    assert "Memory: the site's server processes (one a core)" in flat(out)
     data['settings']['workers'] = 2     # the run's RSS was of 2 processes
     data['capacity'] = [dict(c, rate=c['rate'] * 2) for c in data['capacity']]
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
@@ -299,6 +299,8 @@ def test_another_budget_without_points_is_refused(run):
     (['RESULTS', '--rate', '100000', '--workload', 'good', '--max-cores', '1'],
      None, 1, 'no engine serves 100,000 requests/s of good within p99 ≤ 10 ms '
      'on at most 1 core ('),
+    (['RESULTS', '--rate', '100', '--max-cores', '0.5'], None, 2,
+     '--max-cores must be at least 1 (got 0.5)'),
     (['RESULTS', '--rate', '100', '--slo', 'p42=3ms'], None, 2,
      '--slo: percentile p42: choose from p50, p90, p99, p99.9, max'),
     (['RESULTS', '--rate', '1000000', '--workload', 'good'], None, 1,
