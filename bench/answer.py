@@ -1,8 +1,8 @@
-"""The opening of results.html for a latency run: the workload's capacity
-chart, the top stacks, one site sized for an example rate by bench.py
-advise, and a form that ranks the stacks for the reader's own rate and
-p99 budget in the page (bench/ranking.js on the data advise.embedded()
-gives it)."""
+"""The opening of results.html for a latency run: a form that ranks the
+stacks for the reader's own rate, p99 budget and database in the page
+(bench/ranking.js on the data advise.embedded() gives it; the values kept
+in the page's address), then the workload's capacity chart, the top
+stacks and one site sized for an example rate by bench.py advise."""
 import html
 import json
 import os
