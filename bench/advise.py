@@ -1,17 +1,22 @@
 """bench.py advise RESULTS --rate N: one site per engine of a --latency run
-for N requests/s within the latency budget: app cores, the database's
-layout and cores, the busiest tier, what it costs a month and its memory,
-sized from the demand per tier the run measured (bench/sizing.py); where
-one primary's serial thread cannot take the rate, said instead. Ranked by
-cores in all.
+for N requests/s within the latency budget: its cores, the database's
+layout, what stops it first, what it costs a month and its memory. The
+run's own core where the run served the rate (measured), else sized from
+the demand per tier the run measured (bench/sizing.py, modelled); where
+one primary's serial thread cannot take the rate, said instead. Measured
+first, then by cores.
 
     python bench.py advise RESULTS --rate N [--slo p99=10ms]
                            [--workload mix|PAGE] [--core-hour-price DOLLARS]
+                           [--headroom SHARE] [--max-cores N]
+                           [--database NAME] [--framework NAME]
 
 RESULTS: a results folder or its results.json."""
 import argparse
 import math
+import re
 import sys
+import textwrap
 
 from . import sizing, storage
 from .compare import commit, load
@@ -25,6 +30,9 @@ PRICE = 0.04
 SOURCE = "an assumption: about a large cloud's on-demand vCPU-hour"
 HOURS = sizing.HOURS
 MAX_CORES = 64
+# The most requests/s asked: past it the answer is thousands of cores of
+# arithmetic, not a site anyone sizes from a one-core run.
+MAX_RATE = 10000000
 PROG = 'bench.py advise'
 
 
@@ -41,6 +49,25 @@ def engines(results):
     site started elsewhere: they do not serve this site from our cores)."""
     return [t['name'] for t in results.get('targets') or []
             if t.get('kind') == 'engine']
+
+
+def framework_of(name):
+    return storage.untag(name).partition('@')[0].split('-')[0]
+
+
+def chosen(names, database=None, framework=None):
+    """The engines of the run on that database and framework (each None:
+    any); Refused, naming those present, when none is."""
+    for what, of, asked in (('database', demand.database_of, database),
+                            ('framework', framework_of, framework)):
+        if asked is None:
+            continue
+        present = sorted({of(n) or '–' for n in names})
+        names = [n for n in names if of(n) == asked]
+        if not names:
+            raise Refused('no engine on %s %r in these results; present: %s'
+                          % (what, asked, ', '.join(present)))
+    return names
 
 
 def run_slo(results):
@@ -135,11 +162,14 @@ def replica_run(results, name, page, slo):
 
 
 def row(name, found, rate, workers, price, max_cores, target=None,
-        results=None, page=None, slo=None):
-    """One engine's figures: capacity per core, and the site sized from its
-    demand per tier (sizing.size) where the run measured it, else cores
-    from its capacity alone, with one database not sized."""
-    per_core = (found['rate']['median'] or 0.0) / workers
+        results=None, page=None, slo=None, headroom=sizing.HEADROOM):
+    """One engine's figures: capacity per core, and its site: the run's own
+    cores where the run served the rate within the budget (measured), else
+    sized from its demand per tier (sizing.size) where the run measured it,
+    else cores from its capacity alone, with the database not sized (both
+    modelled)."""
+    capacity = found['rate']['median'] or 0.0
+    per_core = capacity / workers
     notes = []
     if found['open']:
         notes.append('capacity at least this: kept the budget at every rate tried')
@@ -150,46 +180,81 @@ def row(name, found, rate, workers, price, max_cores, target=None,
     if found.get('host'):
         notes.append('%d of %d searches stopped where only a slow host missed'
                      % (found['host'], found['rate']['runs']))
+    if capacity >= rate and workers <= max_cores:
+        return measured(name, per_core, capacity, rate, workers, price,
+                        target, notes)
     d = demand.at_capacity(results, name, page, slo) if results else None
     if d and d.get('share') and d.get('server_us') and per_core:
         return sized(name, per_core, d, rate, workers, price, max_cores,
-                     target, results, page, slo, notes)
-    cores = int(math.ceil(rate / per_core)) if per_core else None
+                     target, results, page, slo, notes, headroom)
+    cores = int(math.ceil(rate / per_core / headroom - 1e-9)) if per_core else None
+    first = '–'
     if not per_core:
         notes.append('kept the budget at no rate tried')
     elif cores > max_cores:
         notes.append('needs %d cores, more than --max-cores %d' % (cores, max_cores))
-        cores = None
-    elif cores > workers:
-        notes.append('extrapolated: linear from %d core%s' % (
-            workers, 's' if workers > 1 else ''))
+        first = 'needs %d cores' % cores
     else:
-        notes.append('measured on %d core%s' % (workers, 's' if workers > 1 else ''))
+        first = '%d cores at %s/s' % (max_cores, sizing.per_s(
+            max_cores * per_core * headroom))
+        notes.append('modelled: linear from %s, each core at %d %% of its '
+                     'capacity' % (sizing.plural(workers, 'core'),
+                                   sizing.pct(headroom)))
     if per_core:
         notes.append('no CPU per request in the run: cores from capacity '
                      'alone, the database not sized')
+    total = cores
+    if cores and cores > max_cores:
+        cores = None
     monthly = cores * HOURS * price if cores else None
     per_million = cores * million_price(price, rate) if cores else None
     return {'engine': name, 'per_core': per_core, 'cores': cores,
-            'app': cores, 'database': '–', 'busiest': None,
+            'basis': 'modelled', 'total': total, 'limit': first,
+            'app': cores, 'database': '–', 'sized': False,
             'monthly': monthly, 'per_million': per_million,
             'memory_mib': memory_mib(target, cores, workers), 'notes': notes}
 
 
+def measured(name, per_core, capacity, rate, workers, price, target, notes):
+    """The run's own site: it served `capacity` within the budget on its
+    `workers` cores, server and database together."""
+    kind = demand.database_of(name)
+    memory = memory_of(target, workers)
+    notes = notes + ['measured: the run served %s/s within the budget on %s, '
+                     'server and database sharing %s' % (
+                         '{:,.0f}'.format(capacity), sizing.plural(workers, 'core'),
+                         'it' if workers == 1 else 'them')]
+    return {'engine': name, 'per_core': per_core, 'cores': workers,
+            'basis': 'measured', 'total': workers,
+            'limit': 'measured to %s/s' % sizing.per_s(capacity),
+            'app': workers, 'sized': False,
+            'database': "the run's cluster" if kind == 'rediscluster'
+            else sizing.layout(kind, 0),
+            'monthly': workers * HOURS * price,
+            'per_million': workers * million_price(price, rate),
+            'memory_mib': None if not memory else (
+                workers * memory['server_kib'] + (memory['database_kib'] or 0)) / 1024.0,
+            'pss': bool(memory and memory['pss']), 'notes': notes}
+
+
 def sized(name, per_core, d, rate, workers, price, max_cores, target,
-          results, page, slo, notes):
+          results, page, slo, notes, headroom):
     d = dict(d, database=demand.database_of(name),
              share=min(1.0, d['share'] / workers))
     replica = replica_run(results, name, page, slo)
     if storage.replicas_of(name):
         replica = d
     memory = memory_of(target, workers)
-    site = sizing.size(rate, d, price, max_cores, replica, memory)
+    site = sizing.size(rate, d, price, max_cores, replica, memory, headroom)
     notes = site['notes'] + notes
-    notes.append('measured: CPU µs per request (server %.0f, database %s) '
-                 'at %s/s, core %.0f %% busy; modelled: the cores' % (
-                     d['server_us'], database_us(d), '{:,.0f}'.format(d['rate']),
-                     d['share'] * 100))
+    notes.append('modelled: %s%s, each at %d %% busy (%d %% of the %.0f %% '
+                 'its core was at %s/s, keeping the budget); measured there: '
+                 'CPU µs per request (server %.0f, database %s)' % (
+                     '' if site['cores'] else 'would be ',
+                     sizing.plural(site['total'], 'core'),
+                     sizing.pct(headroom * d['share']), sizing.pct(headroom),
+                     d['share'] * 100, '{:,.0f}'.format(d['rate']),
+                     d['server_us'], database_us(d)))
     if d['split'] == 'estimated' and d['database'] in sizing.THREAD:
         notes.append('split estimated: the run recorded the database\'s CPU '
                      'whole, all counted on its %s (an upper bound)'
@@ -203,8 +268,9 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
         notes.append('read replicas not measured in this run')
     cores = site['cores']
     return {'engine': name, 'per_core': per_core, 'cores': cores,
+            'basis': 'modelled', 'sized': True,
             'app': site['app'], 'database': site['database'],
-            'busiest': site['busiest'], 'total': site['total'],
+            'limit': site['limit'], 'total': site['total'],
             'monthly': site['monthly'],
             'per_million': cores * million_price(price, rate) if cores else None,
             'memory_mib': (None if site['memory_kib'] is None
@@ -233,13 +299,14 @@ def million_price(price, rate):
 
 
 def advise(results, rate, slo=None, workload=None, price=PRICE,
-           max_cores=MAX_CORES):
-    """(header lines, rows sorted by cores then capacity); Refused when no
-    engine can serve the rate within max_cores."""
+           max_cores=MAX_CORES, headroom=sizing.HEADROOM, database=None,
+           framework=None):
+    """(header lines, rows: measured first, then by cores, then capacity);
+    Refused when no engine can serve the rate within max_cores."""
     measured = run_slo(results)
     page = workload_of(results, workload)
     slo = slo or measured
-    names = engines(results)
+    names = chosen(engines(results), database, framework)
     if (slo['percentile'] == measured['percentile']
             and math.isclose(slo['ms'], measured['ms'])):
         found = {n: c for (n, p), c in capacities(results).items() if p == page}
@@ -247,6 +314,10 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                '%s stayed within %g ms with no errors' % (slo['percentile'], slo['ms']))
     else:
         found = reread(results, page, slo)
+        if found and not any(c['rate']['median'] for c in found.values()):
+            raise Refused('capacity within %s was not measured: no rate the run '
+                          'tried kept it (it searched at %s)'
+                          % (budget.label(slo), budget.label(measured)))
         if not found:
             raise Refused('capacity within %s was not measured: the run searched '
                           'at %s and holds no fixed-rate points of %s to read it from'
@@ -258,12 +329,12 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
     workers = (results.get('settings') or {}).get('workers') or 1
     by_name = {t['name']: t for t in results.get('targets') or []}
     rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n),
-                results, page, slo)
+                results, page, slo, headroom)
             for n in names if n in found]
-    rows.sort(key=lambda r: (r['cores'] is None, r['cores'] or 0, -r['per_core']))
+    rows.sort(key=lambda r: (r['cores'] is None, r['basis'] != 'measured',
+                             r['cores'] or 0, -r['per_core']))
     if not any(r['cores'] for r in rows):
         raise Refused(refusal(rows, rate, page, slo, max_cores), code=1)
-    modelled = any(r.get('busiest') for r in rows)
     scaling = ('more cores assumed to scale linearly, NOT measured: the run '
                'had one server process per engine' if workers == 1 else
                'measured with %d server processes per engine (--workers): '
@@ -276,27 +347,28 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
         'From: %s run, commit %s' % (results.get('started'), commit(results)),
         'Capacity: %s. A core: the one a server process and the database it '
         'started shared in the run.' % how,
-        'Scaling: %s.' % scaling]
-    if modelled:
+        'Measured: a stack whose capacity is at least the rate: the run served '
+        'it on %s, server and database together.' % sizing.plural(workers, 'core'),
+        'Modelled: the others. Scaling: %s.' % scaling]
+    if any(r.get('sized') for r in rows):
         header += [
-            'Sizing (modelled from measured demand): each tier at u, the busy '
-            "share of the run's core (server + database CPU over the point's "
-            'seconds) at the highest rate that kept the budget; app cores = '
-            'rate x server CPU per request / u; the database\'s serial thread '
-            "(Tarantool's transaction thread, Redis's main thread) is one core "
-            'and must stay within u at the rate, whatever the app cores; the '
-            "rest of the database (PostgreSQL's backends, other threads) in "
-            'cores at u; read replicas from a --replicas run where the run has '
-            'one. Not modelled: the network between tiers, locks and WAL '
-            'waits (PostgreSQL\'s row locks on a vote\'s counters included).',
-            'Columns: app cores, database layout and its cores, cores in all, '
-            'the busiest tier at that rate.']
+            "Sizing: the tiers' CPU per request at the capacity found, summed "
+            '(server, the database, its replicas), on cores shared as in the '
+            "run, each core at %d %% (--headroom) of u, the run's core's busy "
+            'share there; the site rounded to whole cores.' % sizing.pct(headroom),
+            "A database's serial thread (Tarantool's transaction thread, "
+            "Redis's main thread) is one thread: it must stay within that "
+            'share of one core at the rate, however many cores the site has.',
+            'Not modelled: the network between tiers, locks and WAL waits '
+            "(PostgreSQL's row locks on a vote's counters included).",
+            'First limit: what stops the site first as the rate rises: its '
+            'serial thread, or --max-cores.']
     header += [
         'Cost: cores x %d h x $%g per core-hour (%s); $/M requests at a '
         'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
                           if price == PRICE else 'as given',
                           '{:,.0f}'.format(rate)),
-        ('Memory: the app cores\' server processes and the database, each as '
+        ('Memory: the site\'s server processes (one a core) and the database, each as '
          'the run measured it after its load (%s); more processes assumed to '
          'take as much each, not measured.' % (
              'PSS: shared pages counted once' if pss and len(pss) == len(
@@ -316,57 +388,80 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
 
 def refusal(rows, rate, page, slo, max_cores):
     """Why no engine serves the rate: the nearest one's reason."""
-    said = 'no engine serves %s requests/s of %s within %s on at most %d cores' % (
-        '{:,.0f}'.format(rate), page, budget.label(slo), max_cores)
-    sized = [r for r in rows if r.get('busiest')]
+    said = 'no engine serves %s requests/s of %s within %s on at most %s' % (
+        '{:,.0f}'.format(rate), page, budget.label(slo), sizing.plural(max_cores, 'core'))
+    sized = [r for r in rows if r.get('sized')]
     if sized:
         best = min(sized, key=lambda r: r['total'])
         return '%s (%s: %s cores; %s)' % (said, best['engine'], best['total'],
                                           best['notes'][0])
-    best = max(rows, key=lambda r: r['per_core']) if rows else None
-    if not best or not best['per_core']:
+    unsized = [r for r in rows if r.get('total')]
+    if not unsized:
         return said
-    return '%s (%s would need %d)' % (said, best['engine'],
-                                      math.ceil(rate / best['per_core']))
+    best = min(unsized, key=lambda r: r['total'])
+    return '%s (%s would need %d)' % (said, best['engine'], best['total'])
 
 
-COLUMNS = ['engine', 'capacity/core', 'app cores', 'database', 'cores',
-           'busiest', 'monthly $', '$/M requests', 'memory', 'notes']
+COLUMNS = ['engine', 'capacity/core', 'cores', 'basis', 'database',
+           'first limit', 'monthly $', '$/M requests', 'memory', 'notes']
+NUMERIC = (1, 2, 6, 7, 8)
 
 
 def cells(r):
     """A row's columns as text."""
     money = lambda v, f: '–' if v is None else f % v  # noqa: E731
-    busiest = r.get('busiest')
     return [r['engine'], '{:,.0f}'.format(r['per_core']),
-            '–' if r.get('app') is None else str(r['app']), r['database'],
-            '–' if r['cores'] is None else str(r['cores']),
-            '–' if not busiest else '%s %d %%' % (busiest[0], sizing.pct(busiest[1])),
+            '–' if r['cores'] is None else str(r['cores']), r['basis'],
+            r['database'], r['limit'],
             money(r['monthly'], '%.2f'), money(r['per_million'], '%.4f'),
             'not measured' if r['memory_mib'] is None else
             '{:,.0f} MiB'.format(r['memory_mib']), '; '.join(r['notes'])]
 
 
+WIDTH = 100     # the text's lines; the table's fit in 120 columns
+TABLE = ['stack', 'cores', '$/month', 'first limit', 'basis']
+
+
+def wrap(line, first='', rest='  '):
+    """line in lines of WIDTH, a number kept with its unit."""
+    kept = re.sub(r'(\d) (%|MiB|ms|cores?)(?!\w)', '\\1\u00a0\\2', line)
+    return [w.replace('\u00a0', ' ') for w in textwrap.wrap(
+        kept, WIDTH, initial_indent=first, subsequent_indent=rest,
+        break_long_words=False, break_on_hyphens=False)] or ['']
+
+
 def text(header, rows):
-    """The header and the rows as a plain, aligned table."""
-    table = [COLUMNS] + [cells(r) for r in rows]
-    last = len(COLUMNS) - 1
-    widths = [max(len(line[i]) for line in table) for i in range(last)]
-    numeric = (1, 2, 4, 6, 7, 8)
-    lines = ['  '.join(c.rjust(w) if i in numeric else c.ljust(w)
-                       for i, (c, w) in enumerate(zip(line, widths)))
-             + '  ' + line[last] for line in table]
-    return '\n'.join(header + [''] + lines) + '\n'
+    """The header, a compact table (stack, cores, $/month, first limit,
+    basis) and a numbered note per row with the rest of its figures."""
+    table = [TABLE] + [[c[0], c[2], c[6], c[5], '%s [%d]' % (c[3], n)]
+                       for n, c in enumerate(map(cells, rows), 1)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(TABLE))]
+    lines = ['  '.join(c.rjust(w) if i in (1, 2) else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+             for line in table]
+    notes = []
+    for n, c in enumerate(map(cells, rows), 1):
+        notes += wrap('%s: capacity/core %s; database %s; $/M requests %s; '
+                      'memory %s' % (c[0], c[1], c[4], c[7], c[8]),
+                      '[%d] ' % n, '    ')
+        notes += wrap('Notes: ' + c[9], '    ', '    ')
+    out = [w for line in header for w in wrap(line)]
+    return '\n'.join(out + [''] + lines + [''] + notes) + '\n'
 
 
-def number(value, what):
-    """A positive finite number; Refused says why not."""
+def number(value, what, most=None):
+    """A positive finite number, at most `most`; Refused says why not."""
     try:
         n = float(value)
     except ValueError:
         raise Refused('%s: %r is not a number' % (what, value))
-    if not n > 0 or math.isinf(n):
+    if not math.isfinite(n):
+        raise Refused('%s must be a finite number (got %s)' % (what, value))
+    if not n > 0:
         raise Refused('%s must be above zero (got %s)' % (what, value))
+    if most is not None and n > most:
+        raise Refused('%s must be at most %s (got %s): past that the answer is '
+                      'arithmetic, not a site' % (what, '{:,}'.format(most), value))
     return n
 
 
@@ -383,11 +478,22 @@ def main(argv):
                    help='$ per core-hour (default %g: %s)' % (PRICE, SOURCE))
     p.add_argument('--max-cores', metavar='N', default=str(MAX_CORES),
                    help='the most cores to consider (default %d)' % MAX_CORES)
+    p.add_argument('--headroom', metavar='SHARE', default=str(sizing.HEADROOM),
+                   help="each modelled core's busy share, of the share the "
+                        "run's core kept the budget at (default %g)" % sizing.HEADROOM)
+    p.add_argument('--database', metavar='NAME',
+                   help='only engines on this database (tarantool, postgres, '
+                        'redis, rediscluster)')
+    p.add_argument('--framework', metavar='NAME',
+                   help='only engines of this framework (aiohttp, granian, ...)')
     args = p.parse_args(argv)
     try:
-        rate = number(args.rate, '--rate')
+        rate = number(args.rate, '--rate', MAX_RATE)
         price = number(args.core_hour_price, '--core-hour-price')
         max_cores = int(number(args.max_cores, '--max-cores'))
+        if max_cores < 1:
+            raise Refused('--max-cores must be at least 1 (got %s)' % args.max_cores)
+        headroom = number(args.headroom, '--headroom', 1)
         try:
             slo = budget.parse(args.slo) if args.slo else None
         except ValueError as e:
@@ -397,7 +503,8 @@ def main(argv):
         except (OSError, ValueError) as e:
             raise Refused('cannot read results: %s' % e)
         try:
-            header, rows = advise(results, rate, slo, args.workload, price, max_cores)
+            header, rows = advise(results, rate, slo, args.workload, price, max_cores,
+                                  headroom, args.database, args.framework)
         except (KeyError, TypeError, AttributeError, ValueError,
                 OverflowError, ZeroDivisionError) as e:
             raise Refused('not a bench.py results.json (%s)' % e)
@@ -446,8 +553,11 @@ def embedded(results, page=None):
         cap = [c['rate'] for c in results.get('capacity') or []
                if c.get('target') == name and c.get('page') == page]
         out.append({'name': name, 'database': demand.database_of(name),
+                    'noisy': int(NOISE * 100) if name in found and found[name]['noisy']
+                    else 0,
                     'tagged': bool(storage.replicas_of(name)),
                     'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
                     'cap': cap if name in found else None, 'points': points})
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
-            'max_cores': MAX_CORES, 'hours': HOURS, 'engines': out}
+            'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
+            'engines': out}

@@ -19,7 +19,7 @@ img { max-width: 100%; }
 code { background: #f4f4f4; padding: 0 .2em; }
 .scroll { overflow-x: auto; }
 details { margin: 1em 0; } summary { cursor: pointer; color: #444; }
-form label { margin-right: 1.5em; } form input { width: 8em; }
+form label { margin-right: 1.5em; display: inline-block; } form input { width: 8em; }
 '''
 IMAGE = re.compile(r'!\[([^\]]*)\]\(([^)]+)\)')
 
@@ -78,7 +78,8 @@ def blocks(lines, folder):
 def render(markdown, folder, title='Benchmark results', results=None):
     """The page: its title, then (for a latency run) the answer first, the
     run's metadata folded, then the sections of results.md."""
-    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
+    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">'
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
            '<title>%s</title><style>%s</style></head><body>' % (
                html.escape(title), STYLE)]
     lines = markdown.splitlines()

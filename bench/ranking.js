@@ -69,103 +69,137 @@
     return d;
   }
 
-  function coresFor(rate, us, u) { return us ? Math.ceil(rate * us / 1e6 / u - 1e-9) : 0; }
+  function coresFor(rate, us, t) { return us ? Math.ceil(rate * us / 1e6 / t - 1e-9) : 0; }
 
   function pct(v) { return Math.round(v * 100); }
 
+  // budget.label
+  function label(percentile, ms) {
+    return percentile + ' ≤ ' + (ms >= 1 ? ms + ' ms' : (ms * 1000) + ' µs');
+  }
+
+  function plural(n, what) { return n + ' ' + what + (n === 1 ? '' : 's'); }
+
+  // sizing.per_s
+  function perS(rate) { return Math.floor(rate + 0.5).toLocaleString('en-US'); }
+
+  // sizing.limit
+  function limit(t, serialUs, thread, totalUs, maxCores) {
+    var byCores = maxCores * t * 1e6 / totalUs;
+    if (serialUs && t * 1e6 / serialUs <= byCores) {
+      return thread + ' at ' + perS(t * 1e6 / serialUs) + '/s';
+    }
+    return maxCores + ' cores at ' + perS(byCores) + '/s';
+  }
+
   // sizing.cluster
-  function cluster(rate, d, data, memory) {
-    var u = d.share, notes = [];
-    var app = Math.max(1, coresFor(rate, d.server_us, u));
-    var rankings = rate * (d.serial_us || 0) / 1e6;
+  function cluster(rate, d, data, memory, t) {
+    var notes = [];
+    var rankingsUs = d.serial_us || 0;
     var reads = d.replicas_us;
-    var readers = Math.max(1, coresFor(rate, reads, u));
-    var shards = Math.max(1, coresFor(rate, d.shards_us, u));
-    var dbCores = 1 + readers + 2 * shards;
-    var tiers = [['app', rate * d.server_us / 1e6 / app], ["rankings' shard", rankings],
-                 ["rankings' replicas", rate * (reads || 0) / 1e6 / readers],
-                 ['bucket shards', rate * d.shards_us / 1e6 / shards]];
-    var busiest = tiers[0];
-    tiers.forEach(function (t) { if (t[1] > busiest[1]) busiest = t; });
-    var total = app + dbCores, cores = total;
-    if (rankings > u) {
+    var readers = Math.max(1, coresFor(rate, reads, t));
+    var shards = Math.max(1, coresFor(rate, d.shards_us, t));
+    var totalUs = d.server_us + rankingsUs + (reads || 0) + d.shards_us;
+    var total = Math.max(1, coresFor(rate, totalUs, t)), cores = total, first;
+    var rankings = rate * rankingsUs / 1e6;
+    if (rankings > t) {
       notes.push("the rankings' shard: its main thread would be " + pct(rankings) +
-                 ' % busy (the run kept the budget with its core ' + pct(u) +
-                 " % busy): a cluster spreads the visitors' data and the reads, " +
-                 "not the votes' applies");
+                 ' % busy (the site keeps each core within ' + pct(t) +
+                 " %): a cluster spreads the visitors' data and the reads, not the " +
+                 "votes' applies");
       cores = null;
+      first = "rankings' shard " + pct(rankings) + ' %';
     } else if (total > data.max_cores) {
       notes.push('needs ' + total + ' cores, more than --max-cores ' + data.max_cores);
       cores = null;
+      first = 'needs ' + total + ' cores';
+    } else {
+      first = limit(t, rankingsUs, "rankings' shard", totalUs, data.max_cores);
     }
-    notes.push(known(reads) ? "a bucket shard's replica, a core each: assumed, not measured"
-               : 'a replica per primary, a core each: assumed, not measured');
+    notes.push(known(reads) ? "a bucket shard's replica (copying its primary's writes): " +
+               'not counted, not measured apart'
+               : 'a replica per primary: not counted, not measured');
     var mem = null;
     if (memory && memory.server_kib) {
-      mem = app * memory.server_kib +
-        (memory.database_kib || 0) * dbCores / (2 * (d.shards || 1));
+      mem = total * memory.server_kib +
+        (memory.database_kib || 0) * (1 + readers + 2 * shards) / (2 * (d.shards || 1));
     }
-    return {app: app, total: total, cores: cores, busiest: busiest, notes: notes,
+    return {app: total, total: total, cores: cores, limit: first, notes: notes,
+            sized: true, basis: 'modelled',
             database: 'rankings + ' + readers + ' replica' + (readers > 1 ? 's' : '') + ', ' +
-              shards + ' bucket shard' + (shards > 1 ? 's' : '') + ' + a replica each, ' +
-              dbCores + ' cores',
+              shards + ' bucket shard' + (shards > 1 ? 's' : '') + ' + a replica each',
             memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null};
+  }
+
+  // sizing.layout
+  function layout(kind, replicas) {
+    if (!kind) return '–';
+    return replicas ? 'primary + ' + replicas + ' replica' + (replicas > 1 ? 's' : '')
+      : '1 primary';
   }
 
   // sizing.size
   function size(rate, d, data, replica, memory) {
-    var u = d.share, kind = d.database, notes = [];
-    if (kind === 'rediscluster' && known(d.shards_us)) return cluster(rate, d, data, memory);
-    var app = Math.max(1, coresFor(rate, d.server_us, u));
-    var serial = rate * (d.serial_us || 0) / 1e6;
+    var kind = d.database, notes = [];
+    var t = data.headroom * d.share;
+    if (kind === 'rediscluster' && known(d.shards_us)) return cluster(rate, d, data, memory, t);
+    var serialUs = d.serial_us || 0;
     var spreadUs = d.spread_us || 0;
     var serialKind = (kind in THREAD) && known(d.serial_us);
-    var replicas = 0, blocked = null;
-    if (serialKind && serial > u) {
+    var replicasUs = 0, blocked = null;
+    if (serialKind && rate * serialUs / 1e6 > t) {
       var onReplicas = replica && rate * (replica.serial_us || 0) / 1e6;
-      if (replica && onReplicas <= u && replica.replicas_us) {
-        replicas = Math.max(1, coresFor(rate, replica.replicas_us, u));
-        serial = onReplicas;
+      if (replica && onReplicas <= t && replica.replicas_us) {
+        serialUs = replica.serial_us || 0;
         spreadUs = replica.spread_us || 0;
+        replicasUs = replica.replicas_us;
       } else {
         blocked = 'one ' + (NAMES[kind] || kind) + ' primary: its ' + THREAD[kind] +
-          ' would be ' + (d.split === 'estimated' ? 'up to ' : '') + pct(serial) +
-          ' % busy (the run kept the budget with its core ' + pct(u) +
-          ' % busy): shard the writes' +
+          ' would be ' + (d.split === 'estimated' ? 'up to ' : '') +
+          pct(rate * serialUs / 1e6) + ' % busy (the site keeps each core within ' +
+          pct(t) + ' %): shard the writes' +
           (replica ? '' : '; read replicas not measured in this run');
       }
     }
-    var spread, dbCores;
-    if (serialKind) { spread = coresFor(rate, spreadUs, u); dbCores = 1 + spread; }
-    else { spread = kind ? Math.max(1, coresFor(rate, spreadUs, u)) : 0; dbCores = spread; }
-    var tiers = [['app', rate * d.server_us / 1e6 / app]];
-    if (serialKind) tiers.push([THREAD[kind], serial]);
-    if (spread) tiers.push([serialKind ? 'database, other threads' : 'database',
-                            rate * spreadUs / 1e6 / spread]);
-    if (replicas) tiers.push(['replicas', rate * replica.replicas_us / 1e6 / replicas]);
-    var busiest = tiers[0];
-    tiers.forEach(function (t) { if (t[1] > busiest[1]) busiest = t; });
-    var total = app + dbCores + replicas, cores = total;
-    if (blocked) { notes.push(blocked); cores = null; }
-    else if (total > data.max_cores) {
+    var totalUs = d.server_us + serialUs + spreadUs + replicasUs;
+    var total = Math.max(1, coresFor(rate, totalUs, t));
+    var replicas = replicasUs ? Math.max(1, coresFor(rate, replicasUs, t)) : 0;
+    var thread = serialKind ? THREAD[kind] : null;
+    var cores = total, first;
+    if (blocked) {
+      notes.push(blocked); cores = null;
+      first = thread + ' ' + pct(rate * serialUs / 1e6) + ' %';
+    } else if (total > data.max_cores) {
       notes.push('needs ' + total + ' cores, more than --max-cores ' + data.max_cores);
       cores = null;
+      first = 'needs ' + total + ' cores';
+    } else {
+      first = limit(t, serialKind ? serialUs : 0, thread, totalUs, data.max_cores);
     }
-    if (kind && !serialKind && dbCores > 1) {
-      notes.push((NAMES[kind] || kind) + ' on ' + dbCores + ' cores, measured on one: its WAL ' +
-                 'writer and the row locks of votes on the same stickers are serial points ' +
-                 'this does not measure');
+    if (kind && !serialKind && total > 1) {
+      notes.push((NAMES[kind] || kind) + ' over ' + total + ' cores, measured on one: its ' +
+                 'WAL writer and the row locks of votes on the same stickers are serial ' +
+                 'points this does not measure');
     }
     var mem = null;
     if (memory && memory.server_kib) {
-      mem = app * memory.server_kib + (memory.database_kib || 0) * (1 + replicas);
+      mem = total * memory.server_kib + (memory.database_kib || 0) * (1 + replicas);
     }
-    var what = replicas ? 'primary + ' + replicas + ' replica' + (replicas > 1 ? 's' : '')
-      : '1 primary';
-    var n = dbCores + replicas;
-    return {app: app, database: kind ? what + ', ' + n + ' core' + (n > 1 ? 's' : '') : '–',
-            total: total, cores: cores, busiest: busiest, notes: notes, memory_kib: mem,
+    return {app: total, database: layout(kind, replicas), total: total, cores: cores,
+            limit: first, notes: notes, memory_kib: mem, sized: true, basis: 'modelled',
             monthly: cores ? cores * data.hours * data.price : null};
+  }
+
+  function noise(e, cap, own) {
+    // advise.row's notes on the capacity searches (the run's own budget only)
+    var notes = [];
+    if (!own || !e.cap || !e.cap.length) return notes;
+    var lo = Math.min.apply(null, e.cap), hi = Math.max.apply(null, e.cap);
+    if (e.noisy) {
+      notes.push('runs ' + Math.round(lo).toLocaleString('en-US') + '–' +
+                 Math.round(hi).toLocaleString('en-US') + '/s (spread > ' + e.noisy + '%)');
+    }
+    return notes;
   }
 
   function rank(data, rate, ms) {
@@ -177,6 +211,22 @@
       var cap = capacity(e, ms, own);
       if (cap === null) return;
       var perCore = (cap || 0) / data.workers;
+      var mem;
+      if (cap >= rate && data.workers <= data.max_cores) {
+        mem = e.memory ? data.workers * e.memory.server_kib + (e.memory.database_kib || 0)
+          : null;
+        rows.push({engine: e.name, per_core: perCore, cores: data.workers,
+                   basis: 'measured', total: data.workers, sized: false,
+                   limit: 'measured to ' + perS(cap) + '/s',
+                   database: e.database === 'rediscluster' ? "the run's cluster"
+                     : layout(e.database, 0),
+                   memory_kib: mem, monthly: data.workers * data.hours * data.price,
+                   notes: noise(e, cap, own).concat(['measured: the run served ' +
+                     Math.round(cap).toLocaleString('en-US') + '/s within the budget on ' +
+                     plural(data.workers, 'core') + ', server and database sharing ' +
+                     (data.workers === 1 ? 'it' : 'them')])});
+        return;
+      }
       var d = atCapacity(e, ms);
       if (d && d.share && d.server_us && perCore) {
         d.database = e.database;
@@ -190,24 +240,32 @@
         if (e.tagged) replica = d;
         var site = size(rate, d, data, replica, e.memory);
         site.engine = e.name; site.per_core = perCore;
+        site.notes = site.notes.concat(noise(e, cap, own));
         rows.push(site);
         return;
       }
-      var cores = perCore ? Math.ceil(rate / perCore) : null;
-      var notes = [];
+      var cores = perCore ? Math.ceil(rate / perCore / data.headroom - 1e-9) : null;
+      var notes = noise(e, cap, own), first = '–';
       if (!perCore) notes.push('kept the budget at no rate tried');
       else if (cores > data.max_cores) {
         notes.push('needs ' + cores + ' cores, more than --max-cores ' + data.max_cores);
+        first = 'needs ' + cores + ' cores';
         cores = null;
+      } else {
+        first = data.max_cores + ' cores at ' +
+          perS(data.max_cores * perCore * data.headroom) + '/s';
       }
-      var mem = e.memory && cores ? cores * e.memory.server_kib + (e.memory.database_kib || 0) : null;
+      mem = e.memory && cores ? cores * e.memory.server_kib + (e.memory.database_kib || 0) : null;
       rows.push({engine: e.name, per_core: perCore, app: cores, database: '–',
-                 cores: cores, busiest: null, notes: notes, memory_kib: mem,
+                 cores: cores, total: cores, basis: 'modelled', sized: false, limit: first,
+                 notes: notes, memory_kib: mem,
                  monthly: cores ? cores * data.hours * data.price : null});
     });
     rows.sort(function (a, b) {
       var an = a.cores === null, bn = b.cores === null;
       if (an !== bn) return an ? 1 : -1;
+      var am = a.basis !== 'measured', bm = b.basis !== 'measured';
+      if (am !== bm) return am ? 1 : -1;
       if ((a.cores || 0) !== (b.cores || 0)) return (a.cores || 0) - (b.cores || 0);
       return b.per_core - a.per_core;
     });
@@ -216,18 +274,18 @@
 
   function refusal(rows, rate, data, ms) {
     var said = 'no engine serves ' + Math.round(rate).toLocaleString('en-US') +
-      ' requests/s of ' + data.page + ' within p99 ≤ ' + ms + ' ms on at most ' +
-      data.max_cores + ' cores';
-    var sized = rows.filter(function (r) { return r.busiest; });
+      ' requests/s of ' + data.page + ' within ' + label('p99', ms) + ' on at most ' +
+      data.max_cores + (data.max_cores === 1 ? ' core' : ' cores');
+    var sized = rows.filter(function (r) { return r.sized; });
     if (sized.length) {
       var best = sized[0];
       sized.forEach(function (r) { if (r.total < best.total) best = r; });
       return said + ' (' + best.engine + ': ' + best.total + ' cores; ' + best.notes[0] + ')';
     }
     var top = null;
-    rows.forEach(function (r) { if (!top || r.per_core > top.per_core) top = r; });
-    if (!top || !top.per_core) return said;
-    return said + ' (' + top.engine + ' would need ' + Math.ceil(rate / top.per_core) + ')';
+    rows.forEach(function (r) { if (r.total && (!top || r.total < top.total)) top = r; });
+    if (!top) return said;
+    return said + ' (' + top.engine + ' would need ' + top.total + ')';
   }
 
   function cell(text, cls) {
@@ -237,38 +295,91 @@
     return td;
   }
 
+  function row(r) {
+    var tr = document.createElement('tr');
+    tr.appendChild(cell(r.engine));
+    tr.appendChild(cell(r.cores === null ? '–' : String(r.cores), 'n'));
+    tr.appendChild(cell(r.basis));
+    tr.appendChild(cell(r.database));
+    tr.appendChild(cell(r.limit));
+    tr.appendChild(cell(r.monthly === null ? '–' : r.monthly.toFixed(2), 'n'));
+    tr.appendChild(cell(r.memory_kib === null ? '–' :
+      Math.round(r.memory_kib / 1024).toLocaleString('en-US') + ' MiB', 'n'));
+    tr.appendChild(cell(r.notes.join('; ')));
+    return tr;
+  }
+
   function show() {
     var data = JSON.parse(document.getElementById('advise-data').textContent);
     var rate = parseFloat(document.getElementById('advise-rate').value);
     var ms = parseFloat(document.getElementById('advise-budget').value);
+    var db = document.getElementById('advise-db').value;
     var out = document.getElementById('advise-out');
+    var refused = document.getElementById('advise-refused-out');
     var said = document.getElementById('advise-said');
+    var folded = document.getElementById('advise-refused');
     out.textContent = '';
+    refused.textContent = '';
+    folded.hidden = true;
+    remember(rate, ms, db);
     if (!(rate > 0) || !(ms > 0) || !isFinite(rate) || !isFinite(ms)) {
-      said.textContent = 'The rate and the budget must be numbers above zero.';
+      said.textContent = 'The rate and the budget must be finite numbers above zero.';
       return;
     }
-    var rows = rank(data, rate, ms);
+    var kinds = {};
+    data.engines.forEach(function (e) { kinds[e.name] = e.database; });
+    var rows = rank(data, rate, ms).filter(function (r) { return !db || kinds[r.engine] === db; });
+    var own = data.slo.percentile === 'p99' && Math.abs(data.slo.ms - ms) < 1e-9;
+    if (!own && rows.length && !rows.some(function (r) { return r.per_core; })) {
+      said.textContent = 'capacity within ' + label('p99', ms) + ' was not measured: no ' +
+        'rate the run tried kept it (it searched at ' + label(data.slo.percentile, data.slo.ms) +
+        ')';
+      return;
+    }
     said.textContent = rows.some(function (r) { return r.cores; }) ? '' :
       refusal(rows, rate, data, ms);
+    var cannot = 0;
     rows.forEach(function (r) {
-      var tr = document.createElement('tr');
-      tr.appendChild(cell(r.engine));
-      tr.appendChild(cell(r.app === null ? '–' : String(r.app), 'n'));
-      tr.appendChild(cell(r.database));
-      tr.appendChild(cell(r.cores === null ? '–' : String(r.cores), 'n'));
-      tr.appendChild(cell(r.busiest ? r.busiest[0] + ' ' + pct(r.busiest[1]) + ' %' : '–'));
-      tr.appendChild(cell(r.monthly === null ? '–' : r.monthly.toFixed(2), 'n'));
-      tr.appendChild(cell(r.memory_kib === null ? '–' :
-        Math.round(r.memory_kib / 1024).toLocaleString('en-US') + ' MiB', 'n'));
-      tr.appendChild(cell(r.notes.join('; ')));
-      out.appendChild(tr);
+      if (r.cores === null) { refused.appendChild(row(r)); cannot += 1; }
+      else out.appendChild(row(r));
     });
+    if (cannot) {
+      folded.hidden = false;
+      document.getElementById('advise-refused-said').textContent =
+        plural(cannot, 'stack') + ' cannot serve it: why';
+    }
+  }
+
+  // the form's values in the address (?rate=5000&p99=10&db=postgres), so a
+  // ranking can be sent as a link; a page opened from a file may refuse it
+  function remember(rate, ms, db) {
+    try {
+      var q = new URLSearchParams();
+      q.set('rate', String(rate)); q.set('p99', String(ms));
+      if (db) q.set('db', db);
+      history.replaceState(null, '', '?' + q.toString() + location.hash);
+    } catch (e) { /* not kept: the ranking still shows */ }
+  }
+
+  function recall() {
+    var q = new URLSearchParams(location.search);
+    [['rate', 'advise-rate'], ['p99', 'advise-budget'], ['db', 'advise-db']]
+      .forEach(function (p) {
+        var v = q.get(p[0]);
+        var input = document.getElementById(p[1]);
+        if (v === null) return;
+        if (input.tagName === 'SELECT' &&
+            !Array.prototype.some.call(input.options, function (o) { return o.value === v; })) {
+          return;
+        }
+        input.value = v;
+      });
   }
 
   window.adviseRank = rank;
   document.addEventListener('DOMContentLoaded', function () {
-    ['advise-rate', 'advise-budget'].forEach(function (id) {
+    recall();
+    ['advise-rate', 'advise-budget', 'advise-db'].forEach(function (id) {
       document.getElementById(id).addEventListener('input', show);
     });
     show();

@@ -1,28 +1,32 @@
-"""One site per engine for a rate: app cores, the database's layout and
-cores, the busiest tier, memory, from the demand per tier a latency run
-measured (bench/latency/demand.py). The arithmetic only: results.html
-repeats it in JavaScript (bench/ranking.js), so the two are kept alike.
+"""One site per engine for a rate: its cores, the database's layout, its
+first limit, memory, from the demand per tier a latency run measured
+(bench/latency/demand.py). The arithmetic only: results.html repeats it in
+JavaScript (bench/ranking.js), so the two are kept alike.
 
-Every tier is sized at u, the busy share of the run's core at the highest
-rate that kept the budget (a server process and its database shared that
-core, and kept the budget with it that busy):
-  app cores      = ceil(rate x server µs / 1e6 / u)
-  serial thread  = rate x serial µs / 1e6 of one core; above u it cannot
-                   keep the budget, and no core added elsewhere helps
-  spread cores   = ceil(rate x spread µs / 1e6 / u) (at least 1 core for a
-                   database with no serial thread; the serial thread has a
-                   core of its own)
-  read replicas  = ceil(rate x replicas µs / 1e6 / u), from a --replicas run
-                   of the engine, when one primary's serial thread is too
-                   busy and that run's primary is not.
+The run measured each engine with its server process and its database
+sharing one core, busy u at the highest rate that kept the budget. A site
+is sized the same way, its tiers co-located on its cores, each core at t =
+headroom x u (HEADROOM by default: see docs/benchmark.md):
+  cores          = ceil(rate x (server + serial + spread [+ replicas]) µs
+                   / 1e6 / t), the site rounded, not each tier
+  serial thread  = rate x serial µs / 1e6 of one core, which it cannot
+                   leave: above t it cannot keep the budget however many
+                   cores the site has (Tarantool's transaction thread,
+                   Redis's main thread)
+  read replicas  = ceil(rate x replicas µs / 1e6 / t) replica processes
+                   among those cores, from a --replicas run of the engine,
+                   when one primary's serial thread is too busy and that
+                   run's primary is not.
 A Redis Cluster (cluster()): the rankings' shard's own work (the votes'
-applies) is its serial thread (within u, or no shard count helps); its
-replicas = ceil(rate x replicas µs / 1e6 / u), the catalogue's reads;
-bucket shards = ceil(rate x shards µs / 1e6 / u), each with a replica on
-a core of its own (that replica's CPU assumed, not measured)."""
+applies) is its serial thread; the cores hold the server, that work, the
+catalogue's reads on the rankings' replicas and the buckets' work, with
+bucket shards = ceil(rate x shards µs / 1e6 / t) for the layout.
+Where the run itself served the rate (advise.row), none of this is used:
+the answer is the run's cores, measured."""
 import math
 
 HOURS = 730     # a month of hours
+HEADROOM = 0.8  # of the busy share that kept the budget
 THREAD = {'tarantool': 'transaction thread', 'redis': 'main thread'}
 NAMES = {'tarantool': 'Tarantool', 'redis': 'Redis', 'postgres': 'PostgreSQL'}
 
@@ -33,128 +37,131 @@ def pct(share):
     return int(math.floor(share * 100 + 0.5))
 
 
-def cores_for(rate, us, u):
-    return int(math.ceil(rate * us / 1e6 / u - 1e-9)) if us else 0
+def plural(n, what):
+    return '%d %s%s' % (n, what, '' if n == 1 else 's')
 
 
-def size(rate, d, price, max_cores, replica=None, memory=None):
-    """{'app', 'database' (label), 'db_cores', 'replicas', 'cores' (None
-    when it cannot be built or is past max_cores), 'busiest' (tier, share),
-    'monthly', 'memory_kib', 'notes'} of one site. d: demand.at_capacity
-    plus 'database' ('tarantool', ...); replica: the same of a run of the
-    engine with read replicas, or None; memory: {'server_kib' per process,
-    'database_kib'} or None."""
-    u, kind = d['share'], d.get('database')
+def per_s(rate):
+    """A rate in whole requests/s, half up (the page prints the same)."""
+    return '{:,}'.format(int(math.floor(rate + 0.5)))
+
+
+def cores_for(rate, us, t):
+    return int(math.ceil(rate * us / 1e6 / t - 1e-9)) if us else 0
+
+
+def limit(t, serial_us, thread, total_us, max_cores):
+    """What stops the site first as the rate rises: its serial thread
+    reaching t, or --max-cores cores at t."""
+    by_cores = max_cores * t * 1e6 / total_us
+    if serial_us and t * 1e6 / serial_us <= by_cores:
+        return '%s at %s/s' % (thread, per_s(t * 1e6 / serial_us))
+    return '%d cores at %s/s' % (max_cores, per_s(by_cores))
+
+
+def size(rate, d, price, max_cores, replica=None, memory=None,
+         headroom=HEADROOM):
+    """{'app' (server processes), 'database' (label), 'replicas', 'total',
+    'cores' (None when it cannot be built or is past max_cores), 'limit'
+    (what stops it first), 'monthly', 'memory_kib', 'notes'} of one site.
+    d: demand.at_capacity plus 'database' ('tarantool', ...); replica: the
+    same of a run of the engine with read replicas, or None; memory:
+    {'server_kib' per process, 'database_kib'} or None."""
+    kind = d.get('database')
+    t = headroom * d['share']
     if kind == 'rediscluster' and d.get('shards_us') is not None:
-        return cluster(rate, d, price, max_cores, memory)
+        return cluster(rate, d, price, max_cores, memory, t)
     notes = []
-    app = max(1, cores_for(rate, d['server_us'], u))
-    serial = rate * (d.get('serial_us') or 0.0) / 1e6
+    serial_us = d.get('serial_us') or 0.0
     spread_us = d.get('spread_us') or 0.0
     serial_kind = kind in THREAD and d.get('serial_us') is not None
-    replicas, blocked = 0, None
-    if serial_kind and serial > u:
-        thread = THREAD[kind]
+    replicas_us, blocked = 0.0, None
+    if serial_kind and rate * serial_us / 1e6 > t:
         on_replicas = replica and rate * (replica.get('serial_us') or 0) / 1e6
-        if replica and on_replicas <= u and replica.get('replicas_us'):
-            replicas = max(1, cores_for(rate, replica['replicas_us'], u))
-            serial = on_replicas
+        if replica and on_replicas <= t and replica.get('replicas_us'):
+            serial_us = replica.get('serial_us') or 0.0
             spread_us = replica.get('spread_us') or 0.0
+            replicas_us = replica['replicas_us']
         else:
             blocked = ('one %s primary: its %s would be %s%d %% busy (the '
-                       'run kept the budget with its core %d %% busy): shard '
-                       'the writes%s' % (
-                           NAMES.get(kind, kind), thread,
+                       'site keeps each core within %d %%): shard the writes%s' % (
+                           NAMES.get(kind, kind), THREAD[kind],
                            'up to ' if d.get('split') == 'estimated' else '',
-                           pct(serial), pct(u), '' if replica else
-                           '; read replicas not measured in this run'))
-    if serial_kind:
-        spread = cores_for(rate, spread_us, u)
-        db_cores = 1 + spread
-    else:
-        spread = max(1, cores_for(rate, spread_us, u)) if kind else 0
-        db_cores = spread
-    tiers = [('app', rate * d['server_us'] / 1e6 / app)]
-    if serial_kind:
-        tiers.append((THREAD[kind], serial))
-    if spread:
-        tiers.append(('database' if not serial_kind else 'database, other threads',
-                      rate * spread_us / 1e6 / spread))
-    if replicas:
-        tiers.append(('replicas', rate * replica['replicas_us'] / 1e6 / replicas))
-    busiest = max(tiers, key=lambda t: t[1])
-    total = app + db_cores + replicas
+                           pct(rate * serial_us / 1e6), pct(t), '' if replica
+                           else '; read replicas not measured in this run'))
+    total_us = d['server_us'] + serial_us + spread_us + replicas_us
+    total = max(1, cores_for(rate, total_us, t))
+    replicas = max(1, cores_for(rate, replicas_us, t)) if replicas_us else 0
+    thread = THREAD[kind] if serial_kind else None
     cores = total
     if blocked:
         notes.append(blocked)
         cores = None
+        first = '%s %d %%' % (thread, pct(rate * serial_us / 1e6))
     elif total > max_cores:
         notes.append('needs %d cores, more than --max-cores %d' % (total, max_cores))
         cores = None
-    if kind and not serial_kind and db_cores > 1:
-        notes.append('%s on %d cores, measured on one: its WAL writer and the '
+        first = 'needs %d cores' % total
+    else:
+        first = limit(t, serial_us if serial_kind else 0, thread, total_us, max_cores)
+    if kind and not serial_kind and total > 1:
+        notes.append('%s over %d cores, measured on one: its WAL writer and the '
                      'row locks of votes on the same stickers are serial points '
-                     'this does not measure' % (NAMES.get(kind, kind), db_cores))
+                     'this does not measure' % (NAMES.get(kind, kind), total))
     mem = None
     if memory and memory.get('server_kib'):
-        mem = app * memory['server_kib'] + (memory.get('database_kib') or 0) * (
+        mem = total * memory['server_kib'] + (memory.get('database_kib') or 0) * (
             1 + replicas)
-    label = layout(kind, replicas, db_cores)
-    return {'app': app, 'database': label, 'db_cores': db_cores,
-            'replicas': replicas, 'total': total, 'cores': cores,
-            'busiest': busiest, 'serial': serial if serial_kind else None,
+    return {'app': total, 'database': layout(kind, replicas), 'replicas': replicas,
+            'total': total, 'cores': cores, 'limit': first,
             'monthly': cores * HOURS * price if cores else None,
             'memory_kib': mem, 'notes': notes}
 
 
-def layout(kind, replicas, db_cores):
+def layout(kind, replicas):
     if not kind:
         return '–'
-    what = 'primary + %d replica%s' % (replicas, 's' if replicas > 1 else '') \
+    return 'primary + %d replica%s' % (replicas, 's' if replicas > 1 else '') \
         if replicas else '1 primary'
-    return '%s, %d core%s' % (what, db_cores + replicas,
-                              's' if db_cores + replicas > 1 else '')
 
 
-def cluster(rate, d, price, max_cores, memory):
+def cluster(rate, d, price, max_cores, memory, t):
     """size() of a Redis Cluster: the rankings' shard (its primary takes
     the votes' applies, its replicas the catalogue's reads) and bucket
-    shards."""
-    u, notes = d['share'], []
-    app = max(1, cores_for(rate, d['server_us'], u))
-    rankings = rate * (d.get('serial_us') or 0.0) / 1e6
+    shards, on the site's cores."""
+    notes = []
+    rankings_us = d.get('serial_us') or 0.0
     reads = d.get('replicas_us')
-    readers = max(1, cores_for(rate, reads, u))
-    shards = max(1, cores_for(rate, d['shards_us'], u))
-    db_cores = 1 + readers + 2 * shards
-    tiers = [('app', rate * d['server_us'] / 1e6 / app),
-             ("rankings' shard", rankings),
-             ("rankings' replicas", rate * (reads or 0.0) / 1e6 / readers),
-             ('bucket shards', rate * d['shards_us'] / 1e6 / shards)]
-    busiest = max(tiers, key=lambda t: t[1])
-    total = cores = app + db_cores
-    if rankings > u:
+    readers = max(1, cores_for(rate, reads, t))
+    shards = max(1, cores_for(rate, d['shards_us'], t))
+    total_us = d['server_us'] + rankings_us + (reads or 0.0) + d['shards_us']
+    total = cores = max(1, cores_for(rate, total_us, t))
+    rankings = rate * rankings_us / 1e6
+    if rankings > t:
         notes.append("the rankings' shard: its main thread would be %d %% "
-                     'busy (the run kept the budget with its core %d %% '
-                     "busy): a cluster spreads the visitors' data and the "
-                     "reads, not the votes' applies" % (pct(rankings), pct(u)))
+                     'busy (the site keeps each core within %d %%): a cluster '
+                     "spreads the visitors' data and the reads, not the votes' "
+                     'applies' % (pct(rankings), pct(t)))
         cores = None
+        first = "rankings' shard %d %%" % pct(rankings)
     elif total > max_cores:
         notes.append('needs %d cores, more than --max-cores %d' % (total, max_cores))
         cores = None
-    notes.append("a bucket shard's replica, a core each: assumed, not measured"
-                 if reads is not None else
-                 'a replica per primary, a core each: assumed, not measured')
+        first = 'needs %d cores' % total
+    else:
+        first = limit(t, rankings_us, "rankings' shard", total_us, max_cores)
+    notes.append("a bucket shard's replica (copying its primary's writes): "
+                 'not counted, not measured apart' if reads is not None else
+                 'a replica per primary: not counted, not measured')
     mem = None
     if memory and memory.get('server_kib'):
         measured = d.get('shards') or 1
-        mem = app * memory['server_kib'] + (memory.get('database_kib') or 0) \
-            * db_cores / float(2 * measured)
-    label = 'rankings + %d replica%s, %d bucket shard%s + a replica each, ' \
-        '%d cores' % (readers, 's' if readers > 1 else '', shards,
-                      's' if shards > 1 else '', db_cores)
-    return {'app': app, 'database': label, 'db_cores': db_cores,
-            'replicas': readers + shards, 'total': total, 'cores': cores,
-            'busiest': busiest, 'serial': rankings,
+        nodes = 1 + readers + 2 * shards
+        mem = total * memory['server_kib'] + (memory.get('database_kib') or 0) \
+            * nodes / float(2 * measured)
+    label = 'rankings + %d replica%s, %d bucket shard%s + a replica each' % (
+        readers, 's' if readers > 1 else '', shards, 's' if shards > 1 else '')
+    return {'app': total, 'database': label, 'replicas': readers + shards,
+            'total': total, 'cores': cores, 'limit': first,
             'monthly': cores * HOURS * price if cores else None,
             'memory_kib': mem, 'notes': notes}

@@ -83,11 +83,31 @@ def run(tmp_path, capsys):
 
 
 def columns(out):
-    """{engine: {column: text}} of the table, in order."""
-    lines = out.split('\n\nengine', 1)[1].splitlines()[1:]
-    last = len(advise.COLUMNS) - 1
-    cells = [re.split(r'\s{2,}', line.strip(), maxsplit=last) for line in lines if line]
-    return {c[0]: dict(zip(advise.COLUMNS, c)) for c in cells}
+    """{engine: {column: text}} of the table and its numbered notes, in
+    order."""
+    table, notes = out.split('\n\nstack ', 1)[1].split('\n\n', 1)
+    found = {}
+    for line in table.splitlines()[1:]:
+        name, cores, monthly, first, basis = re.split(r'\s{2,}', line.strip())
+        basis, number = re.match(r'(\w+) \[(\d+)\]$', basis).groups()
+        found[number] = {'engine': name, 'cores': cores, 'monthly $': monthly,
+                         'first limit': first, 'basis': basis}
+    for block in re.split(r'\n(?=\[\d+\] )', notes.strip('\n')):
+        assert all(len(line) <= 120 for line in block.splitlines())
+        said = ' '.join(line.strip() for line in block.splitlines())
+        number, name, per_core, database, million, memory, said = re.match(
+            r'\[(\d+)\] (\S+): capacity/core (\S+); database (.+?); '
+            r'\$/M requests (\S+); memory (.+?) Notes: (.*)$', said).groups()
+        assert found[number]['engine'] == name
+        found[number].update({'capacity/core': per_core, 'database': database,
+                              '$/M requests': million, 'memory': memory,
+                              'notes': said})
+    return {c['engine']: c for c in found.values()}
+
+
+def flat(out):
+    """The text with its wrapped lines joined."""
+    return ' '.join(line.strip() for line in out.splitlines())
 
 
 def rows(out):
@@ -103,10 +123,11 @@ def test_cores_cost_and_cost_per_million(run):
                             '--core-hour-price', '0.05'])
     assert status == 0 and err == ''
     a = rows(out)['a-tarantool-one']
-    # median capacity 4,000/s on one core: ceil(10000 / 4000) = 3 cores
-    assert a[1:4] == ['4,000', '3', '%.2f' % (3 * 730 * 0.05)]
-    # 3 cores x $0.05/h over 10,000 x 3600 requests an hour
-    assert float(a[4]) == pytest.approx(3 * 0.05 / 36000000 * 1e6, abs=1e-4)
+    # median capacity 4,000/s on one core, each core at 80 % of it:
+    # ceil(10000 / 3200) = 4 cores
+    assert a[1:4] == ['4,000', '4', '%.2f' % (4 * 730 * 0.05)]
+    # 4 cores x $0.05/h over 10,000 x 3600 requests an hour
+    assert float(a[4]) == pytest.approx(4 * 0.05 / 36000000 * 1e6, abs=1e-4)
     assert a[5] == 'not measured'
     assert 'x 730 h x $0.05 per core-hour' in out
     assert 'Memory: not measured' in out
@@ -120,60 +141,69 @@ def test_memory_is_the_cores_servers_and_their_database(run):
                    'database_rest_kib': 290 * 1024,
                    'database_peak_kib': 300 * 1024}
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
-    # 3 cores: 3 server processes of 60 MiB after load, and 300 MiB of database
-    assert rows(out)['a-tarantool-one'][5] == '480 MiB'
+    # 4 cores: 4 server processes of 60 MiB after load, and 300 MiB of database
+    assert rows(out)['a-tarantool-one'][5] == '540 MiB'
     assert rows(out)['b-postgres-pool'][5] == 'not measured'
-    assert "Memory: the app cores' server processes" in out
+    assert "Memory: the site's server processes (one a core)" in flat(out)
     data['settings']['workers'] = 2     # the run's RSS was of 2 processes
     data['capacity'] = [dict(c, rate=c['rate'] * 2) for c in data['capacity']]
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
-    assert rows(out)['a-tarantool-one'][5] == '390 MiB'     # 3 x 30 + 300
+    assert rows(out)['a-tarantool-one'][5] == '420 MiB'     # 4 x 30 + 300
 
 
 def test_default_price_is_stated_as_an_assumption(run):
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'])[1]
     assert '$0.04 per core-hour (an assumed on-demand vCPU price)' in out
-    assert rows(out)['b-postgres-pool'][2:4] == ['4', '%.2f' % (4 * 730 * 0.04)]
+    assert rows(out)['b-postgres-pool'][2:4] == ['5', '%.2f' % (5 * 730 * 0.04)]
 
 
 def test_ranked_by_cores_then_capacity_engines_only(run):
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'])[1]
     table = rows(out)
-    # c: 2 cores; d and a: 3 cores, d the higher capacity; b: 4 cores
+    # at 80 % of each capacity: c and d 3 cores, c the higher capacity;
+    # a 4; b 5
     assert list(table) == ['c-tarantool-one', 'd-tarantool-one',
                            'a-tarantool-one', 'b-postgres-pool']
-    assert [r[2] for r in table.values()] == ['2', '3', '3', '4']
+    assert [r[2] for r in table.values()] == ['3', '3', '4', '5']
 
 
-def test_more_cores_are_marked_extrapolated_on_one_process(run):
+def test_more_cores_are_marked_modelled_on_one_process(run):
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'])[1]
     assert 'assumed to scale linearly, NOT measured' in out
-    assert all('extrapolated: linear from 1 core' in r[6] for r in rows(out).values())
-    # 3,000/s fits in one core of c: that is what was measured
+    assert all('modelled: linear from 1 core' in r[6] for r in rows(out).values())
+    assert {c['basis'] for c in columns(out).values()} == {'modelled'}
+    # 3,000/s within every capacity but b's: that is what the run measured
     out = run(['RESULTS', '--rate', '3000', '--workload', 'good'])[1]
-    assert 'measured on 1 core' in rows(out)['c-tarantool-one'][6]
-    assert 'extrapolated' in rows(out)['b-postgres-pool'][6]
+    c = columns(out)['c-tarantool-one']
+    assert [c['cores'], c['basis'], c['first limit']] == [
+        '1', 'measured', 'measured to 5,000/s']
+    assert 'measured: the run served 5,000/s within the budget on 1 core' in c['notes']
+    b = columns(out)['b-postgres-pool']
+    assert [b['cores'], b['basis']] == ['2', 'modelled']
+    assert 'modelled: linear from 1 core' in b['notes']
 
 
 def test_a_run_with_workers_gives_capacity_per_core_measured(run):
     out = run(['RESULTS', '--rate', '3000', '--workload', 'good'],
               results(workers=4))[1]
     a = rows(out)['a-tarantool-one']
-    assert a[1:3] == ['1,000', '3'] and 'measured on 4 cores' in a[6]
+    # 3,000/s within the 4,000/s the run served on its 4 cores: those 4
+    assert a[1:3] == ['1,000', '4'] and 'within the budget on 4 cores' in a[6]
     assert 'measured with 4 server processes per engine' in out
     assert 'NOT measured' not in out
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'],
               results(workers=4))[1]
-    assert 'extrapolated: linear from 4 cores' in rows(out)['a-tarantool-one'][6]
+    assert 'modelled: linear from 4 cores' in rows(out)['a-tarantool-one'][6]
 
 
 def test_another_budget_is_read_from_the_fixed_rate_points(run):
     status, out, _ = run(['RESULTS', '--rate', '10000', '--workload', 'good',
                           '--slo', 'p99=5ms'])
     assert status == 0
-    # p99 4 ms at 2,000/s, 8 ms at 3,000/s: 2,000/s within 5 ms
-    assert rows(out)['a-tarantool-one'][1:3] == ['2,000', '5']
-    assert 'not searched at p99 ≤ 5 ms itself' in out
+    # p99 4 ms at 2,000/s, 8 ms at 3,000/s: 2,000/s within 5 ms; at 80 %
+    # of it, ceil(10,000 / 1,600) = 7 cores
+    assert rows(out)['a-tarantool-one'][1:3] == ['2,000', '7']
+    assert 'not searched at p99 ≤ 5 ms itself' in flat(out)
     # within 50 ms every rate tried kept it: at least 4,500/s
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good',
                '--slo', 'p99=50ms'])[1]
@@ -259,11 +289,23 @@ def test_another_budget_without_points_is_refused(run):
     (['RESULTS', '--rate', 'many'], None, 2, "--rate: 'many' is not a number"),
     (['RESULTS', '--rate', '0'], None, 2, '--rate must be above zero'),
     (['RESULTS', '--rate', '-3'], None, 2, '--rate must be above zero'),
+    (['RESULTS', '--rate', 'inf'], None, 2, '--rate must be a finite number (got inf)'),
+    (['RESULTS', '--rate', 'nan'], None, 2, '--rate must be a finite number (got nan)'),
+    (['RESULTS', '--rate', '1e12'], None, 2,
+     '--rate must be at most 10,000,000 (got 1e12)'),
+    (['RESULTS', '--rate', '100', '--slo', 'p99=1ms', '--workload', 'good'], None, 2,
+     'capacity within p99 ≤ 1 ms was not measured: no rate the run tried kept '
+     'it (it searched at p99 ≤ 10 ms)'),
+    (['RESULTS', '--rate', '100000', '--workload', 'good', '--max-cores', '1'],
+     None, 1, 'no engine serves 100,000 requests/s of good within p99 ≤ 10 ms '
+     'on at most 1 core ('),
+    (['RESULTS', '--rate', '100', '--max-cores', '0.5'], None, 2,
+     '--max-cores must be at least 1 (got 0.5)'),
     (['RESULTS', '--rate', '100', '--slo', 'p42=3ms'], None, 2,
      '--slo: percentile p42: choose from p50, p90, p99, p99.9, max'),
     (['RESULTS', '--rate', '1000000', '--workload', 'good'], None, 1,
      'no engine serves 1,000,000 requests/s of good within p99 ≤ 10 ms on at '
-     'most 64 cores (c-tarantool-one would need 200)'),
+     'most 64 cores (c-tarantool-one would need 250)'),
 ])
 def test_errors_are_one_line_with_an_exit_status(run, args, data, status, message):
     done, out, err = run(args, data)
@@ -326,7 +368,8 @@ def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
     out = run(['RESULTS', '--rate', '2500'], data)[1]
     assert out.startswith('2,500 requests/s of mix within p99 ≤ 10 ms')
     assert 'counts every request of a visit' in out
-    assert list(rows(out)) == ['b-postgres-pool'] and rows(out)['b-postgres-pool'][2] == '3'
+    # 2,500 / (1,000 x 0.8) = 3.1
+    assert list(rows(out)) == ['b-postgres-pool'] and rows(out)['b-postgres-pool'][2] == '4'
     # two pages and no mix: which one is asked
     data['capacity'] = [c for c in data['capacity'] if c['page'] != 'mix']
     data['capacity'] += [capacity('a-tarantool-one', 'index', 1, 10.0)]
@@ -429,28 +472,93 @@ def test_a_site_is_sized_per_tier_from_the_demand(run):
     out = run(['RESULTS', '--rate', '10000', '--workload', 'good'],
               sizing_results())[1]
     a = columns(out)['a-tarantool-one']
-    # app: ceil(10,000 x 150 µs / 0.8) = ceil(1.875) = 2; the transaction
-    # thread 0.5 of a core (within 0.8) on a core of its own, the other
-    # threads ceil(10,000 x 20 µs / 0.8) = 1: 2 database cores; 4 in all
-    assert [a['app cores'], a['database'], a['cores']] == ['2', '1 primary, 2 cores', '4']
-    assert a['busiest'] == 'app 75 %'      # 1.5 cores of work on 2
+    # each core at t = 0.8 x u = 0.64; the tiers summed, co-located as in the
+    # run: 10,000 x (150 + 50 + 20) µs = 2.2 cores of work / 0.64 = 3.4: 4
+    # cores; the transaction thread 0.5 of a core, within 0.64
+    assert [a['cores'], a['basis'], a['database']] == ['4', 'modelled', '1 primary']
+    # first limit: the transaction thread at 0.64 / 50 µs
+    assert a['first limit'] == 'transaction thread at 12,800/s'
     assert a['monthly $'] == '%.2f' % (4 * 730 * 0.04)
-    # PSS: 2 server processes of 30 MiB and the database's 200 MiB
-    assert a['memory'] == '260 MiB'
-    assert 'core 80 % busy' in a['notes'] and '300 bytes written' in a['notes']
+    # PSS: 4 server processes of 30 MiB and the database's 200 MiB
+    assert a['memory'] == '320 MiB'
+    assert ('modelled: 4 cores, each at 64 % busy (80 % of the 80 % its core '
+            'was at 4,000/s, keeping the budget)') in a['notes']
+    assert '300 bytes written' in a['notes']
     assert 'read replicas not measured in this run' in a['notes']
     b = columns(out)['b-postgres-pool']
-    # app ceil(10,000 x 200 µs / 0.75) = 3; database ceil(3.0 / 0.75) = 4
-    assert [b['app cores'], b['database'], b['cores']] == ['3', '1 primary, 4 cores', '7']
-    # 3.0 cores of work on 4; RSS: 3 x 50 + 400
-    assert b['busiest'] == 'database 75 %' and b['memory'] == '550 MiB'
-    assert b['notes'].startswith('PostgreSQL on 4 cores, measured on one: its '
+    # t = 0.8 x 0.75 = 0.6; 10,000 x 500 µs = 5 cores of work / 0.6 = 8.3: 9
+    assert [b['cores'], b['database'], b['first limit']] == [
+        '9', '1 primary', '64 cores at 76,800/s']
+    assert b['memory'] == '850 MiB'        # RSS: 9 x 50 + 400
+    assert b['notes'].startswith('PostgreSQL over 9 cores, measured on one: its '
                                  'WAL writer and the row locks of votes')
-    # ranked by cores in all: c and d (no demand: cores from capacity alone)
+    # c and d (no demand: cores from capacity alone, at 80 % of it)
     assert list(columns(out)) == ['c-tarantool-one', 'd-tarantool-one',
                                   'a-tarantool-one', 'b-postgres-pool']
     assert columns(out)['c-tarantool-one']['database'] == '–'
-    assert 'Sizing (modelled from measured demand)' in out
+    assert 'Sizing: the tiers\' CPU per request at the capacity found, summed' in out
+
+
+def test_the_site_is_rounded_not_each_tier(run):
+    """A little database demand does not take a core of its own: a site
+    whose tiers sum to under a core is one core, where rounding each tier
+    (the server, the transaction thread, the other threads) made three."""
+    out = run(['RESULTS', '--rate', '4200', '--workload', 'good',
+               '--headroom', '1'], sizing_results())[1]
+    # each core at u = 0.8: 4,200 x 220 µs = 0.92 of a core of work: 2 cores
+    # (each tier rounded: 1 app core, 1 for the transaction thread, 1 for
+    # the other threads: 3)
+    a = columns(out)['a-tarantool-one']
+    assert [a['cores'], a['basis']] == ['2', 'modelled']
+    data = sizing_results()
+    for p in data['latency']:
+        if p['target'] == 'a-tarantool-one':
+            p['demand'].update(serial_us=5.0, spread_us=3.0)
+    out = run(['RESULTS', '--rate', '4200', '--workload', 'good',
+               '--headroom', '1'], data)[1]
+    # 4,200 x 158 µs = 0.66 of a core, within 0.8: one core
+    assert columns(out)['a-tarantool-one']['cores'] == '1'
+
+
+def test_a_rate_the_run_served_is_its_one_core_measured(run):
+    """Where the capacity found is at least the rate, the run served it on
+    its one core, server and database together: 1 core, measured, ranked
+    before any modelled site."""
+    out = run(['RESULTS', '--rate', '3000', '--workload', 'good', '--max-cores',
+               '1'], sizing_results())[1]
+    table = columns(out)
+    assert [(n, c['cores'], c['basis']) for n, c in table.items()] == [
+        ('c-tarantool-one', '1', 'measured'), ('d-tarantool-one', '1', 'measured'),
+        ('a-tarantool-one', '1', 'measured'), ('b-postgres-pool', '–', 'modelled')]
+    assert table['a-tarantool-one']['first limit'] == 'measured to 4,000/s'
+    assert table['a-tarantool-one']['memory'] == '230 MiB'     # PSS: 30 + 200
+    assert 'Measured: a stack whose capacity is at least the rate' in out
+
+
+def test_headroom_sets_each_modelled_core_s_busy_share(run):
+    data = sizing_results()
+    cores = {h: columns(run(['RESULTS', '--rate', '10000', '--workload', 'good',
+                             '--headroom', h], data)[1])['a-tarantool-one']['cores']
+             for h in ('0.5', '0.65', '0.8', '1')}
+    # 2.2 cores of work at 0.52, 0.64 and 0.8 of a core; at 0.4 the
+    # transaction thread (0.5 of a core) no longer fits its share
+    assert cores == {'0.5': '–', '0.65': '5', '0.8': '4', '1': '3'}
+    status, out, err = run(['RESULTS', '--rate', '10000', '--headroom', '1.5'], data)
+    assert status == 2 and '--headroom must be at most 1 (got 1.5)' in err
+
+
+def test_the_committed_run_serves_500_per_s_on_one_core(run):
+    """The run served 531-4,270 mix requests/s on one shared core with 20
+    of its 22 stacks: at 500/s on at most 1 core, those 20, measured."""
+    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
+        data = json.load(f)
+    status, out, err = run(['RESULTS', '--rate', '500', '--max-cores', '1'], data)
+    assert status == 0, err
+    table = columns(out)
+    fits = [n for n, c in table.items() if c['cores'] == '1']
+    assert len(fits) == 20 and all(table[n]['basis'] == 'measured' for n in fits)
+    assert {n for n in table if n not in fits} == {
+        'aiohttp-rediscluster-pool-uvloop', 'granian-rediscluster-pool-uvloop'}
 
 
 def test_one_primary_that_cannot_take_the_rate_is_said(run):
@@ -458,22 +566,22 @@ def test_one_primary_that_cannot_take_the_rate_is_said(run):
     out = run(['RESULTS', '--rate', '20000', '--workload', 'good'], data)[1]
     a = columns(out)['a-tarantool-one']
     assert a['cores'] == '–' and a['monthly $'] == '–'
-    assert a['busiest'] == 'transaction thread 100 %'
+    assert a['first limit'] == 'transaction thread 100 %'
     assert a['notes'].startswith(
         'one Tarantool primary: its transaction thread would be 100 % busy (the '
-        'run kept the budget with its core 80 % busy): shard the writes; read '
-        'replicas not measured in this run')
+        'site keeps each core within 64 %): shard the writes; read replicas not '
+        'measured in this run')
     assert list(columns(out))[-1] == 'a-tarantool-one'     # after those that fit
     # no engine fits: the refusal says why the nearest cannot
     status, out, err = run(['RESULTS', '--rate', '20000', '--workload', 'good',
                             '--max-cores', '3'], data)
     assert status == 1 and out == ''
+    # 20,000 x 220 µs / 0.64 = 6.9: 7 cores
     assert err == ('bench.py advise: error: no engine serves 20,000 requests/s of '
                    'good within p99 ≤ 10 ms on at most 3 cores (a-tarantool-one: '
-                   '6 cores; one Tarantool primary: its transaction thread would '
-                   'be 100 % busy (the run kept the budget with its core 80 % '
-                   'busy): shard the writes; read replicas not measured in this '
-                   'run)\n')
+                   '7 cores; one Tarantool primary: its transaction thread would '
+                   'be 100 % busy (the site keeps each core within 64 %): shard '
+                   'the writes; read replicas not measured in this run)\n')
 
 
 def test_read_replicas_take_the_reads_where_a_replicas_run_measured_them(run):
@@ -485,11 +593,12 @@ def test_read_replicas_take_the_reads_where_a_replicas_run_measured_them(run):
                 1.6, 0.8, replicas=60.0)
     out = run(['RESULTS', '--rate', '20000', '--workload', 'good'], data)[1]
     a = columns(out)['a-tarantool-one']
-    # the primary's thread 0.4; replicas ceil(20,000 x 60 µs / 0.8) = 2;
-    # app ceil(3.0 / 0.8) = 4; the primary 1 + ceil(0.2 / 0.8) = 2 cores
-    assert [a['app cores'], a['database'], a['cores']] == [
-        '4', 'primary + 2 replicas, 4 cores', '8']
-    assert a['memory'] == '720 MiB'        # 4 x 30 + 3 x 200
+    # the primary's thread 0.4 (within 0.64); 20,000 x (150 + 20 + 10 + 60)
+    # µs = 4.8 cores of work / 0.64 = 7.5: 8 cores; replicas
+    # ceil(20,000 x 60 µs / 0.64) = 2
+    assert [a['cores'], a['database'], a['first limit']] == [
+        '8', 'primary + 2 replicas', 'transaction thread at 32,000/s']
+    assert a['memory'] == '840 MiB'        # 8 x 30 + 3 x 200
 
 
 def cluster_results():
@@ -521,30 +630,30 @@ def cluster_results():
 def test_a_cluster_is_sized_by_its_rankings_shard_and_bucket_shards(run):
     """Past one Redis primary's main thread, the cluster is sized from
     its primaries' demand; past its rankings' shard, it is refused too."""
-    out = run(['RESULTS', '--rate', '8000', '--workload', 'good'],
+    out = run(['RESULTS', '--rate', '6000', '--workload', 'good'],
               cluster_results())[1]
     e, f = columns(out)['e-rediscluster-pool'], columns(out)['f-redis-one']
-    # app ceil(8,000 x 300 µs / 0.6) = 4; the rankings' shard 0.48 of a
-    # core; its replicas ceil(8,000 x 90 µs / 0.6) = 2; bucket shards
-    # ceil(8,000 x 120 µs / 0.6) = 2 and their replicas: 7 cores; 11 in all
-    assert [e['app cores'], e['database'], e['cores']] == [
-        '4', 'rankings + 2 replicas, 2 bucket shards + a replica each, '
-        '7 cores', '11']
-    assert e['busiest'] == 'app 60 %'
+    # t = 0.8 x 0.6 = 0.48; 6,000 x (300 + 60 + 90 + 120) µs = 3.42 cores of
+    # work / 0.48 = 7.1: 8 cores; the rankings' shard 0.36 of a core; its
+    # replicas ceil(6,000 x 90 µs / 0.48) = 2, bucket shards
+    # ceil(6,000 x 120 µs / 0.48) = 2
+    assert [e['cores'], e['database'], e['first limit']] == [
+        '8', 'rankings + 2 replicas, 2 bucket shards + a replica each',
+        "rankings' shard at 8,000/s"]
     assert ("60 on the rankings' shard + 90 on its replicas + 120 over 3 "
             "bucket shards") in e['notes']
-    # 4 x 40 MiB, and the 6 nodes' 600 MiB for 7 nodes (of 6 measured)
-    assert e['memory'] == '860 MiB'
-    # one Redis: 8,000 x 150 µs = 1.2 cores on its main thread
+    # 8 x 40 MiB, and the 6 nodes' 600 MiB for 7 nodes (of 6 measured)
+    assert e['memory'] == '1,020 MiB'
+    # one Redis: 6,000 x 150 µs = 0.9 of a core on its main thread
     assert f['cores'] == '–' and f['notes'].startswith(
-        'one Redis primary: its main thread would be 120 % busy')
+        'one Redis primary: its main thread would be 90 % busy')
     out = run(['RESULTS', '--rate', '20000', '--workload', 'good'],
               cluster_results())[1]
     e = columns(out)['e-rediscluster-pool']
     assert e['cores'] == '–' and e['notes'].startswith(
-        "the rankings' shard: its main thread would be 120 % busy (the run "
-        "kept the budget with its core 60 % busy): a cluster spreads the "
-        "visitors' data and the reads, not the votes' applies")
+        "the rankings' shard: its main thread would be 120 % busy (the site "
+        "keeps each core within 48 %): a cluster spreads the visitors' data "
+        "and the reads, not the votes' applies")
 
 
 def test_demand_without_the_split_is_an_estimate(run):
@@ -556,11 +665,12 @@ def test_demand_without_the_split_is_an_estimate(run):
         p['us_per_request'] = {'server': 150.0, 'database': 70.0}
     out = run(['RESULTS', '--rate', '20000', '--workload', 'good'], data)[1]
     a = columns(out)['a-tarantool-one']
-    assert a['busiest'] == 'transaction thread 140 %'
+    assert a['first limit'] == 'transaction thread 140 %'
     assert 'would be up to 140 % busy' in a['notes']
     assert 'split estimated' in a['notes']
     b = columns(out)['b-postgres-pool']     # PostgreSQL: no serial thread
-    assert b['database'] == '1 primary, 2 cores'    # ceil(20,000 x 70 µs / 0.75)
+    # 20,000 x (150 + 70) µs / 0.6 = 7.3
+    assert [b['database'], b['cores']] == ['1 primary', '8']
     assert 'split estimated' not in b['notes']
 
 
@@ -593,3 +703,37 @@ def test_a_cluster_s_nodes_are_split_by_role():
         'serial_us': 60.0, 'shards_us': 120.0, 'shards': 3,
         'replicas_us': None}
     assert demand.cluster({'shard 7002': 30.0})['serial_us'] is None
+
+
+def test_the_text_is_a_compact_table_then_numbered_notes(run):
+    """Every line within 120 columns (the table: stack, cores, $/month,
+    first limit, basis and its note's number), each row's other figures
+    and notes under its number."""
+    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
+        data = json.load(f)
+    for rate in ('500', '5000', '20000'):
+        status, out, err = run(['RESULTS', '--rate', rate], data)
+        assert status == 0, err
+        assert max(len(line) for line in out.splitlines()) <= 120
+        assert not re.search(r'\d\n\s+(%|MiB)', out)     # a number with its unit
+        table = out.split('\n\nstack ', 1)[1].split('\n\n', 1)[0].splitlines()
+        assert table[0].split() == ['cores', '$/month', 'first', 'limit', 'basis']
+        assert [line.rsplit(' ', 1)[1] for line in table[1:]] == [
+            '[%d]' % n for n in range(1, len(table))]
+        assert len(columns(out)) == 22
+
+
+def test_database_and_framework_choose_the_engines(run):
+    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
+        data = json.load(f)
+    out = run(['RESULTS', '--rate', '2000', '--database', 'postgres'], data)[1]
+    assert set(columns(out)) == {
+        'aiohttp-postgres-pool-uvloop', 'granian-postgres-pool-uvloop',
+        'aiohttp-psycopg-pool-uvloop', 'granian-psycopg-pool-uvloop'}
+    out = run(['RESULTS', '--rate', '2000', '--framework', 'granian',
+               '--database', 'tarantool'], data)[1]
+    assert list(columns(out)) == ['granian-tarantool-one-uvloop']
+    status, out, err = run(['RESULTS', '--rate', '2000', '--database', 'mongo'], data)
+    assert status == 2 and err == (
+        "bench.py advise: error: no engine on database 'mongo' in these results; "
+        'present: postgres, redis, rediscluster, tarantool\n')

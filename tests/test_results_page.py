@@ -14,7 +14,8 @@ from bench import advise, html
 from test_advise import ROOT, cluster_results, with_demand
 from test_browser import browser  # noqa: F401  (the fixture)
 
-INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3)]
+INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3), (500, 10),
+          (3000, 10), (500, 1)]
 
 
 def committed_folder(tmp_path):
@@ -42,10 +43,11 @@ def built_folder(tmp_path):
     return folder
 
 
-def expected(results, rate, ms):
+def expected(results, rate, ms, database=None):
     """advise's rows as the page shows them, or its refusal."""
     try:
-        _, rows = advise.advise(results, rate, {'percentile': 'p99', 'ms': float(ms)})
+        _, rows = advise.advise(results, rate, {'percentile': 'p99', 'ms': float(ms)},
+                                database=database)
     except advise.Refused as e:
         return str(e), []
     return '', [[c[0], c[2], c[3], c[4], c[5]] for c in map(advise.cells, rows)]
@@ -55,7 +57,8 @@ async def shown(page, rate, ms):
     await page.fill('#advise-rate', str(rate))
     await page.fill('#advise-budget', str(ms))
     rows = await page.eval_on_selector_all(
-        '#advise-out tr', 'trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))')
+        '#advise-out tr, #advise-refused-out tr',
+        'trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))')
     said = await page.text_content('#advise-said')
     return said, [[r[0], r[1], r[2], r[3], r[4]] for r in rows]
 
@@ -69,9 +72,13 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
     results = json.loads((folder / 'results.json').read_text())
     page = await browser.new_page()
     await page.goto('file://' + path)
-    # it opens with the answer: the chart, the top stacks, the example
-    # sizing; the run's metadata folded below them; then the sections
-    order = [text.index(s) for s in ('<h2>Which stack', 'Top stacks',
+    # it opens with the answer: the form and its ranking, the chart, the top
+    # stacks, the example sizing; the run's metadata folded below them; then
+    # the sections
+    assert '<meta name="viewport" content="width=device-width' in text
+    chart = ('<img',) if which == 'committed' else ()
+    order = [text.index(s) for s in ('<h2>Which stack', 'id="advise-rate"',
+                                     'id="advise-out"') + chart + ('Top stacks',
                                      'One site for 20,000 requests/s',
                                      '<details><summary>The run', '<h2>Capacity')]
     assert order == sorted(order)
@@ -81,15 +88,53 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
         assert said == want_said, (rate, ms)
         if not want_said:
             assert rows == want_rows, (rate, ms)
+    if which == 'committed':   # a noisy cell says so, as advise does
+        await shown(page, 2000, 10)
+        notes = await page.eval_on_selector_all(
+            '#advise-out tr', 'trs => trs.map(tr => tr.cells[7].textContent)')
+        want = advise.cells(advise.advise(results, 2000)[1][0])[9]
+        assert notes[0].startswith('runs 2,335–4,803/s (spread > 25%); measured: the '
+                                   'run served 4,270/s') and notes[0] == want
     if which == 'built':   # the replicas and the refused primary are there
         said, rows = await shown(page, 20000, 10)
-        assert ['a-tarantool-one', '4', 'primary + 2 replicas, 4 cores', '8'] in [
-            r[:4] for r in rows]
-        said, rows = await shown(page, 8000, 10)
-        assert ['e-rediscluster-pool', '4',
-                'rankings + 2 replicas, 2 bucket shards + a replica each, '
-                '7 cores', '11'] in [
-            r[:4] for r in rows]
+        assert ['a-tarantool-one', '8', 'modelled', 'primary + 2 replicas',
+                'transaction thread at 32,000/s'] in rows
+        said, rows = await shown(page, 6000, 10)
+        assert ['e-rediscluster-pool', '8', 'modelled',
+                'rankings + 2 replicas, 2 bucket shards + a replica each',
+                "rankings' shard at 8,000/s"] in rows
+        said, rows = await shown(page, 3000, 10)
+        assert rows[0] == ['c-tarantool-one', '1', 'measured', '1 primary',
+                           'measured to 5,000/s']
+        said, rows = await shown(page, 20000, 10)   # a refused row is folded
+        assert await page.text_content('#advise-refused-said') == (
+            '2 stacks cannot serve it: why')
+        assert not await page.eval_on_selector('#advise-refused', 'd => d.open')
+        said, rows = await shown(page, 500, 1)
+        assert rows == [] and said.endswith('was not measured: no rate the run '
+                                            'tried kept it (it searched at p99 ≤ 10 ms)')
+
+
+async def test_the_address_holds_the_rate_the_budget_and_the_database(
+        browser, tmp_path):  # noqa: F811
+    """?rate=5000&p99=10&db=postgres opens the ranking for those, as
+    advise --database postgres gives it; what is typed goes to the
+    address."""
+    folder = committed_folder(tmp_path)
+    path = html.write(str(folder))
+    results = json.loads((folder / 'results.json').read_text())
+    page = await browser.new_page()
+    await page.goto('file://' + path + '?rate=5000&p99=10&db=postgres')
+    assert await page.input_value('#advise-rate') == '5000'
+    assert await page.input_value('#advise-db') == 'postgres'
+    rows = await page.eval_on_selector_all(
+        '#advise-out tr, #advise-refused-out tr',
+        'trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))')
+    assert [r[:5] for r in rows] == expected(results, 5000, 10, 'postgres')[1]
+    assert len(rows) == 4
+    await page.fill('#advise-rate', '2000')
+    await page.select_option('#advise-db', '')
+    assert await page.evaluate('location.search') == '?rate=2000&p99=10'
 
 
 def test_the_committed_page_holds_each_chart_once_and_stays_small(tmp_path):
