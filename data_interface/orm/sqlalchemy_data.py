@@ -136,6 +136,8 @@ class SqlalchemyData(DataInterface):
     `timeout` seconds with DataUnavailable."""
 
     sweeps_itself = False
+    # Its tables are made by the owner's start (runtime/databases).
+    schema_of_its_own = True
 
     def __init__(self, dsn, min_size=4, max_size=16, timeout=3.0,
                  replica=False):
