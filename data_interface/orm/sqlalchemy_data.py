@@ -263,31 +263,37 @@ class SqlalchemyData(DataInterface):
             refuse('the two ballot tokens must differ')
         if type(ttl) not in (int, float) or not 0 < ttl <= 3600:
             refuse('ttl must be a number of seconds in (0, 3600]')
+        cards = select(Sticker, TITLE).outerjoin(
+            Pack, Pack.name == Sticker.pack)
         async with self._sessions() as s, s.begin():
-            top = await s.scalar(select(func.max(Sticker.id)))
+            top, now = (await s.execute(select(func.max(Sticker.id), NOW))
+                        ).one()
             if top is None:
                 raise DataUnavailable('fewer than two stickers loaded')
-            picked = (await s.execute(select(
-                first_at(random.randint(1, top)),
-                first_at(random.randint(1, top))))).one()
-            a, b = picked
-            if b == a:
-                b = await s.scalar(select(func.coalesce(
-                    select(func.min(Sticker.id)).where(Sticker.id > a)
-                    .scalar_subquery(),
-                    select(func.min(Sticker.id)).scalar_subquery())))
-            if b is None or b == a:
-                raise DataUnavailable('fewer than two stickers loaded')
-            await s.execute(insert(Ballot).values([
-                {'token': tokens[0], 'session': session, 'sticker': a,
-                 'partner': tokens[1], 'deadline': NOW + ttl},
-                {'token': tokens[1], 'session': session, 'sticker': b,
-                 'partner': tokens[0], 'deadline': NOW + ttl}]))
-            cards = {sticker.id: card(sticker, title) for sticker, title in (
-                await s.execute(select(Sticker, TITLE).outerjoin(
-                    Pack, Pack.name == Sticker.pack)
-                    .where(Sticker.id.in_((a, b)))))}
-        return [cards[a], cards[b]]
+            # Both picks and their cards in one select (the first pick's
+            # row says so); one row when they are the same sticker.
+            first = first_at(random.randint(1, top))
+            picked = (await s.execute(
+                cards.add_columns(Sticker.id == first).where(Sticker.id.in_(
+                    (first, first_at(random.randint(1, top))))))).all()
+            pair = [card(sticker, title) for sticker, title, _ in sorted(
+                picked, key=lambda row: not row[2])]
+            if len(pair) == 1:
+                after = (await s.execute(cards.where(Sticker.id > pair[0].id)
+                                         .order_by(Sticker.id).limit(1))
+                         ).first() or (await s.execute(
+                             cards.order_by(Sticker.id).limit(1))).first()
+                if after is None or after[0].id == pair[0].id:
+                    raise DataUnavailable('fewer than two stickers loaded')
+                pair.append(card(*after))
+            # ORM bulk INSERT: plain values, one cached statement.
+            await s.execute(insert(Ballot), [
+                {'token': token, 'session': session, 'sticker': sticker.id,
+                 'partner': partner, 'deadline': now + ttl}
+                for token, partner, sticker in (
+                    (tokens[0], tokens[1], pair[0]),
+                    (tokens[1], tokens[0], pair[1]))])
+        return pair
 
     @guarded
     async def cast_vote(self, session, win_token, lose_token):
