@@ -142,7 +142,8 @@ class SqlalchemyData(DataInterface):
     def __init__(self, dsn, min_size=4, max_size=16, timeout=3.0,
                  replica=False):
         if replica:
-            raise ValueError('the SQLAlchemy driver has no read replicas')
+            raise RuntimeError('--replicas: the sqlalchemy driver reads '
+                               'from the primary only')
         self.dsn = dsn
         self.min_size, self.max_size = min_size, max_size
         self.timeout = timeout
