@@ -1,18 +1,27 @@
 """The SQLAlchemy driver beyond the contract suite: PostgreSQL dying under
 a page in progress answers 503 (never 500), the vote it held counted
-nothing; what the site's account may not do in its schema."""
+nothing; what the site's account may not do in its schema; a new local
+cluster gets its tables and the data set as server.py opens it."""
 import asyncio
+import os
+import shutil
+import tempfile
+from dataclasses import replace
 
 import pytest
 
 pytest.importorskip('sqlalchemy')
+pytestmark = pytest.mark.db     # some start a PostgreSQL of their own
 
 from sqlalchemy import text  # noqa: E402
 
-from conftest import free_port  # noqa: E402
+from conftest import TEST_PACKS, free_port, small_data_set  # noqa: E402
 from data_interface import DataUnavailable  # noqa: E402
 from data_interface.orm.models import SCHEMA  # noqa: E402
 from data_interface.orm.sqlalchemy_data import SqlalchemyData  # noqa: E402
+from runtime.databases import open_databases  # noqa: E402
+from runtime.engines import BY_NAME  # noqa: E402
+from runtime.settings import DEFAULTS  # noqa: E402
 from test_site import (Relay, get, new_ballots, started, stopped,  # noqa: E402
                        text as body_text, vote)
 
@@ -78,3 +87,23 @@ async def test_the_sites_account_writes_only_what_pages_write(postgres_orm):
                     await session.execute(text(statement.format(s=SCHEMA)))
     finally:
         await data.close()
+
+
+async def test_a_new_local_cluster_gets_its_tables_and_the_data_set():
+    """As server.py opens the engine's database: the local cluster
+    created, the owner's account makes the schema before the site's
+    connects, the loader loads the data set into it."""
+    root = tempfile.mkdtemp(prefix='stickers-test-orm-')
+    os.chmod(root, 0o755)     # the postgres account passes through
+    settings = replace(DEFAULTS, root=root, packs=TEST_PACKS,
+                       postgres_port=free_port())
+    try:
+        async with open_databases(BY_NAME['fastapi-sqlalchemy-pool'],
+                                  settings) as data:
+            assert isinstance(data, SqlalchemyData)
+            expected = small_data_set()
+            assert (await data.stats())[:2] == (len(expected.packs),
+                                                len(expected.stickers))
+            assert len(await data.top_stickers(9)) == 9
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
