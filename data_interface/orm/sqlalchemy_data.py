@@ -43,7 +43,6 @@ NOW = func.date_part('epoch', func.now())
 OWN_COUNTER = 1 + func.pg_backend_pid() % COUNTER_ROWS
 TITLE = func.coalesce(Pack.title, Sticker.pack)
 EXPIRE_BATCH = 1000   # rows of each table per transaction, as schema.sql
-SCHEMA_TIMEOUT = 60.0
 # Every failure of the database, the link or the pool (SQLAlchemy wraps
 # asyncpg's errors as DBAPIError; its pool's wait is its TimeoutError): none
 # becomes a 500.
@@ -191,9 +190,10 @@ class SqlalchemyData(DataInterface):
     async def _create_schema(self, conn):
         """The tables, their first rows and the site's grants; one process
         at a time."""
+        # Another process making it meanwhile: this one waits, then each
+        # step finds its part there.
         await conn.execute(
-            select(func.pg_advisory_xact_lock(func.hashtext(SCHEMA))),
-            execution_options={'timeout': SCHEMA_TIMEOUT})
+            select(func.pg_advisory_xact_lock(func.hashtext(SCHEMA))))
         await conn.execute(CreateSchema(SCHEMA, if_not_exists=True))
         await conn.run_sync(Base.metadata.create_all)
         await conn.execute(upsert(Counter).values(
@@ -419,6 +419,9 @@ class SqlalchemyData(DataInterface):
         """By the limits the database keeps (Limits, the owner's)."""
         async with self._sessions() as s:
             limits = await s.scalar(select(Limits))
+        if limits is None:
+            raise DataUnavailable('PostgreSQL at %s: no row in %s.limits'
+                                  % (self, SCHEMA))
         return await self.expire_below(
             limits.session_ttl, limits.max_sessions, limits.max_ballots)
 
