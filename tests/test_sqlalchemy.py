@@ -107,3 +107,16 @@ async def test_a_new_local_cluster_gets_its_tables_and_the_data_set():
             assert len(await data.top_stickers(9)) == 9
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_no_connection_free_in_time_is_unavailable(postgres_orm):
+    """The pool's wait is bounded: past it, DataUnavailable (503)."""
+    data = SqlalchemyData(postgres_orm.dsn, max_size=1, timeout=0.3)
+    await data.start()
+    try:
+        async with data._engine.connect():      # the pool's one connection
+            with pytest.raises(DataUnavailable, match='TimeoutError'):
+                await data.top_stickers(9)
+        assert len(await data.top_stickers(9)) == 9
+    finally:
+        await data.close()
