@@ -3,7 +3,7 @@ PostgreSQL schema of their own (SCHEMA) beside the JSONB rows of
 ../postgres/schema.sql: plain columns, one row per thing. Times are Unix
 seconds, as there."""
 from sqlalchemy import (BigInteger, Boolean, Float, Index, Integer, MetaData,
-                        Text)
+                        Text, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SCHEMA = 'stickers_orm'
@@ -59,7 +59,8 @@ class SiteSession(Base):
     __table_args__ = (Index('sessions_last_seen', 'last_seen'),)
 
     uuid: Mapped[str] = mapped_column(Text, primary_key=True)
-    last_seen: Mapped[float] = mapped_column(Float)
+    last_seen: Mapped[float] = mapped_column(
+        Float, server_default=text("date_part('epoch', now())"))
     visits: Mapped[int] = mapped_column(BigInteger)
     ip: Mapped[str] = mapped_column(Text)
     user_agent: Mapped[str] = mapped_column(Text)

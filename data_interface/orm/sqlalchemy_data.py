@@ -232,19 +232,22 @@ class SqlalchemyData(DataInterface):
             latest[session] = (ip, agent, count)
         if not latest:
             return 0
-        statement = upsert(SiteSession).values([
-            {'uuid': session, 'last_seen': NOW, 'visits': count, 'ip': ip,
-             'user_agent': agent}
-            for session, (ip, agent, count) in sorted(latest.items())])
+        # ORM bulk upsert: one cached statement, the rows its parameters
+        # (a statement of many VALUES rows would be compiled anew for
+        # every batch); a new session's last_seen is the column's default.
+        statement = upsert(SiteSession)
         statement = statement.on_conflict_do_update(
             index_elements=[SiteSession.uuid],
-            set_={'last_seen': statement.excluded.last_seen,
+            set_={'last_seen': NOW,
                   'visits': SiteSession.visits + statement.excluded.visits,
                   'ip': statement.excluded.ip,
                   'user_agent': statement.excluded.user_agent},
         ).returning(literal_column('xmax = 0'))    # true: inserted
+        rows = [{'uuid': session, 'visits': count, 'ip': ip,
+                 'user_agent': agent}
+                for session, (ip, agent, count) in sorted(latest.items())]
         async with self._sessions() as session, session.begin():
-            inserted = await session.scalars(statement)
+            inserted = await session.scalars(statement, rows)
             users = sum(1 for new in inserted if new)
             await session.execute(
                 update(Counter).where(Counter.id == OWN_COUNTER)
