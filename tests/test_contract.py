@@ -48,7 +48,8 @@ async def current(data, s):
 
 
 def database(data):
-    """'tarantool', 'postgres', 'redis' or 'rediscluster'."""
+    """'tarantool', 'postgres', 'redis', 'rediscluster' or 'orm' (PostgreSQL
+    through SQLAlchemy's ORM, on tables of its own)."""
     return type(data).__module__.split('.')[1]
 
 
@@ -66,7 +67,7 @@ async def sweep(backend, session_ttl, max_sessions, max_ballots):
         if is_tarantool(admin):
             return tuple(await admin._call(
                 'expire', [session_ttl, max_sessions, max_ballots]))
-        if database(admin) in ('redis', 'rediscluster'):
+        if database(admin) in ('redis', 'rediscluster', 'orm'):
             return await admin.expire_below(session_ttl, max_sessions,
                                             max_ballots)
         async with admin.acquire() as conn, conn.transaction():
@@ -110,7 +111,7 @@ async def record(data, visits):
         return await data._call('record_visits', [visits])
     if database(data) == 'redis':
         return await data._call('record_visits', [x for v in visits for x in v])
-    if database(data) == 'rediscluster':
+    if database(data) in ('rediscluster', 'orm'):
         return await data.record_visits(visits)
     return await data._query(
         'fetchval', 'SELECT record_visits($1, $2, $3)',
@@ -386,6 +387,14 @@ async def test_app_cannot_choose_what_the_sweep_removes(data):
                 await data._fcall(name, 'st:{b0}:admin', args)
             with pytest.raises(DataUnavailable, match='bad argument'):
                 await data._fcall(name, 'st:{b0}:counters', args)
+        assert await data.expire() == (0, 0)
+    elif database(data) == 'orm':
+        # The limits are the owner's; the app's account sweeps by them.
+        from sqlalchemy import update
+        from data_interface.orm.models import Limits
+        async with data._sessions() as session:
+            with pytest.raises(Exception, match='permission denied'):
+                await session.execute(update(Limits).values(max_ballots=0))
         assert await data.expire() == (0, 0)
     else:
         with pytest.raises(DataUnavailable, match='does not exist'):

@@ -13,14 +13,16 @@ from bench.pagecheck import (all_stickers, ballots, cards, client,
 
 from plugins.servers import one_of_each
 
-# Every framework, on each database (both Redis modes, a Redis Cluster), and the older aiohttp and sanic of the
-# legacy environment; the pipelining and hostile-bytes tests use the same
-# processes.
+# Every framework, on each database (both Redis modes, a Redis Cluster;
+# PostgreSQL through SQLAlchemy's ORM on FastAPI), and the older aiohttp and
+# sanic of the legacy environment; the pipelining and hostile-bytes tests use
+# the same processes.
 ENGINES = one_of_each(['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'sanic-tarantool-one-uvloop', 'sanic-postgres-pool-uvloop',
            'japronto-tarantool-one', 'japronto-postgres-pool',
            'aiohttp-aiotarantool-multi', 'sanic-aiotarantool-one',
            'fastapi-tarantool-one-uvloop', 'fastapi-postgres-pool',
+           'fastapi-sqlalchemy-pool',
            'uvicorn-tarantool-one-uvloop', 'uvicorn-postgres-pool',
            'granian-tarantool-one', 'granian-postgres-pool-uvloop',
            'socketify-tarantool-multi-uvloop', 'socketify-postgres-pool',

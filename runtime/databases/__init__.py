@@ -254,6 +254,11 @@ class Databases:
         data = data_for(engine, await self.find_postgres())
         admin = data_for(engine, self.postgres_owner_dsn)
         admin.min_size = 1
+        if getattr(admin, 'schema_of_its_own', False):
+            # Made by the owner's account (its start), before the site's
+            # account connects to it.
+            await admin.start()
+            await admin.close()
         await data.start()
         return data, admin
 

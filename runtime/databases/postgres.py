@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -324,6 +325,13 @@ class ManagedPostgres(LocalDatabase):
             owner = PostgresData(self.owner_dsn, min_size=1)
             await owner.start()
             await owner.close()
+            # The SQLAlchemy driver's own schema, where this process uses
+            # that driver (imported for no other: its memory is theirs).
+            if 'data_interface.orm.sqlalchemy_data' in sys.modules:
+                orm = sys.modules['data_interface.orm.sqlalchemy_data']
+                owner = orm.SqlalchemyData(self.owner_dsn, min_size=1)
+                await owner.start()
+                await owner.close()
         in_thread(apply_schema())
 
     def death(self):

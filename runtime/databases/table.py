@@ -163,6 +163,10 @@ class Postgres(Database):
         Driver('psycopg', 'postgres', ('pool',), ('psycopg', 'psycopg_pool'),
                False, True,
                'data_interface.postgres.psycopg_data:PsycopgData'),
+        # SQLAlchemy 2's asyncio ORM over asyncpg, on tables of its own.
+        Driver('sqlalchemy', 'postgres', ('pool',), ('sqlalchemy', 'asyncpg'),
+               False, True,
+               'data_interface.orm.sqlalchemy_data:SqlalchemyData'),
     )
     replicas = True
     managed_class = 'runtime.databases.postgres:ManagedPostgres'

@@ -45,6 +45,15 @@ def _postgres_backend(request, driver='asyncpg'):
                        ':%d/' % server.port, ':%d/' % port), timeout=2))
 
 
+def _sqlalchemy_backend(request):
+    from data_interface.orm.sqlalchemy_data import SqlalchemyData as Data
+    server = request.getfixturevalue('postgres_orm')
+    dsn, owner = server.dsn, server.owner_dsn
+    return Backend(lambda: Data(dsn), lambda: Data(owner),
+                   lambda port: Data(dsn.replace(
+                       ':%d/' % server.port, ':%d/' % port), timeout=2))
+
+
 def _redis_backend(request, mode):
     from data_interface.redis.redis_data import RedisData
     server = request.getfixturevalue('redis')
@@ -87,6 +96,8 @@ if importlib.util.find_spec('aiotarantool'):
 if importlib.util.find_spec('psycopg_pool'):
     BACKENDS['postgres-psycopg-pool'] = functools.partial(
         _postgres_backend, driver='psycopg')
+if importlib.util.find_spec('sqlalchemy'):
+    BACKENDS['postgres-sqlalchemy-pool'] = _sqlalchemy_backend
 
 
 # Backends a relay cannot stand in front of (a cluster client follows the

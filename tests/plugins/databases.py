@@ -245,3 +245,12 @@ def postgres():
         yield server
     finally:
         remove_postgres(server)
+
+
+@pytest.fixture(scope='session')
+def postgres_orm(postgres):
+    """The same cluster with the small data set loaded into the SQLAlchemy
+    driver's own schema too (its loader makes it)."""
+    from data_interface.orm.sqlalchemy_data import SqlalchemyData
+    load_small_dataset(SqlalchemyData(postgres.owner_dsn))
+    return postgres

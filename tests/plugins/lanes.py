@@ -14,7 +14,8 @@ import pytest
 # things itself carries its module's mark instead (pytestmark). A server
 # always runs on a database (the session's, through engine_args).
 FIXTURES = {
-    'db': {'tarantool', 'tarantool_vinyl', 'postgres', 'redis', 'rediscluster',
+    'db': {'tarantool', 'tarantool_vinyl', 'postgres', 'postgres_orm', 'redis',
+           'rediscluster',
            'backend', 'relayed_backend',
            'app_connection', 'cluster', 'primary', 'standby',
            'start_server', 'shared_server'},

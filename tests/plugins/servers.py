@@ -86,6 +86,8 @@ def engine_args(request, engine):
     """Command-line arguments pointing an engine at the test databases."""
     if '-postgres-' in engine:
         return ['--postgres', request.getfixturevalue('postgres').dsn]
+    if '-sqlalchemy-' in engine:    # its own tables, loaded
+        return ['--postgres', request.getfixturevalue('postgres_orm').dsn]
     if '-rediscluster-' in engine:
         from data_interface.rediscluster.address import url
         a = request.getfixturevalue('rediscluster').address
