@@ -55,7 +55,9 @@ async def vote_until(url, tally, stop):
                 continue
             if r.status == 200:
                 tally.ok += 1
-                pair = ballots(body)
+                # The next pair, unless drawing it failed (the vote stands).
+                pair = ballots(body) if 'Vote counted</h1>' not in body \
+                    else None
             elif r.status == 503:
                 tally.unknown += 1
             else:   # a ballot issued before the crash and lost in it
