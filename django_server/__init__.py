@@ -7,11 +7,13 @@ Django's handler reads a request's whole body before any view runs, with
 no bound on its size or time: the body reaches it through bounded(), which
 reads it as the bare ASGI application does (pages.MAX_BODY, the body
 timeout) and answers a refused one itself."""
+from django.core.asgi import get_asgi_application
+
 from runtime import edge
 from asgi_server import bounded_body
 from uvicorn_server import serve_app
 
-from . import settings
+from . import settings, urls
 
 CLOSE = (b'connection', b'close')
 
@@ -55,8 +57,6 @@ def bounded(app, timeout):
 
 def make_app(site, limits=edge.LIMITS):
     settings.configure()
-    from django.core.asgi import get_asgi_application
-    from . import urls
     urls.route(site)
     return bounded(get_asgi_application(), limits.body)
 

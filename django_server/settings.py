@@ -29,27 +29,15 @@ INSTALLED_APPS = []
 LOGGING_CONFIG = None
 USE_I18N = False
 USE_TZ = True
-DEFAULT_AUTO_FIELD = 'django.db.models.BigAutoField'
-
-# The Django ORM backend's app (data_interface/django_orm), installed with
-# its database.
-ORM_APP = 'data_interface.django_orm'
 
 
-def configure(databases=None):
-    """Configure Django once per process and set it up; `databases`: the
-    DATABASES setting of the Django ORM backend, None without it (a second
-    call must agree with the first: Django has one set of settings)."""
+def configure():
+    """Configure Django with this module's settings and set it up, once
+    per process (Django has one set of settings)."""
     if settings.configured:
-        if databases is not None and databases != settings.DATABASES:
-            raise RuntimeError('Django is configured for other databases')
         return
-    names = {name: value for name, value in globals().items()
-             if name.isupper() and name != 'ORM_APP'}
-    if databases is not None:
-        names.update(DATABASES=databases,
-                     INSTALLED_APPS=INSTALLED_APPS + [ORM_APP])
-    settings.configure(**names)
+    settings.configure(**{name: value for name, value in globals().items()
+                          if name.isupper()})
     logging.getLogger('django.request').addFilter(raised)
     django.setup(set_prefix=False)
 
