@@ -36,6 +36,7 @@ FOLDERS = (
     'blacksheep_server',
     'granian_rsgi_server',
     'robyn_server',
+    'django_server',
 )
 
 # name: as in engine names; modules: what must be importable; legacy /

@@ -52,7 +52,8 @@ ENGINES = one_of_each(['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'socketify-postgres-pool', 'socketify-tarantool-multi-uvloop',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
-           'japronto-tarantool-one'])
+           'japronto-tarantool-one', 'django-postgres-pool',
+           'django-tarantool-one-uvloop'])
 
 
 async def raw_request(port, method, target, headers, body, patience=None):
