@@ -29,7 +29,7 @@ FIXTURES = {
                   'tarantool', 'replicas_port'),
     'postgres': ('start_postgres', 'remove_postgres', 'postgres'),
     'redis': ('REDIS_PASSWORDS', 'start_redis', 'configure_redis', 'redis'),
-    'rediscluster': ('CLUSTER_PASSWORDS', 'cluster_port', 'start_rediscluster',
+    'rediscluster': ('CLUSTER_PASSWORDS', 'start_rediscluster',
                      'configure_rediscluster', 'rediscluster'),
 }
 # What a database's fixtures use of another's.

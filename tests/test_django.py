@@ -7,16 +7,18 @@ import logging
 
 import pytest
 
-from conftest import free_port
-from data_interface.address import TarantoolAddress
-from data_interface.tarantool.asynctnt_data import AsynctntData
-from pages import Site
-from pages.http import HTML, Response
-from runtime import edge
-from runtime.settings import DEFAULTS
+pytest.importorskip('django')    # not in the CPython 3.7 environment
 
-import django_server
-from django_server import settings, views
+from conftest import free_port  # noqa: E402
+from data_interface.address import TarantoolAddress  # noqa: E402
+from data_interface.tarantool.asynctnt_data import AsynctntData  # noqa: E402
+from pages import Site  # noqa: E402
+from pages.http import HTML, Response  # noqa: E402
+from runtime import edge  # noqa: E402
+from runtime.settings import DEFAULTS  # noqa: E402
+
+import django_server  # noqa: E402
+from django_server import settings, views  # noqa: E402
 
 BALLOTS = b'win=' + b'a' * 22 + b'&lose=' + b'b' * 22
 
