@@ -96,7 +96,9 @@ if importlib.util.find_spec('aiotarantool'):
 if importlib.util.find_spec('psycopg_pool'):
     BACKENDS['postgres-psycopg-pool'] = functools.partial(
         _postgres_backend, driver='psycopg')
-if importlib.util.find_spec('sqlalchemy'):
+# Where both are: a new site of another driver has neither its module.
+if importlib.util.find_spec('sqlalchemy') and \
+        importlib.util.find_spec('data_interface.orm'):
     BACKENDS['postgres-sqlalchemy-pool'] = _sqlalchemy_backend
 
 
