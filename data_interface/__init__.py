@@ -150,7 +150,10 @@ class DataInterface(abc.ABC):
     async def cast_vote(self, session, win_token, lose_token):
         """Atomically: check the two tokens form one unexpired pair issued to
         session, consume both, winner rating+1 votes_plus+1, loser rating-1
-        votes_minus+1, server votes+1. Returns a VoteOutcome value."""
+        votes_minus+1, server votes+1. Returns a VoteOutcome value. On a
+        failure, DataUnavailable; a backend that can tell a vote sent and
+        its answer lost (it may have run) from one that did not run raises
+        VoteUnknown for the first (the Redis Cluster's)."""
 
     @abc.abstractmethod
     async def top_stickers(self, count):
