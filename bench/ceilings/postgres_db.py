@@ -112,7 +112,9 @@ class PostgresCeilings(DatabaseCeilings):
                   'slack': PGBENCH_CLIENTS, 'before': before['stats'],
                   'how': ' '.join(argv)}
         table = READS.get(call, 'server')
-        for _ in range(10):     # backends report their reads as they end
+        # Backends report their reads as they end: on a busy host, seconds
+        # after pgbench has.
+        for _ in range(34):
             after = ceilings.snapshot(session)
             record.update(after=after['stats'], evidence={
                 'session_ballots': after['session_ballots'],
