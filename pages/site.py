@@ -82,6 +82,16 @@ def page(method, path, kind='html', waits=True, guarded=True):
     return register
 
 
+class Answered(DataUnavailable):
+    """An outage a page answers in its own way (`answer`), raised from the
+    database's error: never that error itself, which other calls waiting on
+    the same read may share."""
+
+    def __init__(self, error, answer):
+        super().__init__(str(error))
+        self.answer = answer
+
+
 def guard(kind):
     """Turn a database outage into 503 (of this kind of page) instead of an
     error; log it in a few lines (pages.outage), not one per request."""
@@ -91,7 +101,8 @@ def guard(kind):
                 r = await handler(self, request, **params)
             except DataUnavailable as e:
                 # A page's own answer to the outage, or the usual 503.
-                answer = getattr(e, 'answer', None) or self.unavailable[kind]
+                answer = e.answer if isinstance(e, Answered) \
+                    else self.unavailable[kind]
                 self.outage.down(e, refused=int(answer.status >= 500))
                 return answer
             # Some pages answer 4xx without asking the database.
@@ -322,8 +333,8 @@ class Site:
         try:
             outcome = await self.data.cast_vote(session, *tokens)
         except VoteUnknown as e:
-            e.answer = self.error_page(503, VOTE_UNKNOWN, RETRY_AFTER)
-            raise
+            raise Answered(e, self.error_page(503, VOTE_UNKNOWN,
+                                              RETRY_AFTER)) from e
         if outcome != VoteOutcome.OK:
             return self.error_page(*VOTE_ERRORS[outcome])
         headers = FRAMING
@@ -335,10 +346,10 @@ class Site:
                                          headers=headers)
         except DataUnavailable as e:
             # The vote stands: its answer says so (200), without a pair.
-            e.answer = self.html(200, 'error.html', headers[len(FRAMING):] + (
-                (cookie,) if cookie else ()), status=200,
-                heading='Vote counted', message=NO_NEW_PAIR)
-            raise
+            raise Answered(e, self.html(
+                200, 'error.html', headers[len(FRAMING):] + (
+                    (cookie,) if cookie else ()), status=200,
+                heading='Vote counted', message=NO_NEW_PAIR)) from e
 
     async def _ranked(self, request, frame, fetch):
         session, cookie, refused = self._session(request)

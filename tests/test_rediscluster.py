@@ -376,6 +376,29 @@ async def test_the_app_cannot_name_another_group_for_a_function(data):
             await data._fcall(name, key, [v.session, 'x', 'y'])
 
 
+async def outcome_of(data, voter):
+    """The voter's vote's outcome, or 'lost' for a 503 whose vote may have
+    run (VoteUnknown), None for one that did not."""
+    v, (win, lose), _ = voter
+    try:
+        return await data.cast_vote(v.session, win, lose)
+    except VoteUnknown:
+        return 'lost'
+    except DataUnavailable:
+        return None
+
+
+async def failed_over(cluster, victim):
+    """Once another node says the killed `victim` holds no slots."""
+    witness = [n for n in cluster.nodes if n is not victim][0]
+
+    def taken_over():
+        return not any(port == victim.port and 'master' in flags and slots
+                       for port, flags, slots in cluster.nodes_line(witness))
+    await until(lambda: asyncio.get_event_loop().run_in_executor(
+        None, taken_over), 30, 0.2)
+
+
 async def paced_votes(data, voters, rate, concurrency, at, event):
     """Each voter's vote, `rate` a second at most, `concurrency` at once;
     event() is called once `at` have been answered. Returns
@@ -385,13 +408,8 @@ async def paced_votes(data, voters, rate, concurrency, at, event):
     answered = []
 
     async def one(voter):
-        v, (win, lose), _ = voter
         try:
-            outcome = await data.cast_vote(v.session, win, lose)
-        except VoteUnknown:
-            outcome = 'lost'
-        except DataUnavailable:
-            outcome = None
+            outcome = await outcome_of(data, voter)
         finally:
             turns.release()
         answered.append((voter, outcome))
@@ -457,14 +475,7 @@ async def test_a_primary_killed_under_votes_loses_no_replicated_vote(
         answered = await paced_votes(data, voters, 100, 8, 100, kill)
         # Its replica takes over once the others mark it failed (restarted
         # before that, under a loaded machine, it would still be primary).
-        witness = [n for n in cluster.nodes if n is not victim][0]
-
-        def taken_over():
-            return not any(port == victim.port and 'master' in flags and slots
-                           for port, flags, slots in
-                           cluster.nodes_line(witness))
-        await until(lambda: asyncio.get_event_loop().run_in_executor(
-            None, taken_over), 30, 0.2)
+        await failed_over(cluster, victim)
         # The supervisor's part: start it again; it rejoins.
         await asyncio.get_event_loop().run_in_executor(
             None, victim.restart)
@@ -699,13 +710,7 @@ async def test_no_vote_counts_as_replicated_that_no_replica_has(tmp_path):
         victim = [n for n in cluster.nodes if n.port ==
                   data._client.get_node_from_key(bucket(0) + 'log').port][0]
         victim.kill()
-        witness = [n for n in cluster.nodes if n is not victim][0]
-
-        def taken_over():
-            return not any(port == victim.port and 'master' in flags and slots
-                           for port, flags, slots in
-                           cluster.nodes_line(witness))
-        await until(lambda: loop.run_in_executor(None, taken_over), 30, 0.2)
+        await failed_over(cluster, victim)
         await loop.run_in_executor(None, victim.restart)
         await until(lambda: loop.run_in_executor(None, cluster.settled),
                     60, 0.2)
@@ -779,13 +784,7 @@ async def served_again(data, cluster, key, voters):
     victim.kill()
     killed = loop.time()
     for voter in voters:
-        v, (win, lose), _ = voter
-        try:
-            outcome = await data.cast_vote(v.session, win, lose)
-        except VoteUnknown:
-            outcome = 'lost'
-        except DataUnavailable:
-            outcome = None
+        outcome = await outcome_of(data, voter)
         answered.append((voter, outcome))
         if outcome == VoteOutcome.OK:
             break

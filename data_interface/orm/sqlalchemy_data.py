@@ -17,7 +17,6 @@ import asyncio
 import functools
 import random
 import re
-from urllib.parse import urlsplit
 
 import asyncpg
 from sqlalchemy import (BigInteger, case, cast, delete, func, insert,
@@ -29,9 +28,10 @@ from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from sqlalchemy.schema import CreateSchema
 
 import data_interface as di
-from .. import MAX_VISITS, REFUSED, DataInterface, DataUnavailable, keep_alive
-from ..address import APP_USER, check_listener
-from ..postgres.common import SETTINGS, text as clean, why
+from .. import MAX_VISITS, REFUSED, DataInterface, DataUnavailable
+from ..address import APP_USER
+from ..postgres.asyncpg_data import connect
+from ..postgres.common import ByDsn, text as clean, why
 from .models import (COUNTER_ROWS, SCHEMA, Ballot, Base, Counter, Limits,
                      Pack, SiteSession, Sticker)
 
@@ -129,7 +129,7 @@ def guarded(method):
     return call
 
 
-class SqlalchemyData(DataInterface):
+class SqlalchemyData(ByDsn, DataInterface):
     """A pool of up to max_size connections (opened as needed, kept);
     connects, waits for a connection and statements give up after
     `timeout` seconds with DataUnavailable."""
@@ -148,22 +148,8 @@ class SqlalchemyData(DataInterface):
         self.timeout = timeout
         self._engine = self._sessions = None
 
-    @property
-    def address(self):
-        return self.dsn
-
-    def __str__(self):
-        u = urlsplit(self.dsn)    # without the password
-        return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
-
     async def _connect(self):
-        u = urlsplit(self.dsn)
-        check_listener(u.hostname, u.port or 5432)
-        conn = await asyncpg.connect(
-            self.dsn, timeout=self.timeout, command_timeout=self.timeout,
-            server_settings=SETTINGS)
-        keep_alive(conn._transport.get_extra_info('socket'))   # no option
-        return conn
+        return await connect(self.dsn, self.timeout)
 
     async def start(self):
         # The URL names the dialect; _connect opens its connections.

@@ -38,6 +38,20 @@ async def can_connect(dsn, timeout=2.0):
     return True
 
 
+async def connect(dsn, timeout):
+    """One asyncpg connection, once the listener is checked. A silent
+    link: a query gives up after `timeout`, asyncpg cancels it and the pool
+    closes the connection if the server does not confirm within
+    pool.CANCEL_WAIT; the others are tried, a new one opened."""
+    u = urlsplit(dsn)
+    check_listener(u.hostname, u.port or 5432)
+    conn = await asyncpg.connect(dsn, timeout=timeout,
+                                 command_timeout=timeout,
+                                 server_settings=SETTINGS)
+    keep_alive(conn._transport.get_extra_info('socket'))   # no option
+    return conn
+
+
 class PostgresData(PostgresCalls):
     """A pool of min_size..max_size connections; connects, acquires and
     queries give up after `timeout` seconds with DataUnavailable."""
@@ -57,16 +71,7 @@ class PostgresData(PostgresCalls):
             raise
 
     async def _connect(self):
-        u = urlsplit(self.dsn)
-        check_listener(u.hostname, u.port or 5432)
-        # A silent link: a query gives up after `timeout`, asyncpg cancels it
-        # and the pool closes the connection if the server does not confirm
-        # within pool.CANCEL_WAIT; the others are tried, a new one opened.
-        conn = await asyncpg.connect(
-            self.dsn, timeout=self.timeout, command_timeout=self.timeout,
-            server_settings=SETTINGS)
-        keep_alive(conn._transport.get_extra_info('socket'))   # no option
-        return conn
+        return await connect(self.dsn, self.timeout)
 
     async def close(self):
         if self._pool is not None:

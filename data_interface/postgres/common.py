@@ -68,7 +68,20 @@ def why(e, timeout):
     return str(e) or 'no answer within %g s' % timeout
 
 
-class PostgresCalls(DataInterface):
+class ByDsn:
+    """A PostgreSQL layer named by its DSN (self.dsn)."""
+
+    @property
+    def address(self):
+        """Its DSN: where it connects, as the other drivers' address."""
+        return self.dsn
+
+    def __str__(self):
+        u = urlsplit(self.dsn)    # without the password
+        return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
+
+
+class PostgresCalls(ByDsn, DataInterface):
     """A pool of min_size..max_size connections; connects, acquires and
     queries give up after `timeout` seconds with DataUnavailable. A
     subclass gives start(), close(), acquire() and _query()."""
@@ -83,15 +96,6 @@ class PostgresCalls(DataInterface):
         self.min_size, self.max_size = min_size, max_size
         self.timeout = timeout
         self._pool = None
-
-    @property
-    def address(self):
-        """Its DSN: where it connects, as the other drivers' address."""
-        return self.dsn
-
-    def __str__(self):
-        u = urlsplit(self.dsn)    # without the password
-        return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
 
     @abc.abstractmethod
     def acquire(self):
