@@ -51,8 +51,6 @@ def failure(record):
                       slack * VISIT_BATCH, 'the views')
     if call == 'pair':
         return pair_failure(record, evidence, done, slack)
-    if evidence.get('reads') == 0:
-        return None     # the statistics showed nothing: flag() says so
     if 'reads' in evidence and evidence['reads'] < done:
         return 'the database counts %d reads for %d calls' % (
             evidence['reads'], done)
@@ -67,8 +65,6 @@ def flag(record):
             record['failed'])
     if record.get('answered') == 0:
         return 'no answer came back within the run'
-    if record.get('done') and (record.get('evidence') or {}).get('reads') == 0:
-        return "the database's statistics showed none of its reads"
     return None
 
 
