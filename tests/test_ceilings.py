@@ -94,7 +94,10 @@ def ceilings_bench(tarantool, postgres, out, *options, env=None,
 
 
 @pytest.fixture(scope='module')
-def ceilings_run(tarantool, postgres, tmp_path_factory):
+def ceilings_run(tarantool, postgres_orm, tmp_path_factory):
+    # The ORM's schema beside the site's, as in any run of the suite: its
+    # tables of the same names must not be read for the site's.
+    postgres = postgres_orm
     tools.need('wrk')
     out = tmp_path_factory.mktemp('ceilings') / 'out'
     done = ceilings_bench(tarantool, postgres, out, '--engines', ENGINE,
@@ -164,10 +167,37 @@ def test_ceilings_section_chart_and_share_of_the_ceiling(ceilings_run):
     assert data[:8] == b'\x89PNG\r\n\x1a\n'
 
 
+def test_postgres_reads_are_the_site_tables_beside_an_orm_schema(
+        postgres_orm):
+    """The scans a snapshot counts are of the site's own tables, though
+    the ORM's schema has tables of the same names."""
+    import asyncio
+    import asyncpg
+    from bench.ceilings.postgres_db import PostgresCeilings
+    from data_interface.postgres.asyncpg_data import RANKED
+    dsn = postgres_orm.owner_dsn
+    snapshot = PostgresCeilings.snapshot
+
+    async def ranked_reads():
+        before = (await snapshot(None, dsn, dsn))['reads']['stickers']
+        conn = await asyncpg.connect(dsn)
+        for _ in range(5):
+            await conn.fetch(RANKED[True] % 9)
+        await conn.close()     # a backend reports its scans as it ends
+        for _ in range(50):
+            after = (await snapshot(None, dsn, dsn))['reads']['stickers']
+            if after - before >= 5:
+                break
+            await asyncio.sleep(0.1)
+        return after - before
+    assert asyncio.run(ranked_reads()) >= 5
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.bench
-def test_a_ceiling_whose_calls_do_no_work_fails(tarantool, postgres,
+def test_a_ceiling_whose_calls_do_no_work_fails(tarantool, postgres_orm,
                                               tmp_path_factory):
+    postgres = postgres_orm
     tools.need('wrk')
     out = tmp_path_factory.mktemp('ceilings-skip') / 'out'
     done = ceilings_bench(tarantool, postgres, out, env={SKIP_CALL: '1'},

@@ -62,14 +62,16 @@ class PostgresCeilings(DatabaseCeilings):
 
     async def snapshot(self, address, owner, session=None):
         """Read as the owner: also the ballots of `session` and the scans
-        pgbench's calls leave in pg_stat_user_tables ('reads')."""
+        pgbench's calls leave in pg_stat_user_tables ('reads'), of the
+        site's tables only (an ORM's schema beside them has its own)."""
         import asyncpg
         conn = await asyncpg.connect(owner, timeout=5)
         try:
             reads = dict(await conn.fetch(
                 "SELECT relname, CASE relname WHEN 'stickers' THEN idx_scan "
                 "ELSE seq_scan END FROM pg_stat_user_tables "
-                "WHERE relname IN ('stickers', 'server')"))
+                "WHERE schemaname = 'public' "
+                "AND relname IN ('stickers', 'server')"))
             return {'stats': list(await conn.fetchval('SELECT site_stats()')),
                     'session_ballots': await conn.fetchval(
                         'SELECT count(*) FROM ballots WHERE data->>1 = $1',
