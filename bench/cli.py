@@ -162,6 +162,11 @@ def parser():
     p.add_argument('--point-duration', type=options.SECONDS, metavar='SECONDS',
                    help='with --latency: seconds per fixed-rate point '
                         '(default --duration)')
+    p.add_argument('--confirm', type=options.WARMUP, metavar='SECONDS',
+                   help='with --latency: seconds of the run that confirms each '
+                        'search\'s capacity; a miss steps it down (default '
+                        '%d; --quick, --first: the point duration; 0: none)'
+                        % RunPlan.confirm)
     p.add_argument('--rate-pages', type=rate_pages, metavar='P[:N],…',
                    help='with --latency: the pages offered fixed rates (default '
                         'every page), each searched for its capacity N times '
@@ -355,9 +360,10 @@ def plan(argv):
     if args.instructions:
         return instruction_plan(args, pages_given, fail)
     if (args.rates or args.slo or args.fractions or args.rate_pages
-            or args.point_duration) and not args.latency:
-        fail('--rates, --fractions, --rate-pages, --point-duration and --slo '
-             'go with --latency')
+            or args.point_duration or args.confirm is not None) \
+            and not args.latency:
+        fail('--rates, --fractions, --rate-pages, --point-duration, --confirm '
+             'and --slo go with --latency')
     if args.rates and args.fractions:
         fail('--rates or --fractions: the steps are either rates or fractions')
     if args.rate_pages:
@@ -485,6 +491,9 @@ def plan(argv):
         fixed_pages=fixed_pages, searches=searches,
         core_hour_price=args.core_hour_price,
         point_duration=args.point_duration or args.duration,
+        confirm=(args.confirm if args.confirm is not None else
+                 (args.point_duration or args.duration)
+                 if args.quick or args.first else RunPlan.confirm),
         fractions=args.fractions or (
             FIRST_FRACTIONS if first_pages else RunPlan.fractions),
         dry_run=args.dry_run)

@@ -52,12 +52,19 @@ def series_guess(plan, page, kind='engine'):
     return warmup + runs
 
 
+# Rates a capacity's confirmation runs, on average, with its tries again.
+CONFIRMED = 1.3
+
+
 def search_guess(plan, page):
     """Seconds of one capacity search: the rate steps, the probes, tries
-    again."""
+    again, the capacity confirmed."""
     steps = ((len(plan.rates or plan.fractions) + budget.PROBES)
              * (1 + budget.RETRIED))
-    return steps * point_guess(plan, page)
+    confirm = getattr(plan, 'confirm', 0)
+    return steps * point_guess(plan, page) + (
+        CONFIRMED * (confirm + point_guess(plan, page) - plan.point_duration)
+        if confirm else 0.0)
 
 
 def target_guess(plan, kind):

@@ -56,6 +56,9 @@ def lines(s, seconds):
                        ', '.join(fixed), steps, budget.PROBES,
                        budget.label(s.slo), s.point_duration,
                        searched(s.runs, fixed, s.searches)))
+        if s.confirm:
+            out.append('  each capacity found offered again for %d s (a '
+                       'miss steps it down)' % s.confirm)
     if s.profile:
         out.append('  plus one profiled run per engine and page%s' % (
             ' (not %s: no closed loop)' % mixed.PAGE if mixed.PAGE in s.pages else ''))

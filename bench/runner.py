@@ -62,6 +62,7 @@ class RunPlan:
     fixed_pages: list = None            # pages offered fixed rates; None: all
     searches: dict = field(default_factory=dict)    # page -> searches; else runs
     point_duration: int = 10            # seconds per fixed-rate point
+    confirm: int = 10                   # seconds confirming a capacity; 0: none
     core_hour_price: float = None       # for the cost per million requests
     dry_run: bool = False               # the plan printed, nothing run
     slo: dict = None                    # {'percentile': 'p99', 'ms': 10.0}
@@ -166,6 +167,7 @@ class Matrix:
                     'searches': settings.searches,
                     'slo': settings.slo, 'probes': budget.PROBES, 'again': True,
                     'duration': settings.point_duration,
+                    'confirm': settings.confirm,
                     'latency_correction': True,
                     # Each point's command, but for its URL and rate.
                     'command': settings.oha and oha.placeholder(oha.command(

@@ -365,6 +365,8 @@ def test_rate_pages_and_fractions_choose_what_gets_fixed_rates(capsys):
     assert '  fixed rates for good, mix: 50, 90 % of saturation, then up to ' \
         '3 probes for the capacity at p99 ≤ 10 ms (a point that misses on it ' \
         'alone is run again); 10 s each, searched 3 times' in lines
+    assert '  each capacity found offered again for 10 s (a miss steps it ' \
+        'down)' in lines
     # the points may be shorter than the closed-loop runs
     s = cli.plan(base + ['--pages', 'good', '--duration', '5',
                          '--point-duration', '3'])
@@ -405,8 +407,9 @@ def test_rate_pages_may_give_a_page_fewer_searches(capsys):
     fewer = cli.plan(base + ['--rate-pages', 'mix,good:1,ugly:1'])
     point = guesses.point_guess(s, 'ugly')
     steps = (len(s.fractions) + budget.PROBES) * (1 + budget.RETRIED)
+    confirm = guesses.CONFIRMED * (s.confirm + point - s.point_duration)
     assert guesses.series_guess(s, 'ugly') - guesses.series_guess(
-        fewer, 'ugly') == pytest.approx(steps * point)
+        fewer, 'ugly') == pytest.approx(steps * point + confirm)
     # a bare hello is a closed-loop reference: it is not searched
     assert guesses.series_guess(s, 'ugly', 'hello') == guesses.series_guess(
         cli.plan(base + ['--rate-pages', 'mix']), 'ugly', 'hello')

@@ -156,13 +156,16 @@ class Planned:
         self.host, self.credit = {}, 0.0
 
 
-@pytest.mark.parametrize('kept', [True, False])
-def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept):
+@pytest.mark.parametrize('kept, confirm', [(True, 0), (False, 0),
+                                           (True, 10), (False, 10)])
+def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept, confirm):
     """Every miss tried again (15 points where 7.5 are planned) slows the
     bar's pace instead of filling it early; a search of fewer points counts
-    whole: each of 3 searches is a third of the bar."""
+    whole: each of 3 searches is a third of the bar. With nothing kept
+    there is no capacity to confirm."""
     s = type('S', (), {'slo': SLO, 'point_duration': 2, 'rates': None,
-                       'fractions': [0.5, 0.9], 'searches': {}, 'runs': 3})
+                       'fractions': [0.5, 0.9], 'searches': {}, 'runs': 3,
+                       'confirm': confirm})
     plan = 3 * guesses.search_guess(s, 'good')
     shares = []
     matrix = type('Matrix', (), {
@@ -173,7 +176,8 @@ def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept):
             self.progress.done / self.progress.planned)})()
     counted = []
 
-    def point(matrix, member, page, run, rate, label, retry=False):
+    def point(matrix, member, page, run, rate, label, retry=False,
+              seconds=None):
         counted.append(retry)
         return {'kept': kept, 'host': {'slow': True}, 'vote_check': {'ok': True},
                 'oha': report(p99=5.0 if kept else 30.0)}
@@ -185,8 +189,53 @@ def test_a_search_counts_on_the_bar_as_planned(monkeypatch, kept):
     matrix.progress.planned *= 2
     assert fixed_rate.turns(matrix, [('a', server, None), ('b', gone, None)],
                             'good', 'plain') == set()
-    assert len(counted) == (15 if kept else 45)
+    assert len(counted) == (15 + (3 if confirm else 0) if kept else 45)
     assert shares == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+class Confirming:
+    """A member whose points keep the budget at or below `holds`/s; a miss
+    just above it is on the percentile alone."""
+
+    def __init__(self, holds, stall_once=False):
+        self.name, self.holds, self.tried = 'a', holds, []
+        self.stall_once, self.credit = stall_once, 100.0
+        self.server = type('Server', (), {'alive': lambda self: True})()
+
+    def point(self, matrix, member, page, run, rate, label, retry=False,
+              seconds=None):
+        assert (label, seconds) == ('confirm', 10)
+        kept = rate <= self.holds
+        if self.stall_once and not self.tried:
+            kept = False
+        self.tried.append(rate)
+        return {'kept': kept, 'host': {}, 'vote_check': {'ok': True},
+                'oha': report(p99=5.0 if kept else 30.0)}
+
+
+@pytest.mark.parametrize('holds, stall_once, tried, rate, how', [
+    (1000, False, [900], 900, 'held'),
+    (1000, True, [900, 900], 900, 'again'),
+    # missed twice at 900: down to the search's kept 600, which holds
+    (700, False, [900, 900, 600], 600, 'stepped down'),
+    # then by STEP_DOWN below the search's lowest kept rate
+    (500, False, [900, 900, 600, 600, 480], 480, 'stepped down'),
+    (100, False, [900, 900, 600, 600, 480, 480], 0.0, 'not held'),
+])
+def test_a_capacity_is_confirmed_by_a_longer_run_or_stepped_down(
+        monkeypatch, holds, stall_once, tried, rate, how):
+    member = Confirming(holds, stall_once)
+    monkeypatch.setattr(fixed_rate, 'point', member.point)
+    matrix = type('Matrix', (), {
+        's': type('S', (), {'slo': SLO, 'confirm': 10}),
+        'progress': Progress(100.0, io.StringIO())})()
+    points = [(600.0, True), (900.0, True), (1000.0, False)]
+    found = fixed_rate.confirm(matrix, member, 'good', 1, points)
+    assert member.tried == tried
+    assert (found['rate'], found['confirmed'], found['searched']) == (
+        rate, how, 900.0)
+    assert found['missed_at'] == (1000.0 if how in ('held', 'again')
+                                  else min(tried[:-1]) if rate else 480)
 
 
 def test_a_watch_counts_slow_bursts_and_their_longest_run():
@@ -336,7 +385,8 @@ def latency_bench(tarantool, out, *options):
     argv = [sys.executable, 'bench.py', '--latency', '--engines',
             'aiohttp-tarantool-one', '--pages', 'good', '--duration', '1',
             '--warmup', '1', '--runs', '3', '--rates', '200,400',
-            '--slo', 'p50=20ms', '--tarantool', '%s:%d' % (a.host, a.port),
+            '--slo', 'p50=20ms', '--confirm', '2',
+            '--tarantool', '%s:%d' % (a.host, a.port),
             '--packs', str(TEST_PACKS), '--port', str(free_port()),
             '--out', str(out)] + list(options)
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
@@ -360,7 +410,8 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
     lat = results['settings']['latency']
     assert lat['generator'] == 'oha ' + oha.VERSION
     assert lat['slo'] == {'percentile': 'p50', 'ms': 20.0}
-    steps = [r for r in results['latency'] if r['rate'] != 'probe']
+    steps = [r for r in results['latency']
+             if r['rate'] not in ('probe', 'confirm')]
     assert sorted({r['rate'] for r in steps}) == ['200/s', '400/s']
     assert len(steps) == 2 * 3
     # Each point's command, written once: the points differ in URL and rate.
@@ -375,8 +426,21 @@ def test_a_latency_run_records_each_rate_and_the_capacity(latency_runs):
         assert r['us_per_request']['database'] is not None
         assert r['generator']['share'] < 1.0
     assert len(results['capacity']) == 3
+    # Each capacity held for --confirm seconds at its rate (or was stepped
+    # down to a rate that did): its runs are in the record of points.
+    assert lat['confirm'] == 2
+    for c in results['capacity']:
+        assert c['confirmed'] in ('held', 'again', 'stepped down', 'not held')
+        last_rate, kept = c['confirm_tries'][-1]
+        assert c['rate'] == (last_rate if kept else 0.0)
+        runs = [r for r in results['latency'] if r['rate'] == 'confirm'
+                and r['run'] == c['run']]
+        assert [[r['offered'], r['kept']] for r in runs] == [
+            list(t) for t in c['confirm_tries']]
+        assert all(1.5 < r['oha']['seconds'] < 4 for r in runs), runs
     md = (out / 'results.md').read_text()
     first = md.split('\n## ')[1]
+    assert 'offered again for 2 s' in first
     assert first.startswith('Capacity at p50 ≤ 20 ms'), md[:2000]
     assert 'oha %s' % oha.VERSION in md
     for chart in ('chart-latency-good.png', 'chart-capacity-good.png'):
@@ -432,7 +496,9 @@ def test_a_point_missed_on_the_percentile_alone_is_run_again(latency_runs):
     for out in latency_runs:
         results = json.loads((out / 'results.json').read_text())
         slo = results['settings']['latency']['slo']
-        points = results['latency']
+        # (a capacity's confirming runs follow their own rule: the test
+        # above)
+        points = [r for r in results['latency'] if r['rate'] != 'confirm']
         tries = 0
         before = {'floor': [f for f in results['floor'] if f['when'] == 'before']}
         most = budget.TRIES if fixed_rate.steady_floor(type('Matrix', (), {
@@ -454,7 +520,7 @@ def test_a_point_missed_on_the_percentile_alone_is_run_again(latency_runs):
         for run in (1, 2, 3):
             tried = [(r['offered'], r['kept']) for r in points if r['run'] == run]
             found = [c for c in results['capacity'] if c['run'] == run]
-            assert found[0]['rate'] == budget.capacity(tried)['rate']
+            assert found[0]['searched'] == budget.capacity(tried)['rate']
     assert seconds >= 3
 
 

@@ -123,7 +123,7 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     a = tarantool_address(tarantool)
     argv = [sys.executable, 'bench.py', '--latency', '--engines', ENGINE,
             '--pages', 'mix', '--duration', '1', '--warmup', '1', '--runs', '1',
-            '--rates', '100,200', '--slo', 'p99=200ms',
+            '--rates', '100,200', '--slo', 'p99=200ms', '--confirm', '2',
             '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
             '--port', str(free_port()), '--out', str(tmp_path)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
@@ -133,7 +133,8 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
     assert results['settings']['latency']['mix']['generator'] == 'loadgen ' + mixed.VERSION
     assert not results['runs']      # no closed-loop wrk runs of the mix
     points = [r for r in results['latency'] if r['page'] == 'mix']
-    assert sorted({r['rate'] for r in points if r['rate'] != 'probe'}) == ['100/s', '200/s']
+    assert sorted({r['rate'] for r in points
+                   if r['rate'] not in ('probe', 'confirm')}) == ['100/s', '200/s']
     for r in points:
         assert r['vote_check']['ok'] and r['vote_check']['moved'] > 0, r
         assert r['oha']['schedule_lag_ms'] >= 0, r
@@ -155,7 +156,7 @@ def test_a_mixed_latency_run_records_rates_capacity_and_votes(tarantool, tmp_pat
         assert vote['requests'] == r['oha']['votes_ok'] and vote['failed'] == 0
         assert sum(k['requests'] for k in r['oha']['kinds'].values()) \
             == r['oha']['requests'], r
-    steps = [r for r in points if r['rate'] != 'probe']
+    steps = [r for r in points if r['rate'] not in ('probe', 'confirm')]
     assert all(abs(r['oha']['achieved'] - r['offered']) < 0.2 * r['offered'] for r in steps)
     assert [c['page'] for c in results['capacity']] == ['mix']
     assert results['saturation'][0]['oha']['achieved'] > 0

@@ -332,7 +332,8 @@ def test_a_sites_text_cannot_make_markdown():
 def test_a_target_at_fixed_rates_has_no_cpu_figures(site, tmp_path):
     tools.need_oha()
     code, err, _ = bench(tmp_path, '--target', site.url, '--latency',
-                         '--pages', 'good', '--rates', '100', '--slo', 'p50=50ms')
+                         '--pages', 'good', '--rates', '100', '--slo', 'p50=50ms',
+                         '--confirm', '1')
     assert code == 0, err
     results = json.loads((tmp_path / 'results.json').read_text())
     steps = [r for r in results['latency'] if r['rate'] == '100/s']

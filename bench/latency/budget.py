@@ -11,6 +11,11 @@ PROBES = 3      # extra fixed-rate runs per search, after the rate steps
 # Most tries of a rate that missed on the percentile alone: a second one
 # always, a third when the host ran slow during the second (fixed_rate).
 TRIES = 3
+# A search's capacity is run again for longer (--confirm, 10 s): a miss steps
+# it down, to the highest rate the search kept below, else by STEP_DOWN, at
+# most CONFIRMS rates.
+CONFIRMS = 3
+STEP_DOWN = 0.8
 # Share of a search's points expected to miss on the percentile alone and
 # be run again, for time estimates: 0.4-0.6 in single-engine runs, 0.64 in
 # the 2026-11-26 run of 20 engines (whose estimate came out 5 % short).
@@ -112,3 +117,10 @@ def capacity(points):
     least the rate), rate 0 when nothing kept."""
     lo, hi = bracket(points)
     return {'rate': lo or 0.0, 'open': hi is None, 'missed_at': hi}
+
+
+def step_down(points, rate):
+    """The rate to confirm after `rate` missed: the highest rate the search
+    kept below it, else STEP_DOWN of it."""
+    kept = [r for r, k in points if k and r < rate * 0.999]
+    return max(kept) if kept else rate * STEP_DOWN

@@ -11,10 +11,10 @@ LAG_MS = 5.0
 
 def steps(results):
     """{(target, page, rate label): cell} over the rate steps (not the
-    search's probes)."""
+    search's probes and its capacity's longer run)."""
     groups = {}
     for r in results.get('latency') or []:
-        if r['rate'] != 'probe':
+        if r['rate'] not in ('probe', 'confirm'):
             groups.setdefault((r['target'], r['page'], r['rate']), []).append(r)
     return {key: step(records) for key, records in groups.items()}
 
@@ -104,5 +104,10 @@ def capacities(results):
                       'noisy': noisy(rates),
                       'host': sum(1 for c in found if c.get('host')),
                       'below': None if any(rates) else
-                      max([c.get('missed_at') or 0 for c in found]) or None}
+                      max([c.get('missed_at') or 0 for c in found]) or None,
+                      # how each search's capacity fared in its longer run
+                      'confirmed': [c.get('confirmed') for c in found
+                                    if c.get('confirmed')],
+                      'searched': triple([c.get('searched', c['rate'])
+                                          for c in found])}
     return cells

@@ -28,7 +28,8 @@ def page_chart(results, page, path):
             ax.plot(*zip(*points), marker='o', color=color, label=name)
         probes = [(r['offered'], r['oha']['latency_ms'][figure])
                   for r in results['latency'] if r['target'] == name
-                  and r['page'] == page and r['rate'] == 'probe' and r.get('oha')
+                  and r['page'] == page and r['rate'] in ('probe', 'confirm')
+                  and r.get('oha')
                   and r['oha']['latency_ms'].get(figure)]
         if probes:
             ax.scatter(*zip(*probes), s=14, color=color, alpha=0.5)

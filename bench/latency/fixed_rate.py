@@ -11,7 +11,8 @@ import time
 
 from runtime import engines, stalls
 from .. import memory, profile, storage
-from ..guesses import RUN_GUESS, point_guess, search_guess, searches
+from ..guesses import (POINT_GUESS, RUN_GUESS, point_guess, search_guess,
+                       searches)
 from ..wrk import path
 from . import background, budget, mixed, oha, steady
 
@@ -163,6 +164,9 @@ def turns(matrix, members, page, mode):
                 dead |= {m.name} if not m.server.alive() else set()
         for m in crew:
             found = budget.capacity(points[m.name])
+            if s.confirm and m.name not in dead:
+                found.update(confirm(matrix, m, page, run, points[m.name]))
+                dead |= {m.name} if not m.server.alive() else set()
             slow = m.host.get(found['missed_at']) or [False]
             found.update(target=m.name, page=page, run=run, host=all(slow),
                          saturation=m.top, slo=s.slo, pair=m.pair)
@@ -170,6 +174,40 @@ def turns(matrix, members, page, mode):
             settle(matrix, m, m.name in dead)
         matrix.save()
     return dead
+
+
+def confirm(matrix, member, page, run, points):
+    """The search's capacity offered again for --confirm seconds: held; held
+    on a second try after a miss on the percentile alone ('again'); or
+    stepped down (budget.step_down) until a rate holds, at most
+    budget.CONFIRMS rates ('stepped down'; 'not held': none did, the rate
+    is 0 and missed_at the lowest tried)."""
+    s, found = matrix.s, budget.capacity(points)
+    rate, tries = found['rate'], []
+    while rate and len({r for r, _ in tries}) <= budget.CONFIRMS \
+            and member.server.alive():
+        record = point(matrix, member, page, run, rate, 'confirm',
+                       retry=bool(tries) and tries[-1][0] == rate,
+                       seconds=s.confirm)
+        spend(matrix, member, s.confirm + POINT_GUESS)
+        tries.append((rate, record['kept']))
+        if record['kept']:
+            break
+        if len(tries) < 2 or tries[-2][0] != rate:
+            if budget.stall_like(record, s.slo):
+                continue        # once more at the same rate
+        if len({r for r, _ in tries}) == budget.CONFIRMS:
+            break
+        rate = budget.step_down(points, rate)
+    if not tries:
+        return {'searched': found['rate'], 'confirmed': None}
+    held = tries[-1][0] if tries[-1][1] else 0.0
+    missed = [r for r, k in tries if not k and r > held]
+    how = ('held' if len(tries) == 1 else 'again' if held == tries[0][0]
+           else 'stepped down' if held else 'not held')
+    return {'searched': found['rate'], 'rate': held, 'confirmed': how,
+            'confirm_seconds': s.confirm, 'confirm_tries': tries,
+            'missed_at': min(missed) if missed else found['missed_at']}
 
 
 def settle(matrix, member, dead):
@@ -236,11 +274,14 @@ def stalled(matrix, name, began, ended):
     return record
 
 
-def point(matrix, member, page, run, rate, label, retry=False):
-    """One fixed-rate run of a member; its record, added to results.json."""
+def point(matrix, member, page, run, rate, label, retry=False, seconds=None):
+    """One fixed-rate run of a member (of `seconds`, else the run's point
+    duration); its record, added to results.json."""
     s = matrix.s
+    seconds = seconds or s.point_duration
     matrix.progress.show('%s · %s · %s · run %d/%d' % (
         member.name, page, '%.0f/s' % rate if label == 'probe'
+        else '%.0f/s for %d s' % (rate, seconds) if label == 'confirm'
         else 'rate ' + label, run, searches(s, page)) + (
             ' · again' if retry else ''))
     url, mix = member.server.url, page == mixed.PAGE
@@ -251,16 +292,16 @@ def point(matrix, member, page, run, rate, label, retry=False):
                  else matrix.settled_votes(url))
     before, tiers = member.cpu(), member.tiers()
     began = time.time()
-    watch = steady.watching(s.pin['wrk'], s.point_duration + 0.5)
+    watch = steady.watching(s.pin['wrk'], seconds + 0.5)
     if mix:
-        record = mixed.run(mixed.command(s.loadgen, url, rate, s.point_duration,
+        record = mixed.run(mixed.command(s.loadgen, url, rate, seconds,
                                          s.connections, s.timeout, s.pin['wrk']),
-                           s.point_duration, rate)
+                           seconds, rate)
     else:
         record = oha.run(oha.command(s.oha, url + path(url, page), rate,
-                                     s.point_duration,
+                                     seconds,
                                      s.connections, s.timeout, s.pin['wrk']),
-                         s.point_duration, rate)
+                         seconds, rate)
     record.pop('command')   # settings.latency's, but for URL and rate
     after, tiers = member.cpu(), (tiers, member.tiers())
     record['stalls'] = stalled(matrix, member.name, began, time.time())

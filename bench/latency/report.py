@@ -11,6 +11,12 @@ HOST = ('%s searches that stopped at a rate missed only while the host ran '
         'slow, at every try (the host watch; on a steady host the capacity '
         'may be higher): %s')
 NOISY = '%s cells whose runs\' capacities differ by more than %d%%: %s'
+CONFIRMED = {'again': 'held on its second try (the first missed on the '
+                      'percentile alone)',
+             'stepped down': 'missed, and was stepped down to a rate that '
+                             'held',
+             'not held': 'missed, and so did every rate it was stepped '
+                         'down to'}
 
 
 def rate(value):
@@ -46,7 +52,11 @@ def capacity_table(results, names, pages):
         lines += [said, '']
     lines += ['![capacity %s](chart-capacity-%s.png)' % (p, p) for p in pages]
     lines += [''] if pages else []
-    rows, noisy, host = [], {}, {}
+    seconds = results['settings']['latency'].get('confirm')
+    if seconds:
+        lines += ['Each search\'s capacity was offered again for %d s: the '
+                  'capacity is the rate that held there.' % seconds, '']
+    rows, noisy, host, confirmed = [], {}, {}, {}
     for name in present:
         cells = []
         for page in pages:
@@ -57,6 +67,11 @@ def capacity_table(results, names, pages):
             cells.append(capacity_cell(c))
             if c['noisy']:
                 noisy.setdefault(name, []).append(page)
+            for how in c['confirmed']:
+                if how in CONFIRMED:
+                    confirmed.setdefault(how, []).append(
+                        '%s %s (searched %s)' % (name, page,
+                                                 spread(c['searched'])))
             if c['host']:
                 host.setdefault(name, []).append(
                     page if c['rate']['runs'] < 2 else '%s (%d of %d searches)' % (
@@ -64,6 +79,9 @@ def capacity_table(results, names, pages):
         rows.append([name] + cells)
     notes = ([NOISY % (FLAG, NOISE * 100, by_engine(noisy))] if noisy else []) \
         + ([HOST % (FLAG, by_engine(host))] if host else [])
+    notes += ['%s capacities whose %d s run %s: %s' % (
+        FLAG, seconds, CONFIRMED[how], '; '.join(where))
+        for how, where in sorted(confirmed.items())]
     lines += tables.table_md(['engine'] + pages, rows)
     once = sorted({p for (n, p), c in found.items()
                    if n in present and c['rate']['runs'] < 2})
