@@ -24,6 +24,7 @@ from .compare import commit, load
 from .latency import budget, demand, floor, mixed
 from .latency.cells import capacities
 from .latency.noise import NOISE, noisy, triple
+from .latency.oha import FIGURES
 
 # An assumption, not a quote: about what one vCPU-hour costs on demand at a
 # large cloud (a general-purpose instance's hourly price / its vCPUs).
@@ -171,16 +172,7 @@ def row(name, found, rate, workers, price, max_cores, target=None,
     modelled)."""
     capacity = found['rate']['median'] or 0.0
     per_core = capacity / workers
-    notes = []
-    if found['open']:
-        notes.append('capacity at least this: kept the budget at every rate tried')
-    if found['noisy']:
-        notes.append("runs %s–%s/s (spread > %d%%)" % (
-            '{:,.0f}'.format(found['rate']['min']),
-            '{:,.0f}'.format(found['rate']['max']), NOISE * 100))
-    if found.get('host'):
-        notes.append('%d of %d searches stopped where only a slow host missed'
-                     % (found['host'], found['rate']['runs']))
+    notes = capacity_notes(found)
     if capacity >= rate and workers <= max_cores:
         return measured(name, per_core, capacity, rate, workers, price,
                         target, notes)
@@ -214,6 +206,21 @@ def row(name, found, rate, workers, price, max_cores, target=None,
             'app': cores, 'database': '–', 'sized': False,
             'monthly': monthly, 'per_million': per_million,
             'memory_mib': memory_mib(target, cores, workers), 'notes': notes}
+
+
+def capacity_notes(found):
+    """What the searches say of a capacity: open, spread, stopped by the host."""
+    notes = []
+    if found['open']:
+        notes.append('capacity at least this: kept the budget at every rate tried')
+    if found['noisy']:
+        notes.append("runs %s–%s/s (spread > %d%%)" % (
+            '{:,.0f}'.format(found['rate']['min']),
+            '{:,.0f}'.format(found['rate']['max']), NOISE * 100))
+    if found.get('host'):
+        notes.append('%d of %d searches stopped where only a slow host missed'
+                     % (found['host'], found['rate']['runs']))
+    return notes
 
 
 def measured(name, per_core, capacity, rate, workers, price, target, notes):
@@ -557,6 +564,9 @@ def embedded(results, page=None):
                 'o': demand.offered_of(r),
                 'ok': bool(check['ok'] and budget.served(report) is None),
                 'p': (report or {}).get('latency_ms', {}).get('p99'),
+                'l': {f: v for f, v in ((report or {}).get('latency_ms') or {}).items()
+                      if f in FIGURES},
+                'h': bool((r.get('host') or {}).get('slow')),
                 'd': demand.of_point(r), 's': demand.share(r)})
         replicas = []
         for t in results.get('targets') or []:
@@ -568,11 +578,16 @@ def embedded(results, page=None):
         cap = [c['rate'] for c in results.get('capacity') or []
                if c.get('target') == name and c.get('page') == page]
         out.append({'name': name, 'database': demand.database_of(name),
+                    'framework': framework_of(name),
+                    'said': capacity_notes(found[name]) if name in found else [],
                     'noisy': int(NOISE * 100) if name in found and found[name]['noisy']
                     else 0,
                     'tagged': bool(storage.replicas_of(name)),
                     'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
                     'cap': cap if name in found else None, 'points': points})
+    figures = {f for e in out for p in e['points'] for f in p['l']}
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
-            'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
-            'engines': out}
+            'max_cores': MAX_CORES, 'max_rate': MAX_RATE, 'hours': HOURS,
+            'headroom': sizing.HEADROOM, 'noise': int(NOISE * 100),
+            'percentiles': [f for f in FIGURES if f in figures],
+            'floor': floor.embedded(results.get('floor')), 'engines': out}
