@@ -5,6 +5,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from .colors import DATABASES  # noqa: E402
+
 __all__ = ['FuncFormatter', 'plt', 'save', 'short']
 
 
@@ -51,9 +53,7 @@ def fit_title(fig, ax, rect=(0, 0, 1, 1)):
         fig.tight_layout(rect=rect)
 
 
-# One colour per database, the same in every chart (and in results.html).
-DATABASE_COLORS = {'tarantool': '#3b75af', 'postgres': '#519e3e',
-                   'redis': '#c53a32', 'rediscluster': '#ef8636', None: '#8c8c8c'}
+DATABASE_COLORS = DATABASES
 MARKERS = 'os^vDPX*<>hpd8'
 LINES = ['-', '--', '-.', ':']
 
