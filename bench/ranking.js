@@ -454,7 +454,8 @@
 
   function number(text, what, most) {
     var n = Number(text);
-    if (text === '' || isNaN(n)) return what + ': ' + JSON.stringify(text) + ' is not a number';
+    if (text === '') return what + ' must be a finite number above zero';
+    if (isNaN(n)) return what + ': ' + JSON.stringify(text) + ' is not a number';
     if (!isFinite(n)) return what + ' must be a finite number (got ' + text + ')';
     if (!(n > 0)) return what + ' must be above zero (got ' + text + ')';
     if (most !== undefined && n > most) {

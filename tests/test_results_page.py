@@ -255,3 +255,21 @@ def test_a_hostile_line_neither_runs_nor_embeds(tmp_path):
     chart = base64.b64encode((folder / 'chart-ugly.png').read_bytes()).decode()
     assert [a['src'] for t, a in tags if t == 'img'] == [
         'data:image/png;base64,' + chart]
+
+
+@pytest.mark.parametrize('query, said', [
+    ('rate=1e12', 'the rate must be at most 10,000,000 (got 1e12): past that the '
+                  'answer is arithmetic, not a site.'),
+    ('rate=0', 'the rate must be above zero (got 0).'),
+    ('rate=5000&p99=-1', 'the budget must be above zero (got -1).'),
+    ('rate=5000&headroom=2', 'the headroom must be at most 1 (got 2).'),
+    ('rate=inf', 'the rate must be a finite number above zero.'),
+])
+async def test_a_rate_or_budget_past_sense_is_said_not_ranked(
+        browser, tmp_path, query, said):  # noqa: F811
+    """As advise refuses them (exit 2), the page says why and ranks nothing."""
+    path = html.write(str(committed_folder(tmp_path)))
+    page = await browser.new_page()
+    await page.goto('file://%s?%s' % (path, query))
+    assert await page.text_content('#advise-said') == said
+    assert await page.eval_on_selector_all('#advise-out tr', 'trs => trs.length') == 0
