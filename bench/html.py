@@ -25,7 +25,7 @@ details { margin: 1em 0; } summary { cursor: pointer; color: #444; }
 #advise label { display: flex; flex-direction: column; font-size: 13px; color: #444; }
 #advise input, #advise select { font-size: 16px; padding: .15em .25em; width: 100%;
                                 box-sizing: border-box; }
-table.answer td.stack { overflow-wrap: anywhere; border-left: 5px solid NONE; }
+table.answer td.stack { overflow-wrap: break-word; border-left: 5px solid NONE; }
 ROWS
 #advise-warn { color: #8a4b00; padding-left: 1.2em; }
 #advise-warn:empty, #advise-said:empty { display: none; }

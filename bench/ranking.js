@@ -383,7 +383,12 @@
   function row(r, n) {
     var tr = document.createElement('tr');
     tr.className = 'db-' + (r.kind || 'none');
-    tr.appendChild(cell(r.engine, 'stack'));
+    var stack = cell('', 'stack');
+    r.engine.split('-').forEach(function (part, i) {   // a narrow screen breaks at '-'
+      if (i) stack.appendChild(document.createElement('wbr'));
+      stack.appendChild(document.createTextNode((i ? '-' : '') + part));
+    });
+    tr.appendChild(stack);
     tr.appendChild(cell(r.cores === null ? '–' : String(r.cores), 'n'));
     tr.appendChild(cell(r.monthly === null ? '–' : r.monthly.toFixed(2), 'n'));
     tr.appendChild(cell(r.limit));
@@ -509,7 +514,7 @@
         label(data.slo.percentile, data.slo.ms) + ', not searched at ' + label(pct_, ms) +
         ' itself: as coarse as the rates tried.');
     }
-    var shaky = rows.filter(function (r) { return r.notes.some(function (t) {
+    var shaky = rows.filter(function (r) { return r.cores !== null && r.notes.some(function (t) {
       return /^runs .*spread|searches stopped where only a slow host/.test(t);
     }); });
     if (shaky.length) {
