@@ -97,3 +97,18 @@ def test_the_cost_per_million_is_labelled_by_its_rate(committed):
         text = flat(advise.text([], [row]))
         assert '$/M requests at %s/s %.4f' % ('{:,.0f}'.format(caps[r[0]]),
                                             row['per_million']) in text
+
+
+def test_the_committed_results_md_is_what_the_code_writes(committed, tmp_path):
+    """docs/results/results.md and results.html as written from its
+    results.json now (python -m bench.render docs/results writes them)."""
+    import shutil
+    from bench import html
+    results, markdown = committed
+    folder = os.path.join(ROOT, 'docs', 'results')
+    with open(os.path.join(folder, 'results.md')) as f:
+        assert f.read() == markdown
+    copy = tmp_path / 'results'
+    shutil.copytree(folder, copy)
+    with open(os.path.join(folder, 'results.html')) as f:
+        assert open(html.write(str(copy))).read() == f.read()
