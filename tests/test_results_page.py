@@ -12,6 +12,7 @@ import pytest
 
 from bench import advise, html
 from test_advise import ROOT, cluster_results, with_demand
+from conftest import ARTIFACTS
 from test_browser import browser  # noqa: F401  (the fixture)
 
 INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3), (500, 10),
@@ -162,7 +163,8 @@ async def test_the_address_gives_the_sites_advise_gives(browser, tmp_path, rate)
     assert await page.evaluate('location.search') == '?rate=2000&p99=20&pct=p99.9'
 
 
-async def test_the_form_and_the_top_answer_fit_a_phone_s_first_screen(browser, tmp_path):  # noqa: F811,E501
+async def test_the_form_and_the_top_answer_fit_a_phone_s_first_screen(
+        browser, tmp_path):  # noqa: F811
     """At 390 x 844 CSS pixels the whole form and the first row of the
     answer show before any scrolling, and nothing is wider than the screen
     but the tables that scroll inside it."""
@@ -177,6 +179,8 @@ async def test_the_form_and_the_top_answer_fit_a_phone_s_first_screen(browser, t
     size = await page.evaluate('getComputedStyle(document.querySelector('
                                '"#advise-out td")).fontSize')
     assert float(size.rstrip('px')) >= 12
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    await page.screenshot(path=os.path.join(ARTIFACTS, 'results-390.png'))
 
 
 async def test_the_machine_s_warnings_are_advise_s(browser, tmp_path):  # noqa: F811
