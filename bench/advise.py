@@ -7,7 +7,8 @@ one primary's serial thread cannot take the rate, said instead. Measured
 first, then by cores.
 
     python bench.py advise RESULTS --rate N [--slo p99=10ms]
-                           [--workload mix|PAGE] [--core-hour-price DOLLARS]
+                           [--workload mix|PAGE] [--price DOLLARS-A-MONTH |
+                            --core-hour-price DOLLARS]
                            [--headroom SHARE] [--max-cores N]
                            [--database NAME] [--framework NAME]
 
@@ -23,6 +24,7 @@ from .compare import commit, load
 from .latency import budget, demand, floor, mixed
 from .latency.cells import capacities
 from .latency.noise import NOISE, noisy, triple
+from .latency.oha import FIGURES
 
 # An assumption, not a quote: about what one vCPU-hour costs on demand at a
 # large cloud (a general-purpose instance's hourly price / its vCPUs).
@@ -170,16 +172,7 @@ def row(name, found, rate, workers, price, max_cores, target=None,
     modelled)."""
     capacity = found['rate']['median'] or 0.0
     per_core = capacity / workers
-    notes = []
-    if found['open']:
-        notes.append('capacity at least this: kept the budget at every rate tried')
-    if found['noisy']:
-        notes.append("runs %s–%s/s (spread > %d%%)" % (
-            '{:,.0f}'.format(found['rate']['min']),
-            '{:,.0f}'.format(found['rate']['max']), NOISE * 100))
-    if found.get('host'):
-        notes.append('%d of %d searches stopped where only a slow host missed'
-                     % (found['host'], found['rate']['runs']))
+    notes = capacity_notes(found)
     if capacity >= rate and workers <= max_cores:
         return measured(name, per_core, capacity, rate, workers, price,
                         target, notes)
@@ -213,6 +206,21 @@ def row(name, found, rate, workers, price, max_cores, target=None,
             'app': cores, 'database': '–', 'sized': False,
             'monthly': monthly, 'per_million': per_million,
             'memory_mib': memory_mib(target, cores, workers), 'notes': notes}
+
+
+def capacity_notes(found):
+    """What the searches say of a capacity: open, spread, stopped by the host."""
+    notes = []
+    if found['open']:
+        notes.append('capacity at least this: kept the budget at every rate tried')
+    if found['noisy']:
+        notes.append("runs %s–%s/s (spread > %d%%)" % (
+            '{:,.0f}'.format(found['rate']['min']),
+            '{:,.0f}'.format(found['rate']['max']), NOISE * 100))
+    if found.get('host'):
+        notes.append('%d of %d searches stopped where only a slow host missed'
+                     % (found['host'], found['rate']['runs']))
+    return notes
 
 
 def measured(name, per_core, capacity, rate, workers, price, target, notes):
@@ -331,6 +339,8 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
     rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n),
                 results, page, slo, headroom)
             for n in names if n in found]
+    for r in rows:
+        r['rate'] = rate
     rows.sort(key=lambda r: (r['cores'] is None, r['basis'] != 'measured',
                              r['cores'] or 0, -r['per_core']))
     if not any(r['cores'] for r in rows):
@@ -364,10 +374,12 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
             'First limit: what stops the site first as the rate rises: its '
             'serial thread, or --max-cores.']
     header += [
-        'Cost: cores x %d h x $%g per core-hour (%s); $/M requests at a '
-        'steady %s/s.' % (HOURS, price, 'an assumed on-demand vCPU price'
-                          if price == PRICE else 'as given',
-                          '{:,.0f}'.format(rate)),
+        'Cost: cores x %d h x $%g per core-hour (%s) = $%.2f a core-month; '
+        '$/M requests at %s/s: the site\'s whole cores at that steady rate '
+        "(results.md's cost table: one core at its capacity)." % (
+            HOURS, price, 'an assumed on-demand vCPU price'
+            if math.isclose(price, PRICE) else 'as given', price * HOURS,
+            sizing.per_s(rate)),
         ('Memory: the site\'s server processes (one a core) and the database, each as '
          'the run measured it after its load (%s); more processes assumed to '
          'take as much each, not measured.' % (
@@ -405,6 +417,9 @@ def refusal(rows, rate, page, slo, max_cores):
 COLUMNS = ['engine', 'capacity/core', 'cores', 'basis', 'database',
            'first limit', 'monthly $', '$/M requests', 'memory', 'notes']
 NUMERIC = (1, 2, 6, 7, 8)
+# $ per million requests here: whole cores at the rate asked (results.md's
+# cost table gives one core at its capacity, the cheapest it gets)
+MILLION = '$/M requests at %s/s'
 
 
 def cells(r):
@@ -440,9 +455,11 @@ def text(header, rows):
                        for i, (c, w) in enumerate(zip(line, widths))).rstrip()
              for line in table]
     notes = []
-    for n, c in enumerate(map(cells, rows), 1):
-        notes += wrap('%s: capacity/core %s; database %s; $/M requests %s; '
-                      'memory %s' % (c[0], c[1], c[4], c[7], c[8]),
+    for n, r in enumerate(rows, 1):
+        c = cells(r)
+        notes += wrap('%s: capacity/core %s; database %s; %s %s; '
+                      'memory %s' % (c[0], c[1], c[4], MILLION % sizing.per_s(r['rate']),
+                                     c[7], c[8]),
                       '[%d] ' % n, '    ')
         notes += wrap('Notes: ' + c[9], '    ', '    ')
     out = [w for line in header for w in wrap(line)]
@@ -474,8 +491,12 @@ def main(argv):
                         'p99=10ms); another one is read from the fixed-rate points')
     p.add_argument('--workload', metavar='mix|PAGE',
                    help='mix (default when the run has it) or a page the run measured')
-    p.add_argument('--core-hour-price', metavar='DOLLARS', default=str(PRICE),
-                   help='$ per core-hour (default %g: %s)' % (PRICE, SOURCE))
+    cost = p.add_mutually_exclusive_group()
+    cost.add_argument('--price', metavar='DOLLARS',
+                      help='$ per core-month of %d h (default %g: %s)'
+                           % (HOURS, PRICE * HOURS, SOURCE))
+    cost.add_argument('--core-hour-price', metavar='DOLLARS', default=str(PRICE),
+                      help='$ per core-hour (default %g)' % PRICE)
     p.add_argument('--max-cores', metavar='N', default=str(MAX_CORES),
                    help='the most cores to consider (default %d)' % MAX_CORES)
     p.add_argument('--headroom', metavar='SHARE', default=str(sizing.HEADROOM),
@@ -489,7 +510,8 @@ def main(argv):
     args = p.parse_args(argv)
     try:
         rate = number(args.rate, '--rate', MAX_RATE)
-        price = number(args.core_hour_price, '--core-hour-price')
+        price = (number(args.price, '--price') / HOURS if args.price else
+                 number(args.core_hour_price, '--core-hour-price'))
         max_cores = int(number(args.max_cores, '--max-cores'))
         if max_cores < 1:
             raise Refused('--max-cores must be at least 1 (got %s)' % args.max_cores)
@@ -542,6 +564,9 @@ def embedded(results, page=None):
                 'o': demand.offered_of(r),
                 'ok': bool(check['ok'] and budget.served(report) is None),
                 'p': (report or {}).get('latency_ms', {}).get('p99'),
+                'l': {f: v for f, v in ((report or {}).get('latency_ms') or {}).items()
+                      if f in FIGURES},
+                'h': bool((r.get('host') or {}).get('slow')),
                 'd': demand.of_point(r), 's': demand.share(r)})
         replicas = []
         for t in results.get('targets') or []:
@@ -553,11 +578,16 @@ def embedded(results, page=None):
         cap = [c['rate'] for c in results.get('capacity') or []
                if c.get('target') == name and c.get('page') == page]
         out.append({'name': name, 'database': demand.database_of(name),
+                    'framework': framework_of(name),
+                    'said': capacity_notes(found[name]) if name in found else [],
                     'noisy': int(NOISE * 100) if name in found and found[name]['noisy']
                     else 0,
                     'tagged': bool(storage.replicas_of(name)),
                     'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
                     'cap': cap if name in found else None, 'points': points})
+    figures = {f for e in out for p in e['points'] for f in p['l']}
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
-            'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
-            'engines': out}
+            'max_cores': MAX_CORES, 'max_rate': MAX_RATE, 'hours': HOURS,
+            'headroom': sizing.HEADROOM, 'noise': int(NOISE * 100),
+            'percentiles': [f for f in FIGURES if f in figures],
+            'floor': floor.embedded(results.get('floor')), 'engines': out}

@@ -5,7 +5,8 @@ import os
 
 from .ceilings import chart as ceiling_chart, report as ceiling_report
 from .latency import chart as latency_chart
-from .plotting import FuncFormatter, fit_title, plt, save, short
+from .plotting import (FuncFormatter, database_color, database_legend, fit_title,
+                       plt, save, short)
 from .profile import ALL_LAYERS
 from .pythons import short as minor
 from .report import python_rows
@@ -59,7 +60,11 @@ def page_chart(results, table, page, path):
             high.append(c['rps_max'] - c['rps'])
             texts.append(short(c['rps']) + (' ' + FLAG if c['flags'] else ''))
         values += [h + e for h, e in zip(heights, high)]
-        ax.bar(xs, heights, width * 0.92, color=COLORS.get(mode), label=mode,
+        shown = [n for n in engines if (table.get((n, page, mode)) or {}).get('rps')
+                 is not None]
+        # one mode: a bar's colour is its database's, as in every chart
+        color = COLORS.get(mode) if len(modes) > 1 else [database_color(n) for n in shown]
+        ax.bar(xs, heights, width * 0.92, color=color, label=mode,
                yerr=[low, high], capsize=3,
                error_kw={'elinewidth': 1, 'ecolor': '#333333'})
         # Above the whisker, so the two never cross.
@@ -103,6 +108,9 @@ def page_chart(results, table, page, path):
     fig.text(0.01, 0.01, note, fontsize=7.5, color='#555555', va='bottom')
     if len(modes) > 1:
         ax.legend(loc='upper left', fontsize=8, frameon=False, ncol=len(modes))
+    elif engines:
+        database_legend(ax, engines, loc='upper left', fontsize=8, frameon=False,
+                        ncol=5)
     fig.tight_layout(rect=(0, 0.06 if not missing else 0.09, 1, 1))
     fit_title(fig, ax, (0, 0.06 if not missing else 0.09, 1, 1))
     save(fig, path)

@@ -5,6 +5,7 @@ import os
 import re
 
 from . import answer
+from .colors import DATABASES
 from .pictures import image
 
 STYLE = '''
@@ -16,11 +17,30 @@ th { background: #f0f0f0; position: sticky; top: 0; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; }
-code { background: #f4f4f4; padding: 0 .2em; }
+code { background: #f4f4f4; padding: 0 .2em; overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; }
 details { margin: 1em 0; } summary { cursor: pointer; color: #444; }
-form label { margin-right: 1.5em; display: inline-block; } form input { width: 8em; }
-'''
+#advise { display: grid; gap: .4em 1em; margin: .5em 0;
+          grid-template-columns: repeat(auto-fill, minmax(10.5em, 1fr)); }
+#advise label { display: flex; flex-direction: column; font-size: 13px; color: #444; }
+#advise input, #advise select { font-size: 16px; padding: .15em .25em; width: 100%;
+                                box-sizing: border-box; }
+table.answer td.stack { overflow-wrap: break-word; border-left: 5px solid NONE; }
+ROWS
+#advise-warn { color: #8a4b00; padding-left: 1.2em; }
+#advise-warn:empty, #advise-said:empty { display: none; }
+ol.notes { list-style: none; padding: 0; font-size: 13px; }
+ol.notes li { margin: .3em 0; } ol.notes .said { display: block; padding-left: 1.5em; }
+pre { overflow-x: auto; font-size: 12px; }
+@media (max-width: 600px) {
+  body { margin: .5em auto; font-size: 14px; }
+  h1 { font-size: 1.4em; margin: .2em 0; } h2 { font-size: 1.15em; margin: .5em 0 .3em; }
+  #advise { grid-template-columns: 1fr 1fr; }
+  table.answer { font-size: 12px; } table.answer td, table.answer th { padding: .2em .3em; }
+}
+'''.replace('NONE', DATABASES[None]).replace('ROWS', '\n'.join(
+    'tr.db-%s td.stack { border-left-color: %s; }' % (k, c)
+    for k, c in DATABASES.items() if k))
 IMAGE = re.compile(r'!\[([^\]]*)\]\(([^)]+)\)')
 
 

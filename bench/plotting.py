@@ -5,6 +5,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from .colors import DATABASES  # noqa: E402
+
 __all__ = ['FuncFormatter', 'plt', 'save', 'short']
 
 
@@ -49,3 +51,31 @@ def fit_title(fig, ax, rect=(0, 0, 1, 1)):
             width = max(20, int(len(text) * room / max(box.width, 1)) - 2)
             title.set_text(textwrap.fill(text, width))
         fig.tight_layout(rect=rect)
+
+
+DATABASE_COLORS = DATABASES
+MARKERS = 'os^vDPX*<>hpd8'
+LINES = ['-', '--', '-.', ':']
+
+
+def database_color(name):
+    from .latency.demand import database_of
+    return DATABASE_COLORS.get(database_of(name), DATABASE_COLORS[None])
+
+
+def database_legend(ax, names, **options):
+    """A legend of the databases among names' colours."""
+    from matplotlib.patches import Patch
+    from .latency.demand import database_of
+    kinds = list(dict.fromkeys(database_of(n) for n in names))
+    ax.legend(handles=[Patch(color=DATABASE_COLORS.get(k, DATABASE_COLORS[None]),
+                             label=k or 'no database') for k in kinds], **options)
+
+
+def line_style(name, frameworks):
+    """(colour, line style, marker) of an engine's line: its database's
+    colour, a marker and a dash of its framework's (frameworks: the
+    chart's, in order)."""
+    framework = name.partition('@')[0].split('-')[0]
+    i = frameworks.index(framework) if framework in frameworks else 0
+    return database_color(name), LINES[i % len(LINES)], MARKERS[i % len(MARKERS)]

@@ -73,9 +73,21 @@
 
   function pct(v) { return Math.round(v * 100); }
 
+  // Python's %g (6 significant figures, no trailing zeros)
+  function g(v) { return String(Number(v.toPrecision(6))); }
+
+  // Python's %.0f: half to even
+  function fixed0(v) {
+    var r = Math.round(v);
+    if (Math.abs(v % 1) === 0.5 && r % 2) r -= 1;
+    return r;
+  }
+
+  function comma0(v) { return fixed0(v).toLocaleString('en-US'); }
+
   // budget.label
   function label(percentile, ms) {
-    return percentile + ' ≤ ' + (ms >= 1 ? ms + ' ms' : (ms * 1000) + ' µs');
+    return percentile + ' ≤ ' + (ms >= 1 ? g(ms) + ' ms' : g(ms * 1000) + ' µs');
   }
 
   function plural(n, what) { return n + ' ' + what + (n === 1 ? '' : 's'); }
@@ -190,20 +202,77 @@
             monthly: cores ? cores * data.hours * data.price : null};
   }
 
-  function noise(e, cap, own) {
-    // advise.row's notes on the capacity searches (the run's own budget only)
+  // noise.noisy: more than NOISE apart (a median of 0 with another value too)
+  function noisy(values, noise) {
+    var m = median(values);
+    var lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
+    if (values.length < 2 || !m) return lo !== hi;
+    return (hi - lo) / m > noise / 100;
+  }
+
+  // advise.capacity_notes: the run's own (e.said), else as advise.reread
+  // reads the searches again under this budget
+  function noise(e, ms, own, data) {
+    if (own) return e.said;
+    var rates = [], open = false, host = 0;
+    runs(e).forEach(function (points) {
+      var b = bracket(points.map(function (p) { return [p.o, keeps(p, ms)]; }));
+      rates.push(b[0] || 0);
+      if (b[1] === null) open = true;
+      else if (points.filter(function (p) { return p.o === b[1]; })
+               .every(function (p) { return p.h; })) host += 1;
+    });
     var notes = [];
-    if (!own || !e.cap || !e.cap.length) return notes;
-    var lo = Math.min.apply(null, e.cap), hi = Math.max.apply(null, e.cap);
-    if (e.noisy) {
-      notes.push('runs ' + Math.round(lo).toLocaleString('en-US') + '–' +
-                 Math.round(hi).toLocaleString('en-US') + '/s (spread > ' + e.noisy + '%)');
+    if (!rates.length) return notes;
+    if (open) notes.push('capacity at least this: kept the budget at every rate tried');
+    if (noisy(rates, data.noise)) {
+      notes.push('runs ' + comma0(Math.min.apply(null, rates)) + '–' +
+                 comma0(Math.max.apply(null, rates)) + '/s (spread > ' + data.noise + '%)');
+    }
+    if (host) notes.push(host + ' of ' + rates.length +
+                         ' searches stopped where only a slow host missed');
+    return notes;
+  }
+
+  // advise.database_us
+  function databaseUs(d) {
+    if (!known(d.serial_us)) return 'not read';
+    if (known(d.shards_us)) {
+      return fixed0(d.serial_us) + " on the rankings' shard" +
+        (known(d.replicas_us) ? ' + ' + fixed0(d.replicas_us) + ' on its replicas' : '') +
+        ' + ' + fixed0(d.shards_us) + ' over ' + Math.trunc(d.shards || 0) + ' bucket shards';
+    }
+    if (d.database in THREAD) {
+      return fixed0(d.serial_us) + ' on its ' + THREAD[d.database] + ' + ' +
+        fixed0(d.spread_us || 0);
+    }
+    return String(fixed0((d.serial_us || 0) + (d.spread_us || 0)));
+  }
+
+  // advise.sized's notes after the site's own
+  function modelled(site, d, data, replica) {
+    var h = data.headroom;
+    var notes = ['modelled: ' + (site.cores ? '' : 'would be ') + plural(site.total, 'core') +
+      ', each at ' + pct(h * d.share) + ' % busy (' + pct(h) + ' % of the ' +
+      fixed0(d.share * 100) + ' % its core was at ' + comma0(d.rate) +
+      '/s, keeping the budget); measured there: CPU µs per request (server ' +
+      fixed0(d.server_us) + ', database ' + databaseUs(d) + ')'];
+    if (d.split === 'estimated' && d.database in THREAD) {
+      notes.push("split estimated: the run recorded the database's CPU whole, all " +
+                 'counted on its ' + THREAD[d.database] + ' (an upper bound)');
+    }
+    if (d.written_bytes) {
+      notes.push(fixed0(d.written_bytes) + ' bytes written to storage per request (the ' +
+                 'wait for their flush is not CPU, not in the model)');
+    }
+    if (d.database in THREAD && !replica && site.cores !== null) {
+      notes.push('read replicas not measured in this run');
     }
     return notes;
   }
 
-  function rank(data, rate, ms) {
-    var own = data.slo.percentile === 'p99' && Math.abs(data.slo.ms - ms) < 1e-9;
+  function rank(data, rate, ms, pct_) {
+    var own = data.slo.percentile === (pct_ || 'p99') && Math.abs(data.slo.ms - ms) < 1e-9;
     var byName = {};
     data.engines.forEach(function (e) { byName[e.name] = e; });
     var rows = [];
@@ -221,7 +290,7 @@
                    database: e.database === 'rediscluster' ? "the run's cluster"
                      : layout(e.database, 0),
                    memory_kib: mem, monthly: data.workers * data.hours * data.price,
-                   notes: noise(e, cap, own).concat(['measured: the run served ' +
+                   notes: noise(e, ms, own, data).concat(['measured: the run served ' +
                      Math.round(cap).toLocaleString('en-US') + '/s within the budget on ' +
                      plural(data.workers, 'core') + ', server and database sharing ' +
                      (data.workers === 1 ? 'it' : 'them')])});
@@ -240,12 +309,12 @@
         if (e.tagged) replica = d;
         var site = size(rate, d, data, replica, e.memory);
         site.engine = e.name; site.per_core = perCore;
-        site.notes = site.notes.concat(noise(e, cap, own));
+        site.notes = site.notes.concat(noise(e, ms, own, data), modelled(site, d, data, replica));
         rows.push(site);
         return;
       }
       var cores = perCore ? Math.ceil(rate / perCore / data.headroom - 1e-9) : null;
-      var notes = noise(e, cap, own), first = '–';
+      var notes = noise(e, ms, own, data), first = '–', total = cores;
       if (!perCore) notes.push('kept the budget at no rate tried');
       else if (cores > data.max_cores) {
         notes.push('needs ' + cores + ' cores, more than --max-cores ' + data.max_cores);
@@ -254,10 +323,16 @@
       } else {
         first = data.max_cores + ' cores at ' +
           perS(data.max_cores * perCore * data.headroom) + '/s';
+        notes.push('modelled: linear from ' + plural(data.workers, 'core') +
+                   ', each core at ' + pct(data.headroom) + ' % of its capacity');
+      }
+      if (perCore) {
+        notes.push('no CPU per request in the run: cores from capacity alone, the ' +
+                   'database not sized');
       }
       mem = e.memory && cores ? cores * e.memory.server_kib + (e.memory.database_kib || 0) : null;
       rows.push({engine: e.name, per_core: perCore, app: cores, database: '–',
-                 cores: cores, total: cores, basis: 'modelled', sized: false, limit: first,
+                 cores: cores, total: total, basis: 'modelled', sized: false, limit: first,
                  notes: notes, memory_kib: mem,
                  monthly: cores ? cores * data.hours * data.price : null});
     });
@@ -272,9 +347,9 @@
     return rows;
   }
 
-  function refusal(rows, rate, data, ms) {
-    var said = 'no engine serves ' + Math.round(rate).toLocaleString('en-US') +
-      ' requests/s of ' + data.page + ' within ' + label('p99', ms) + ' on at most ' +
+  function refusal(rows, rate, data, ms, pct_) {
+    var said = 'no engine serves ' + comma0(rate) +
+      ' requests/s of ' + data.page + ' within ' + label(pct_, ms) + ' on at most ' +
       data.max_cores + (data.max_cores === 1 ? ' core' : ' cores');
     var sized = rows.filter(function (r) { return r.sized; });
     if (sized.length) {
@@ -288,6 +363,14 @@
     return said + ' (' + top.engine + ' would need ' + top.total + ')';
   }
 
+  // The page: the form (kept in the address), a compact table as advise's
+  // text gives it, the refused rows folded, then a numbered note per row.
+  var FORM = [['rate', 'advise-rate'], ['p99', 'advise-budget'], ['pct', 'advise-pct'],
+              ['db', 'advise-db'], ['fw', 'advise-fw'], ['headroom', 'advise-headroom'],
+              ['price', 'advise-price']];
+
+  function $(id) { return document.getElementById(id); }
+
   function cell(text, cls) {
     var td = document.createElement('td');
     td.textContent = text;
@@ -295,93 +378,200 @@
     return td;
   }
 
-  function row(r) {
+  // advise.cells, the compact table's columns: stack, cores, $/month,
+  // first limit, basis [n]
+  function row(r, n) {
     var tr = document.createElement('tr');
-    tr.appendChild(cell(r.engine));
+    tr.className = 'db-' + (r.kind || 'none');
+    var stack = cell('', 'stack');
+    r.engine.split('-').forEach(function (part, i) {   // a narrow screen breaks at '-'
+      if (i) stack.appendChild(document.createElement('wbr'));
+      stack.appendChild(document.createTextNode((i ? '-' : '') + part));
+    });
+    tr.appendChild(stack);
     tr.appendChild(cell(r.cores === null ? '–' : String(r.cores), 'n'));
-    tr.appendChild(cell(r.basis));
-    tr.appendChild(cell(r.database));
-    tr.appendChild(cell(r.limit));
     tr.appendChild(cell(r.monthly === null ? '–' : r.monthly.toFixed(2), 'n'));
-    tr.appendChild(cell(r.memory_kib === null ? '–' :
-      Math.round(r.memory_kib / 1024).toLocaleString('en-US') + ' MiB', 'n'));
-    tr.appendChild(cell(r.notes.join('; ')));
+    tr.appendChild(cell(r.limit));
+    var basis = cell(r.basis + ' ');
+    var a = document.createElement('a');
+    a.href = '#note-' + n;
+    a.textContent = '[' + n + ']';
+    basis.appendChild(a);
+    tr.appendChild(basis);
     return tr;
   }
 
-  function show() {
-    var data = JSON.parse(document.getElementById('advise-data').textContent);
-    var rate = parseFloat(document.getElementById('advise-rate').value);
-    var ms = parseFloat(document.getElementById('advise-budget').value);
-    var db = document.getElementById('advise-db').value;
-    var out = document.getElementById('advise-out');
-    var refused = document.getElementById('advise-refused-out');
-    var said = document.getElementById('advise-said');
-    var folded = document.getElementById('advise-refused');
-    out.textContent = '';
-    refused.textContent = '';
-    folded.hidden = true;
-    remember(rate, ms, db);
-    if (!(rate > 0) || !(ms > 0) || !isFinite(rate) || !isFinite(ms)) {
-      said.textContent = 'The rate and the budget must be finite numbers above zero.';
-      return;
+  // advise.text's numbered note
+  function note(r, n, rate, data) {
+    var li = document.createElement('li');
+    li.id = 'note-' + n;
+    var million = r.cores ? r.cores * (data.price / (rate * 3600) * 1e6) : null;
+    var head = document.createElement('span');
+    head.textContent = '[' + n + '] ' + r.engine + ': capacity/core ' + comma0(r.per_core) +
+      '; database ' + r.database + '; $/M requests at ' + perS(rate) + '/s ' +
+      (million === null ? '–' : million.toFixed(4)) + '; memory ' +
+      (r.memory_kib === null ? 'not measured' : comma0(r.memory_kib / 1024) + ' MiB');
+    var said = document.createElement('span');
+    said.className = 'said';
+    said.textContent = 'Notes: ' + r.notes.join('; ');
+    li.appendChild(head);
+    li.appendChild(document.createTextNode(' '));
+    li.appendChild(said);
+    return li;
+  }
+
+  // floor.warnings: the machine's floor against this budget
+  function machine(floor, pct_, ms) {
+    if (!floor) return [];
+    var out = floor.errors.slice(), slo = label(pct_, ms);
+    var missed = floor.runs.filter(function (r) {
+      return known(r[pct_]) ? r[pct_] > ms : Boolean(r.miss);
+    });
+    if (missed.length) {
+      out.push(floor.missed.replace('%d', missed.length).replace('%d', floor.runs.length)
+               .replace('%s', slo));
     }
-    var kinds = {};
-    data.engines.forEach(function (e) { kinds[e.name] = e.database; });
-    var rows = rank(data, rate, ms).filter(function (r) { return !db || kinds[r.engine] === db; });
-    var own = data.slo.percentile === 'p99' && Math.abs(data.slo.ms - ms) < 1e-9;
+    if (floor.probes.some(function (p) {
+      return p.slow_pct > floor.slow_share && p.longest_ms >= ms / 2;
+    })) out.push(floor.unsteady.replace('%s', slo));
+    return out.map(function (line) { return 'Machine: ' + line.replace(/`/g, ''); });
+  }
+
+  function values() {
+    var v = {};
+    FORM.forEach(function (f) { v[f[0]] = $(f[1]).value; });
+    return v;
+  }
+
+  // the same as `bench.py advise RESULTS ...` with these options
+  function command(v, data) {
+    var args = ['python bench.py advise RESULTS', '--rate ' + v.rate,
+                '--slo ' + v.pct + '=' + v.p99 + 'ms'];
+    if (data.page !== 'mix') args.push('--workload ' + data.page);
+    if (v.db) args.push('--database ' + v.db);
+    if (v.fw) args.push('--framework ' + v.fw);
+    if (Number(v.headroom) !== data.headroom) args.push('--headroom ' + v.headroom);
+    if (Math.abs(Number(v.price) - data.price * data.hours) > 1e-9) {
+      args.push('--price ' + v.price);
+    }
+    return args.join(' ');
+  }
+
+  function number(text, what, most) {
+    var n = Number(text);
+    if (text === '') return what + ' must be a finite number above zero';
+    if (isNaN(n)) return what + ': ' + JSON.stringify(text) + ' is not a number';
+    if (!isFinite(n)) return what + ' must be a finite number (got ' + text + ')';
+    if (!(n > 0)) return what + ' must be above zero (got ' + text + ')';
+    if (most !== undefined && n > most) {
+      return what + ' must be at most ' + most.toLocaleString('en-US') + ' (got ' + text +
+        ')' + (what === 'the rate' ? ': past that the answer is arithmetic, not a site' : '');
+    }
+    return null;
+  }
+
+  function show() {
+    var data = JSON.parse($('advise-data').textContent);
+    var v = values();
+    var out = $('advise-out'), refused = $('advise-refused-out'), notes = $('advise-notes');
+    var said = $('advise-said'), folded = $('advise-refused'), warn = $('advise-warn');
+    [out, refused, notes, warn].forEach(function (el) { el.textContent = ''; });
+    folded.hidden = true;
+    remember(v, data);
+    $('advise-command').textContent = command(v, data);
+    var wrong = number(v.rate, 'the rate', data.max_rate) ||
+      number(v.p99, 'the budget') || number(v.headroom, 'the headroom', 1) ||
+      number(v.price, 'the price');
+    if (wrong) { said.textContent = wrong + '.'; return; }
+    var rate = Number(v.rate), ms = Number(v.p99), pct_ = v.pct;
+    var chosen = Object.assign({}, data, {
+      headroom: Number(v.headroom), price: Number(v.price) / data.hours,
+      engines: data.engines.map(function (e) {
+        return Object.assign({}, e, {points: e.points.map(function (p) {
+          return Object.assign({}, p, {p: p.l[pct_]});
+        })});
+      })});
+    if (Math.abs(chosen.price * data.hours - data.price * data.hours) < 1e-9) {
+      chosen.price = data.price;
+    }
+    var kinds = {}, fws = {};
+    data.engines.forEach(function (e) { kinds[e.name] = e.database; fws[e.name] = e.framework; });
+    var rows = rank(chosen, rate, ms, pct_).filter(function (r) {
+      return (!v.db || kinds[r.engine] === v.db) && (!v.fw || fws[r.engine] === v.fw);
+    });
+    var own = data.slo.percentile === pct_ && Math.abs(data.slo.ms - ms) < 1e-9;
     if (!own && rows.length && !rows.some(function (r) { return r.per_core; })) {
-      said.textContent = 'capacity within ' + label('p99', ms) + ' was not measured: no ' +
+      said.textContent = 'capacity within ' + label(pct_, ms) + ' was not measured: no ' +
         'rate the run tried kept it (it searched at ' + label(data.slo.percentile, data.slo.ms) +
         ')';
       return;
     }
     said.textContent = rows.some(function (r) { return r.cores; }) ? '' :
-      refusal(rows, rate, data, ms);
+      refusal(rows, rate, chosen, ms, pct_);
+    var warnings = machine(data.floor, pct_, ms);
+    if (!own) {
+      warnings.push('Capacity read again from the fixed-rate points of a run searched at ' +
+        label(data.slo.percentile, data.slo.ms) + ', not searched at ' + label(pct_, ms) +
+        ' itself: as coarse as the rates tried.');
+    }
+    var shaky = rows.filter(function (r) { return r.cores !== null && r.notes.some(function (t) {
+      return /^runs .*spread|searches stopped where only a slow host/.test(t);
+    }); });
+    if (shaky.length) {
+      warnings.push('⚠ ' + plural(shaky.length, 'stack') + ' rest on searches that disagree ' +
+        'or were stopped by the host (' + shaky.map(function (r) { return r.engine; })
+        .join(', ') + '): only differences past their range mean something.');
+    }
+    warnings.forEach(function (w) {
+      var li = document.createElement('li');
+      li.textContent = w;
+      warn.appendChild(li);
+    });
     var cannot = 0;
-    rows.forEach(function (r) {
-      if (r.cores === null) { refused.appendChild(row(r)); cannot += 1; }
-      else out.appendChild(row(r));
+    rows.forEach(function (r, i) {
+      r.kind = kinds[r.engine];
+      if (r.cores === null) { refused.appendChild(row(r, i + 1)); cannot += 1; }
+      else out.appendChild(row(r, i + 1));
+      notes.appendChild(note(r, i + 1, rate, chosen));
     });
     if (cannot) {
       folded.hidden = false;
-      document.getElementById('advise-refused-said').textContent =
-        plural(cannot, 'stack') + ' cannot serve it: why';
+      $('advise-refused-said').textContent = plural(cannot, 'stack') + ' cannot serve it: why';
     }
   }
 
-  // the form's values in the address (?rate=5000&p99=10&db=postgres), so a
-  // ranking can be sent as a link; a page opened from a file may refuse it
-  function remember(rate, ms, db) {
+  // the form's values in the address (?rate=5000&p99=10&db=postgres&...),
+  // so a ranking can be sent as a link; a page opened from a file may refuse it
+  function remember(v, data) {
     try {
       var q = new URLSearchParams();
-      q.set('rate', String(rate)); q.set('p99', String(ms));
-      if (db) q.set('db', db);
+      FORM.forEach(function (f) {
+        var defaults = {pct: data.slo.percentile, headroom: String(data.headroom),
+                        price: (data.price * data.hours).toFixed(2)};
+        if (v[f[0]] !== '' && v[f[0]] !== defaults[f[0]]) q.set(f[0], v[f[0]]);
+      });
       history.replaceState(null, '', '?' + q.toString() + location.hash);
     } catch (e) { /* not kept: the ranking still shows */ }
   }
 
   function recall() {
     var q = new URLSearchParams(location.search);
-    [['rate', 'advise-rate'], ['p99', 'advise-budget'], ['db', 'advise-db']]
-      .forEach(function (p) {
-        var v = q.get(p[0]);
-        var input = document.getElementById(p[1]);
-        if (v === null) return;
-        if (input.tagName === 'SELECT' &&
-            !Array.prototype.some.call(input.options, function (o) { return o.value === v; })) {
-          return;
-        }
-        input.value = v;
-      });
+    FORM.forEach(function (f) {
+      var v = q.get(f[0]), input = $(f[1]);
+      if (v === null) return;
+      if (input.tagName === 'SELECT' &&
+          !Array.prototype.some.call(input.options, function (o) { return o.value === v; })) {
+        return;
+      }
+      input.value = v;
+    });
   }
 
   window.adviseRank = rank;
+  window.adviseMachine = machine;
   document.addEventListener('DOMContentLoaded', function () {
     recall();
-    ['advise-rate', 'advise-budget', 'advise-db'].forEach(function (id) {
-      document.getElementById(id).addEventListener('input', show);
-    });
+    FORM.forEach(function (f) { $(f[1]).addEventListener('input', show); });
     show();
   });
 })();

@@ -97,7 +97,7 @@ def columns(out):
         said = ' '.join(line.strip() for line in block.splitlines())
         number, name, per_core, database, million, memory, said = re.match(
             r'\[(\d+)\] (\S+): capacity/core (\S+); database (.+?); '
-            r'\$/M requests (\S+); memory (.+?) Notes: (.*)$', said).groups()
+            r'\$/M requests at [\d,]+/s (\S+); memory (.+?) Notes: (.*)$', said).groups()
         assert found[number]['engine'] == name
         found[number].update({'capacity/core': per_core, 'database': database,
                               '$/M requests': million, 'memory': memory,
@@ -737,3 +737,15 @@ def test_database_and_framework_choose_the_engines(run):
     assert status == 2 and err == (
         "bench.py advise: error: no engine on database 'mongo' in these results; "
         'present: postgres, redis, rediscluster, tarantool\n')
+
+
+def test_a_price_per_core_month_is_the_core_hour_price_times_730(run):
+    by_month = run(['RESULTS', '--rate', '10000', '--workload', 'good', '--price', '36.5'])
+    by_hour = run(['RESULTS', '--rate', '10000', '--workload', 'good',
+                   '--core-hour-price', '0.05'])
+    assert by_month == by_hour and by_month[0] == 0
+    assert '$36.50 a core-month' in flat(by_month[1])
+    assert rows(by_month[1])['a-tarantool-one'][3] == '%.2f' % (4 * 36.5)
+    status, out, err = run(['RESULTS', '--rate', '100', '--price', 'inf'])
+    assert status == 2 and err == ('bench.py advise: error: --price must be a finite '
+                                   'number (got inf)\n')

@@ -12,6 +12,7 @@ import pytest
 
 from bench import advise, html
 from test_advise import ROOT, cluster_results, with_demand
+from conftest import ARTIFACTS
 from test_browser import browser  # noqa: F401  (the fixture)
 
 INPUTS = [(2000, 10), (20000, 10), (100000, 10), (5000, 20), (500, 3), (500, 10),
@@ -43,24 +44,42 @@ def built_folder(tmp_path):
     return folder
 
 
-def expected(results, rate, ms, database=None):
-    """advise's rows as the page shows them, or its refusal."""
+def expected(results, rate, ms, pct='p99', **options):
+    """advise's answer as the page shows it: (its refusal or '', the
+    compact table's rows, the numbered notes, each on one line)."""
     try:
-        _, rows = advise.advise(results, rate, {'percentile': 'p99', 'ms': float(ms)},
-                                database=database)
+        _, rows = advise.advise(results, rate, {'percentile': pct, 'ms': float(ms)},
+                                **options)
     except advise.Refused as e:
-        return str(e), []
-    return '', [[c[0], c[2], c[3], c[4], c[5]] for c in map(advise.cells, rows)]
+        return str(e), [], []
+    table, notes = advise.text([], rows).strip('\n').split('\n\n')
+    return '', [re.split(r'\s{2,}', line.strip()) for line in table.splitlines()[1:]], [
+        ' '.join(line.strip() for line in block.splitlines())
+        for block in re.split(r'\n(?=\[\d+\] )', notes)]
+
+
+async def answer(page):
+    """The page's answer: (said, compact rows, notes), folded rows too."""
+    rows = await page.eval_on_selector_all(
+        '#advise-out tr, #advise-refused-out tr',
+        'trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))')
+    notes = await page.eval_on_selector_all('#advise-notes li',
+                                            'lis => lis.map(li => li.textContent)')
+    return await page.text_content('#advise-said'), rows, notes
 
 
 async def shown(page, rate, ms):
     await page.fill('#advise-rate', str(rate))
     await page.fill('#advise-budget', str(ms))
-    rows = await page.eval_on_selector_all(
-        '#advise-out tr, #advise-refused-out tr',
-        'trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))')
-    said = await page.text_content('#advise-said')
-    return said, [[r[0], r[1], r[2], r[3], r[4]] for r in rows]
+    return await answer(page)
+
+
+def same(got, want):
+    said, rows, notes = got
+    assert said == want[0]
+    if not want[0]:
+        assert rows == want[1]
+        assert notes == want[2]
 
 
 @pytest.mark.parametrize('which', ['committed', 'built'])
@@ -72,69 +91,113 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
     results = json.loads((folder / 'results.json').read_text())
     page = await browser.new_page()
     await page.goto('file://' + path)
-    # it opens with the answer: the form and its ranking, the chart, the top
-    # stacks, the example sizing; the run's metadata folded below them; then
-    # the sections
+    # it opens with the answer: the form, the compact table, the refused
+    # rows folded, the notes, then the charts, the top stacks; the run's
+    # metadata folded below them; then the sections
     assert '<meta name="viewport" content="width=device-width' in text
     chart = ('<img',) if which == 'committed' else ()
     order = [text.index(s) for s in ('<h2>Which stack', 'id="advise-rate"',
-                                     'id="advise-out"') + chart + ('Top stacks',
+                                     'id="advise-out"', 'id="advise-refused"',
+                                     'id="advise-notes"') + chart + ('Top stacks',
                                      'One site for 20,000 requests/s',
                                      '<details><summary>The run', '<h2>Capacity')]
     assert order == sorted(order)
     for rate, ms in INPUTS:
-        said, rows = await shown(page, rate, ms)
-        want_said, want_rows = expected(results, rate, ms)
-        assert said == want_said, (rate, ms)
-        if not want_said:
-            assert rows == want_rows, (rate, ms)
+        same(await shown(page, rate, ms), expected(results, rate, ms))
     if which == 'committed':   # a noisy cell says so, as advise does
-        await shown(page, 2000, 10)
-        notes = await page.eval_on_selector_all(
-            '#advise-out tr', 'trs => trs.map(tr => tr.cells[7].textContent)')
-        want = advise.cells(advise.advise(results, 2000)[1][0])[9]
-        assert notes[0].startswith('runs 2,335–4,803/s (spread > 25%); measured: the '
-                                   'run served 4,270/s') and notes[0] == want
+        said, rows, notes = await shown(page, 2000, 10)
+        assert notes[0].split('Notes: ')[1].startswith(
+            'runs 2,335–4,803/s (spread > 25%); measured: the run served 4,270/s')
+        assert 'socketify-tarantool-one-uvloop' in await page.text_content('#advise-warn')
     if which == 'built':   # the replicas and the refused primary are there
-        said, rows = await shown(page, 20000, 10)
-        assert ['a-tarantool-one', '8', 'modelled', 'primary + 2 replicas',
-                'transaction thread at 32,000/s'] in rows
-        said, rows = await shown(page, 6000, 10)
-        assert ['e-rediscluster-pool', '8', 'modelled',
-                'rankings + 2 replicas, 2 bucket shards + a replica each',
-                "rankings' shard at 8,000/s"] in rows
-        said, rows = await shown(page, 3000, 10)
-        assert rows[0] == ['c-tarantool-one', '1', 'measured', '1 primary',
-                           'measured to 5,000/s']
-        said, rows = await shown(page, 20000, 10)   # a refused row is folded
+        said, rows, notes = await shown(page, 20000, 10)
+        [n] = [i for i, r in enumerate(rows) if r[0] == 'a-tarantool-one']
+        assert rows[n][1:4] == ['8', '%.2f' % (8 * 29.2), 'transaction thread at 32,000/s']
+        assert 'database primary + 2 replicas' in notes[n]
+        said, rows, notes = await shown(page, 6000, 10)
+        assert any(r[0] == 'e-rediscluster-pool' and r[3] == "rankings' shard at 8,000/s"
+                   for r in rows)
+        said, rows, notes = await shown(page, 3000, 10)
+        assert rows[0] == ['c-tarantool-one', '1', '29.20', 'measured to 5,000/s',
+                           'measured [1]']
+        said, rows, notes = await shown(page, 20000, 10)   # a refused row is folded
         assert await page.text_content('#advise-refused-said') == (
             '2 stacks cannot serve it: why')
         assert not await page.eval_on_selector('#advise-refused', 'd => d.open')
-        said, rows = await shown(page, 500, 1)
+        said, rows, notes = await shown(page, 500, 1)
         assert rows == [] and said.endswith('was not measured: no rate the run '
                                             'tried kept it (it searched at p99 ≤ 10 ms)')
 
 
-async def test_the_address_holds_the_rate_the_budget_and_the_database(
-        browser, tmp_path):  # noqa: F811
-    """?rate=5000&p99=10&db=postgres opens the ranking for those, as
-    advise --database postgres gives it; what is typed goes to the
-    address."""
+# The address's parameters and advise's options that mean the same.
+ADDRESSES = [
+    ('', {}),
+    ('&db=postgres', {'database': 'postgres'}),
+    ('&fw=aiohttp&headroom=0.7&price=40', {'framework': 'aiohttp', 'headroom': 0.7,
+                                          'price': 40 / advise.HOURS}),
+    ('&p99=5&pct=p90&db=tarantool', {'ms': 5, 'pct': 'p90', 'database': 'tarantool'}),
+    ('&p99=20&pct=p99.9&fw=granian', {'ms': 20, 'pct': 'p99.9', 'framework': 'granian'}),
+]
+
+
+@pytest.mark.parametrize('rate', [500, 2000, 5000, 20000, 100000])
+async def test_the_address_gives_the_sites_advise_gives(browser, tmp_path, rate):  # noqa: F811
+    """?rate=…&p99=…&pct=…&db=…&fw=…&headroom=…&price=… opens the ranking
+    advise gives with --rate, --slo, --database, --framework, --headroom,
+    --price; what is typed goes back to the address."""
     folder = committed_folder(tmp_path)
     path = html.write(str(folder))
     results = json.loads((folder / 'results.json').read_text())
     page = await browser.new_page()
-    await page.goto('file://' + path + '?rate=5000&p99=10&db=postgres')
-    assert await page.input_value('#advise-rate') == '5000'
-    assert await page.input_value('#advise-db') == 'postgres'
-    rows = await page.eval_on_selector_all(
-        '#advise-out tr, #advise-refused-out tr',
-        'trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))')
-    assert [r[:5] for r in rows] == expected(results, 5000, 10, 'postgres')[1]
-    assert len(rows) == 4
+    for query, options in ADDRESSES:
+        options = dict(options)
+        ms, pct = options.pop('ms', 10), options.pop('pct', 'p99')
+        await page.goto('file://%s?rate=%d%s' % (path, rate, query))
+        assert await page.input_value('#advise-rate') == str(rate)
+        want = expected(results, rate, ms, pct, **options)
+        same(await answer(page), want)
     await page.fill('#advise-rate', '2000')
-    await page.select_option('#advise-db', '')
-    assert await page.evaluate('location.search') == '?rate=2000&p99=10'
+    await page.select_option('#advise-fw', '')
+    await page.fill('#advise-headroom', '0.8')
+    await page.fill('#advise-price', '29.20')
+    assert await page.evaluate('location.search') == '?rate=2000&p99=20&pct=p99.9'
+
+
+async def test_the_form_and_the_top_answer_fit_a_phone_s_first_screen(
+        browser, tmp_path):  # noqa: F811
+    """At 390 x 844 CSS pixels the whole form and the first row of the
+    answer show before any scrolling, and nothing is wider than the screen
+    but the tables that scroll inside it."""
+    path = html.write(str(committed_folder(tmp_path)))
+    page = await browser.new_page(viewport={'width': 390, 'height': 844})
+    await page.goto('file://' + path)
+    form = await page.locator('#advise').bounding_box()
+    first = await page.locator('#advise-out tr').first.bounding_box()
+    assert form['x'] >= 0 and form['x'] + form['width'] <= 390
+    assert first['y'] + first['height'] <= 844, first
+    assert await page.evaluate('document.documentElement.scrollWidth') <= 390
+    size = await page.evaluate('getComputedStyle(document.querySelector('
+                               '"#advise-out td")).fontSize')
+    assert float(size.rstrip('px')) >= 12
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    await page.screenshot(path=os.path.join(ARTIFACTS, 'results-390.png'))
+
+
+async def test_the_machine_s_warnings_are_advise_s(browser, tmp_path):  # noqa: F811
+    """The floor's warnings for a budget, in the page and in advise."""
+    from bench.latency import floor
+    path = html.write(str(committed_folder(tmp_path)))
+    results = json.loads(open(os.path.join(ROOT, 'docs', 'results', 'results.json')).read())
+    page = await browser.new_page()
+    await page.goto('file://' + path)
+    data = advise.embedded(results)
+    for pct, ms in (('p99', 10), ('p99', 0.3), ('p50', 0.14), ('max', 1), ('p90', 0.2)):
+        want = ['Machine: ' + line.replace('`', '') for line in
+                floor.lines(results['floor'], {'percentile': pct, 'ms': ms})[1:]]
+        got = await page.evaluate('([f, p, m]) => window.adviseMachine(f, p, m)',
+                                  [data['floor'], pct, ms])
+        assert got == want, (pct, ms)
+    assert any(floor.lines(results['floor'], {'percentile': 'p99', 'ms': 0.3})[1:])
 
 
 def test_the_committed_page_holds_each_chart_once_and_stays_small(tmp_path):
@@ -196,3 +259,21 @@ def test_a_hostile_line_neither_runs_nor_embeds(tmp_path):
     chart = base64.b64encode((folder / 'chart-ugly.png').read_bytes()).decode()
     assert [a['src'] for t, a in tags if t == 'img'] == [
         'data:image/png;base64,' + chart]
+
+
+@pytest.mark.parametrize('query, said', [
+    ('rate=1e12', 'the rate must be at most 10,000,000 (got 1e12): past that the '
+                  'answer is arithmetic, not a site.'),
+    ('rate=0', 'the rate must be above zero (got 0).'),
+    ('rate=5000&p99=-1', 'the budget must be above zero (got -1).'),
+    ('rate=5000&headroom=2', 'the headroom must be at most 1 (got 2).'),
+    ('rate=inf', 'the rate must be a finite number above zero.'),
+])
+async def test_a_rate_or_budget_past_sense_is_said_not_ranked(
+        browser, tmp_path, query, said):  # noqa: F811
+    """As advise refuses them (exit 2), the page says why and ranks nothing."""
+    path = html.write(str(committed_folder(tmp_path)))
+    page = await browser.new_page()
+    await page.goto('file://%s?%s' % (path, query))
+    assert await page.text_content('#advise-said') == said
+    assert await page.eval_on_selector_all('#advise-out tr', 'trs => trs.length') == 0

@@ -4,7 +4,8 @@ dots, the budget as a dashed line; and the capacity within the budget, one
 bar per target, highest first."""
 import os
 
-from ..plotting import fit_title, plt, save, short
+from ..plotting import (database_color, database_legend, fit_title, line_style,
+                        plt, save, short)
 from ..tables import targets
 from . import budget
 from ..tables import FLAG
@@ -18,14 +19,16 @@ def page_chart(results, page, path):
     names = [n for n in targets(results) if any(k[:2] == (n, page) for k in cells)]
     if not names:
         return None
-    fig, ax = plt.subplots(figsize=(8.5, 5.4), dpi=110)
-    for i, name in enumerate(names):
-        color = plt.cm.tab10(i % 10)
+    fig, ax = plt.subplots(figsize=(11, 5.4), dpi=110)
+    frameworks = list(dict.fromkeys(n.split('-')[0] for n in names))
+    for name in names:
+        color, dash, marker = line_style(name, frameworks)
         points = sorted((c['offered']['median'], c['latency_ms'][figure]['median'])
                         for k, c in cells.items() if k[:2] == (name, page)
                         and c['latency_ms'][figure]['median'])
         if points:
-            ax.plot(*zip(*points), marker='o', color=color, label=name)
+            ax.plot(*zip(*points), marker=marker, linestyle=dash, color=color,
+                    label=name, markersize=5, linewidth=1.2)
         probes = [(r['offered'], r['oha']['latency_ms'][figure])
                   for r in results['latency'] if r['target'] == name
                   and r['page'] == page and r['rate'] in ('probe', 'confirm')
@@ -45,7 +48,8 @@ def page_chart(results, page, path):
         page if page != 'index' else '', figure))
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: short(v)))
     ax.grid(True, which='both', alpha=0.25)
-    ax.legend(fontsize=7, loc='upper left', frameon=False)
+    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False,
+              title='colour: database; marker, dash: framework', title_fontsize=7)
     fig.tight_layout()
     fit_title(fig, ax)
     save(fig, path)
@@ -61,7 +65,8 @@ def capacity_chart(results, page, path):
         return None
     fig, ax = plt.subplots(figsize=(8.5, 1.6 + 0.32 * len(cells)), dpi=110)
     ys = range(len(cells))
-    ax.barh(ys, [m for m, _, _ in cells], 0.7, color='#3b75af',
+    ax.barh(ys, [m for m, _, _ in cells], 0.7,
+            color=[database_color(n) for _, n, _ in cells],
             xerr=[[m - (c['rate']['min'] or 0) for m, _, c in cells],
                   [(c['rate']['max'] or 0) - m for m, _, c in cells]],
             capsize=2, error_kw={'elinewidth': 1, 'ecolor': '#333333'})
@@ -83,14 +88,25 @@ def capacity_chart(results, page, path):
                  % ('GET / then a vote or a read (mix)' if page == 'mix'
                     else '/' + (page if page != 'index' else ''),
                     budget.label(slo)), fontsize=10, loc='left')
-    fig.text(0.01, 0.01, 'median of %d searches, whiskers min-max; one server '
-             'process and its database on one core' % results['settings']['runs'],
+    database_legend(ax, [n for _, n, _ in cells], fontsize=8, loc='lower right')
+    fig.text(0.01, 0.01, '%s; one server process and its database on one core'
+             % searched([c for _, _, c in cells]),
              fontsize=7.5, color='#555555', va='bottom')
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fit_title(fig, ax, (0, 0.03, 1, 1))
     save(fig, path)
     plt.close(fig)
     return path
+
+
+def searched(found):
+    """How a capacity chart's bars were found, from its cells' searches
+    (as results.md's capacity table says it)."""
+    runs = sorted({c['rate']['runs'] for c in found})
+    if runs == [1]:
+        return 'one search each (no whiskers)'
+    return 'median of %s searches, whiskers min-max' % '–'.join(
+        str(n) for n in sorted({runs[0], runs[-1]}))
 
 
 def write(results, out):

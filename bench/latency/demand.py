@@ -181,12 +181,12 @@ def summary(results):
 def check(results, entry):
     """The model at one core against the run: (predicted saturation,
     measured; predicted capacity within the budget, measured), predicted
-    from the median demand of the kept points, the capacity at the busy
-    share u of the highest kept point."""
-    total = sum(entry.get(f) or 0 for f in
-                ('server_us', 'serial_us', 'spread_us', 'shards_us')
-                + (('replicas_us',) if entry.get('shards_us') else ()))
+    from the demand at the capacity found (what advise sizes from), the
+    capacity at its busy share u."""
     at = entry.get('at_capacity') or {}
+    total = sum(at.get(f) or 0 for f in
+                ('server_us', 'serial_us', 'spread_us', 'shards_us')
+                + (('replicas_us',) if at.get('shards_us') else ()))
     found = [c for c in results.get('capacity') or []
              if c.get('target') == entry['target'] and c.get('page') == entry['page']]
     saturation = median([c.get('saturation') for c in found])
@@ -208,12 +208,15 @@ def section(results, names):
     us = lambda v: '–' if v is None else '{:,.0f}'.format(v)  # noqa: E731
     rows, checks = [], []
     for e in entries:
-        at = e.get('at_capacity') or {}
-        rows.append([e['target'], e['page'], str(e['points']), us(e['server_us']),
-                     us(e['serial_us']) if e['database'] in SERIAL else '–',
-                     us(e['spread_us']), us(e['shards_us']) if e['shards_us'] else '–',
-                     us(e['replicas_us']) if e['replicas_us'] else '–',
-                     us(e['written_bytes']), e['split'] or 'not read',
+        at = e.get('at_capacity')
+        if not at:
+            continue
+        rows.append([e['target'], e['page'], us(at['rate']), str(at['points']),
+                     us(at['server_us']),
+                     us(at['serial_us']) if e['database'] in SERIAL else '–',
+                     us(at['spread_us']), us(at['shards_us']) if at['shards_us'] else '–',
+                     us(at['replicas_us']) if at['replicas_us'] else '–',
+                     us(at['written_bytes']), at['split'] or 'not read',
                      '–' if at.get('share') is None else '%.0f %%' % (at['share'] * 100)])
         found = check(results, e)
         if found:
@@ -223,8 +226,11 @@ def section(results, names):
                            ratio(found[2], found[3])])
     from ..tables import table_md
     lines = ['', '## Demand per tier', '',
-             'CPU µs per request at the fixed-rate points that kept the budget '
-             "(median): the server's; the database's on its serial thread "
+             'CPU µs per request at the capacity found, what `bench.py advise` '
+             'sizes from: per search, the points at the highest rate that kept '
+             'the budget below the lowest that missed it; the medians over the '
+             "searches (at: the rate, their median): the server's; the "
+             "database's on its serial thread "
              "(Tarantool's transaction thread, Redis's main thread, a Redis "
              "Cluster's rankings' shard's own: one core at most, whatever the "
              "app cores) and spread over cores (PostgreSQL's processes, "
@@ -235,18 +241,18 @@ def section(results, names):
              "CPU). split: measured per thread, or estimated (a run before the "
              "split: Tarantool's and Redis's whole CPU counted on the serial "
              "thread). u: the busy share of the run's core (server + database) "
-             'at the highest rate that kept the budget, what `bench.py advise` '
-             'sizes each tier at.', ''] + table_md(
-        ['engine', 'page', 'points', 'server µs', 'serial µs', 'spread µs',
+             'there, what advise sizes each tier at.', ''] + table_md(
+        ['engine', 'page', 'at, req/s', 'points', 'server µs', 'serial µs', 'spread µs',
          'shards µs', 'replicas µs', 'written B', 'split', 'u'], rows)
     if checks:
         lines += ['', 'The model at one core: predicted from the demand above '
-                  '(server + database µs per request), against what the run '
-                  'measured on that core. Saturation: a core 100 % busy, against '
-                  'the closed-loop rate; capacity: the core at u, against the '
-                  'capacity within the budget. measured ÷ predicted above 1: '
-                  'the demand per request falls as the rate rises (work batched '
-                  'per wakeup), so sizing from it errs towards more cores.', '']
+                  '(server + database µs per request at the capacity found), '
+                  'against what the run measured on that core. Capacity: the '
+                  'core at u, against the capacity within the budget: near 1, '
+                  'the demand being read there (a check that the figures agree). '
+                  'Saturation: a core 100 % busy, against the closed-loop rate: '
+                  'measured ÷ predicted above 1 where the demand per request '
+                  'falls further as the load rises (more work per wakeup).', '']
         lines += table_md(['engine', 'page', 'saturation predicted', 'measured',
                            'ratio', 'capacity predicted', 'measured', 'ratio'],
                           checks)

@@ -84,18 +84,39 @@ def lines(floors, slo):
                        min(c['min'] for c in probed),
                        max(c['longest_ms'] for c in probed)))
     out += [c['error'] for c in cores if 'error' in c]
+    return out + warnings(runs, probed, slo)
+
+
+# The floor's warnings (results.html fills the same in: bench/ranking.js).
+MISSED = ('⚠ %d of %d floor runs missed %s with no work to speak of: on this '
+          'machine a stall of the host alone can miss the budget, so a capacity '
+          'here says as much about the host as about the stack.')
+UNSTEADY = ('⚠ the server\'s core ran at under half speed in more than %g %%%% of '
+            'its 10 ms windows: the host slows it in bursts that nginx\'s short '
+            'requests hardly notice, but a Python server\'s queue behind, so a %%s '
+            'capacity here is set by the host more than by the stack.'
+            % steady.SLOW_SHARE)
+
+
+def warnings(runs, probed, slo):
+    """The floor runs that missed slo, and a core too often slow for it."""
+    out = []
     missed = [r for r in runs if missed_by(r, slo)]
     if missed:
-        out.append('⚠ %d of %d floor runs missed %s with no work to speak of: '
-                   'on this machine a stall of the host alone can miss the '
-                   'budget, so a capacity here says as much about the host as '
-                   'about the stack.' % (len(missed), len(runs),
-                                         budget.label(slo)))
+        out.append(MISSED % (len(missed), len(runs), budget.label(slo)))
     if steady.unsteady(probed, slo):
-        out.append('⚠ the server\'s core ran at under half speed in more than '
-                   '%g %% of its 10 ms windows: the host slows it in bursts '
-                   'that nginx\'s short requests hardly notice, but a Python '
-                   'server\'s queue behind, so a %s capacity here is set by '
-                   'the host more than by the stack.' % (
-                       steady.SLOW_SHARE, budget.label(slo)))
+        out.append(UNSTEADY % budget.label(slo))
     return out
+
+
+def embedded(floors):
+    """What results.html needs to say warnings() for any budget, or None."""
+    taken = [f for f in floors or () if f.get('runs')]
+    if not taken:
+        return None
+    cores = [f.get('core') for f in taken if f.get('core')]
+    return {'runs': [r for f in taken for r in f['runs']],
+            'probes': [{'slow_pct': c['slow_pct'], 'longest_ms': c.get('longest_ms', 0)}
+                       for c in cores if 'slow_pct' in c],
+            'errors': [c['error'] for c in cores if 'error' in c],
+            'slow_share': steady.SLOW_SHARE, 'missed': MISSED, 'unsteady': UNSTEADY}
