@@ -157,7 +157,7 @@ def replica_run(results, name, page, slo):
         if storage.replicas_of(other) and storage.retagged(other, tags) == name:
             found = demand.at_capacity(results, other, page, slo)
             if found and found.get('replicas_us'):
-                return found
+                return dict(found, curve=demand.curve(results, other, page))
     return None
 
 
@@ -240,7 +240,8 @@ def measured(name, per_core, capacity, rate, workers, price, target, notes):
 def sized(name, per_core, d, rate, workers, price, max_cores, target,
           results, page, slo, notes, headroom):
     d = dict(d, database=demand.database_of(name),
-             share=min(1.0, d['share'] / workers))
+             share=min(1.0, d['share'] / workers),
+             curve=demand.curve(results, name, page))
     replica = replica_run(results, name, page, slo)
     if storage.replicas_of(name):
         replica = d
@@ -248,13 +249,12 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
     site = sizing.size(rate, d, price, max_cores, replica, memory, headroom)
     notes = site['notes'] + notes
     notes.append('modelled: %s%s, each at %d %% busy (%d %% of the %.0f %% '
-                 'its core was at %s/s, keeping the budget); measured there: '
-                 'CPU µs per request (server %.0f, database %s)' % (
+                 'its core was at %s/s, keeping the budget); %s' % (
                      '' if site['cores'] else 'would be ',
                      sizing.plural(site['total'], 'core'),
                      sizing.pct(headroom * d['share']), sizing.pct(headroom),
                      d['share'] * 100, '{:,.0f}'.format(d['rate']),
-                     d['server_us'], database_us(d)))
+                     points_said(site['read_at'], d)))
     if d['split'] == 'estimated' and d['database'] in sizing.THREAD:
         notes.append('split estimated: the run recorded the database\'s CPU '
                      'whole, all counted on its %s (an upper bound)'
@@ -276,6 +276,30 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
             'memory_mib': (None if site['memory_kib'] is None
                            else site['memory_kib'] / 1024.0),
             'pss': bool(memory and memory['pss']), 'notes': notes}
+
+
+def points_said(points, d):
+    """Where each tier's CPU per request comes from."""
+    if not points:
+        return ('CPU µs per request at that one point (the run holds no curve '
+                'of two rates or more): server %.0f, database %s' % (
+                    d['server_us'], database_us(d)))
+    lo, hi = ('{:,.0f}'.format(d['curve'][i]['rate']) for i in (0, -1))
+    read = dict(d, **{f: us for f, us, _, _ in points})
+    rates = {f: '{:,.0f}'.format(rate) for f, _, rate, _ in points}
+    hows = {how for *_, how in points}
+    said = ("CPU µs per request on the run's curve (%s–%s/s): server %.0f at "
+            "%s/s (an app core's rate: its own capacity, at most the site's)"
+            % (lo, hi, read['server_us'], rates.get('server_us')))
+    if len(points) > 1:
+        said += ", database %s at %s/s (the site's rate)" % (
+            database_us(read), rates[points[-1][0]])
+    if 'beyond' in hows:
+        said += ('; past %s/s, the highest rate measured, each held at its '
+                 'figure there: modelled' % hi)
+    if 'below' in hows:
+        said += '; below %s/s, the lowest rate measured, held at its figure there' % lo
+    return said
 
 
 def database_us(d):

@@ -69,6 +69,77 @@
     return d;
   }
 
+  // demand.curve: per rate served, the medians of the points' demand
+  function curveOf(engine) {
+    var by = new Map();
+    engine.points.forEach(function (p) {
+      if (!p.ok || !p.d || !p.o) return;
+      if (!by.has(p.o)) by.set(p.o, []);
+      by.get(p.o).push(p.d);
+    });
+    return Array.from(by.keys()).sort(function (a, b) { return a - b; }).map(function (o) {
+      var c = {rate: o, points: by.get(o).length};
+      FIELDS.forEach(function (f) { c[f] = median(by.get(o).map(function (x) { return x[f]; })); });
+      return c;
+    });
+  }
+
+  // sizing.at
+  function at(curve, rate, field) {
+    var pts = curve.filter(function (p) { return known(p[field]) && p.rate; });
+    if (!pts.length) return [null, null];
+    var last = pts[pts.length - 1];
+    if (rate <= pts[0].rate) return [pts[0][field], rate === pts[0].rate ? 'measured' : 'below'];
+    if (rate >= last.rate) return [last[field], rate === last.rate ? 'measured' : 'beyond'];
+    for (var i = 1; i < pts.length; i++) {
+      var a = pts[i - 1], b = pts[i];
+      if (rate <= b.rate) {
+        var f = (Math.log(rate) - Math.log(a.rate)) / (Math.log(b.rate) - Math.log(a.rate));
+        return [a[field] + (b[field] - a[field]) * f, 'measured'];
+      }
+    }
+  }
+
+  // sizing.own_rate
+  function ownRate(curve, field, t) {
+    var pts = curve.filter(function (p) { return p[field] && p.rate; });
+    if (!pts.length) return [null, null];
+    var goal = t * 1e6;
+    function work(r) { return r * at(curve, r, field)[0]; }
+    if (work(pts[0].rate) >= goal) return [goal / pts[0][field], 'below'];
+    for (var i = 1; i < pts.length; i++) {
+      if (work(pts[i].rate) >= goal) {
+        var lo = Math.log(pts[i - 1].rate), hi = Math.log(pts[i].rate);
+        for (var k = 0; k < 60; k++) {
+          var mid = (lo + hi) / 2;
+          if (work(Math.exp(mid)) < goal) lo = mid; else hi = mid;
+        }
+        return [Math.exp(hi), 'measured'];
+      }
+    }
+    return [goal / pts[pts.length - 1][field], 'beyond'];
+  }
+
+  // sizing.figures
+  function figures(d, rate, t) {
+    var out = Object.assign({}, d), curve = d.curve || [];
+    out.read_at = null;
+    if (curve.length < 2) return out;
+    var points = [];
+    var app = ownRate(curve, 'server_us', t)[0];
+    if (app) {
+      var r = Math.min(app, rate), s = at(curve, r, 'server_us');
+      out.server_us = s[0];
+      points.push(['server_us', s[0], r, s[1]]);
+    }
+    ['serial_us', 'spread_us', 'replicas_us', 'shards_us'].forEach(function (f) {
+      var x = at(curve, rate, f);
+      if (known(x[0]) && known(d[f])) { out[f] = x[0]; points.push([f, x[0], rate, x[1]]); }
+    });
+    out.read_at = points;
+    return out;
+  }
+
   function coresFor(rate, us, t) { return us ? Math.ceil(rate * us / 1e6 / t - 1e-9) : 0; }
 
   function pct(v) { return Math.round(v * 100); }
@@ -142,6 +213,8 @@
   function size(rate, d, data, replica, memory) {
     var kind = d.database, notes = [];
     var t = data.headroom * d.share;
+    d = figures(d, rate, t);
+    if (replica) replica = figures(replica, rate, t);
     if (kind === 'rediscluster' && known(d.shards_us)) return cluster(rate, d, data, memory, t);
     var serialUs = d.serial_us || 0;
     var spreadUs = d.spread_us || 0;
@@ -231,11 +304,12 @@
       if (d && d.share && d.server_us && perCore) {
         d.database = e.database;
         d.share = Math.min(1, d.share / data.workers);
+        d.curve = curveOf(e);
         var replica = null;
         e.replicas.forEach(function (name) {
           if (replica) return;
           var r = byName[name] && atCapacity(byName[name], ms);
-          if (r && r.replicas_us) replica = r;
+          if (r && r.replicas_us) { replica = r; r.curve = curveOf(byName[name]); }
         });
         if (e.tagged) replica = d;
         var site = size(rate, d, data, replica, e.memory);

@@ -22,7 +22,15 @@ applies) is its serial thread; the cores hold the server, that work, the
 catalogue's reads on the rankings' replicas and the buckets' work, with
 bucket shards = ceil(rate x shards µs / 1e6 / t) for the layout.
 Where the run itself served the rate (advise.row), none of this is used:
-the answer is the run's cores, measured."""
+the answer is the run's cores, measured.
+
+Each tier's CPU per request is read where the site runs it (figures()),
+on the run's curve (the demand at each rate it served): a server
+process's at an app core's own rate, its core at t with the database
+elsewhere (at most the site's rate); the database's at the site's rate.
+Between two rates measured, interpolated in log rate; past the highest,
+the highest's figure held (never extrapolated lower), marked modelled.
+A run without a curve: its point at capacity, said so."""
 import math
 
 HOURS = 730     # a month of hours
@@ -50,6 +58,79 @@ def cores_for(rate, us, t):
     return int(math.ceil(rate * us / 1e6 / t - 1e-9)) if us else 0
 
 
+def at(curve, rate, field):
+    """(µs of field at rate, how): 'measured' at or between two rates of
+    the curve (interpolated in log rate), 'beyond' its highest rate or
+    'below' its lowest (that end's figure held); (None, None) when the
+    curve has no figure of field."""
+    pts = [(p['rate'], p[field]) for p in curve
+           if p.get(field) is not None and p.get('rate')]
+    if not pts:
+        return None, None
+    if rate <= pts[0][0]:
+        return pts[0][1], 'measured' if rate == pts[0][0] else 'below'
+    if rate >= pts[-1][0]:
+        return pts[-1][1], 'measured' if rate == pts[-1][0] else 'beyond'
+    for (r0, u0), (r1, u1) in zip(pts, pts[1:]):
+        if rate <= r1:
+            f = (math.log(rate) - math.log(r0)) / (math.log(r1) - math.log(r0))
+            return u0 + (u1 - u0) * f, 'measured'
+
+
+def own_rate(curve, field, t):
+    """(rate, how) at which one core doing only field's work is t busy:
+    rate x µs(rate) = t x 1e6 with µs on the curve; past its highest rate
+    (or below its lowest) at that end's figure, how saying so. (None,
+    None) without figures."""
+    pts = [(p['rate'], p[field]) for p in curve
+           if p.get(field) and p.get('rate')]
+    if not pts:
+        return None, None
+    goal = t * 1e6
+
+    def work(r):
+        return r * at(curve, r, field)[0]
+    if work(pts[0][0]) >= goal:
+        return goal / pts[0][1], 'below'
+    for (r0, _), (r1, _) in zip(pts, pts[1:]):
+        if work(r1) >= goal:
+            lo, hi = math.log(r0), math.log(r1)
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                if work(math.exp(mid)) < goal:
+                    lo = mid
+                else:
+                    hi = mid
+            return math.exp(hi), 'measured'
+    return goal / pts[-1][1], 'beyond'
+
+
+TIERS = ('serial_us', 'spread_us', 'replicas_us', 'shards_us')
+
+
+def figures(d, rate, t):
+    """d with each tier's µs where the site runs it, and 'points': [(tier,
+    µs, rate, how)] as 'read_at', how as at()'s. The server's at an app core's own rate
+    (own_rate at t, at most rate), the database's tiers at rate. d as it
+    is, 'read_at' None, when its curve has fewer than two rates."""
+    curve = d.get('curve') or []
+    if len(curve) < 2:
+        return dict(d, read_at=None)
+    out, points = dict(d), []
+    app = own_rate(curve, 'server_us', t)[0]
+    if app:
+        us, where = at(curve, min(app, rate), 'server_us')
+        out['server_us'] = us
+        points.append(('server_us', us, min(app, rate), where))
+    for f in TIERS:
+        us, where = at(curve, rate, f)
+        if us is not None and d.get(f) is not None:
+            out[f] = us
+            points.append((f, us, rate, where))
+    out['read_at'] = points
+    return out
+
+
 def limit(t, serial_us, thread, total_us, max_cores):
     """What stops the site first as the rate rises: its serial thread
     reaching t, or --max-cores cores at t."""
@@ -69,6 +150,9 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
     {'server_kib' per process, 'database_kib'} or None."""
     kind = d.get('database')
     t = headroom * d['share']
+    d = figures(d, rate, t)
+    if replica:
+        replica = figures(replica, rate, t)
     if kind == 'rediscluster' and d.get('shards_us') is not None:
         return cluster(rate, d, price, max_cores, memory, t)
     notes = []
@@ -114,6 +198,8 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
             1 + replicas)
     return {'app': total, 'database': layout(kind, replicas), 'replicas': replicas,
             'total': total, 'cores': cores, 'limit': first,
+            'read_at': d['read_at'] if not (replicas_us and replica['read_at'])
+            else d['read_at'][:1] + replica['read_at'][1:],
             'monthly': cores * HOURS * price if cores else None,
             'memory_kib': mem, 'notes': notes}
 
@@ -162,6 +248,6 @@ def cluster(rate, d, price, max_cores, memory, t):
     label = 'rankings + %d replica%s, %d bucket shard%s + a replica each' % (
         readers, 's' if readers > 1 else '', shards, 's' if shards > 1 else '')
     return {'app': total, 'database': label, 'replicas': readers + shards,
-            'total': total, 'cores': cores, 'limit': first,
+            'total': total, 'cores': cores, 'limit': first, 'read_at': d['read_at'],
             'monthly': cores * HOURS * price if cores else None,
             'memory_kib': mem, 'notes': notes}

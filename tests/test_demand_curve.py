@@ -1,0 +1,121 @@
+"""The demand curve: each tier's CPU per request at each rate a run served,
+read where the site runs the tier (an app core at its own rate, the
+database at the site's), interpolated in log rate, never extrapolated."""
+import math
+
+import pytest
+
+from bench import sizing
+from bench.latency import demand
+from test_advise import columns, run, sizing_results, with_demand  # noqa: F401
+
+CURVE = [{'rate': 1000.0, 'server_us': 300.0}, {'rate': 4000.0, 'server_us': 100.0}]
+
+
+def test_a_figure_between_two_rates_is_interpolated_in_log_rate():
+    # 2,000/s is half way from 1,000 to 4,000 in log rate
+    us, how = sizing.at(CURVE, 2000.0, 'server_us')
+    assert how == 'measured' and us == pytest.approx(200.0)
+    assert sizing.at(CURVE, 1000.0, 'server_us') == (300.0, 'measured')
+    assert sizing.at(CURVE, 4000.0, 'server_us') == (100.0, 'measured')
+
+
+def test_past_either_end_the_end_s_figure_is_held_and_said():
+    assert sizing.at(CURVE, 9000.0, 'server_us') == (100.0, 'beyond')
+    assert sizing.at(CURVE, 500.0, 'server_us') == (300.0, 'below')
+    assert sizing.at(CURVE, 2000.0, 'serial_us') == (None, None)
+
+
+def test_a_core_s_own_rate_keeps_its_work_at_its_share():
+    # 1,000 x 300 µs = 0.3 of a core, 4,000 x 100 µs = 0.4: 0.35 between
+    rate, how = sizing.own_rate(CURVE, 'server_us', 0.35)
+    assert how == 'measured' and 1000 < rate < 4000
+    assert rate * sizing.at(CURVE, rate, 'server_us')[0] == pytest.approx(350000)
+    # past 4,000/s at 100 µs held; under 1,000/s at 300 µs
+    assert sizing.own_rate(CURVE, 'server_us', 0.8) == (pytest.approx(8000), 'beyond')
+    assert sizing.own_rate(CURVE, 'server_us', 0.15) == (pytest.approx(500), 'below')
+
+
+def test_the_server_is_read_at_its_core_s_rate_the_database_at_the_site_s():
+    curve = [dict(c, serial_us=c['server_us'] / 2) for c in CURVE]
+    d = sizing.figures({'curve': curve, 'server_us': 1.0, 'serial_us': 1.0}, 2000.0, 0.35)
+    app = d['read_at'][0][2]
+    assert 1000 < app < 2000 and d['server_us'] == pytest.approx(350000 / app)
+    assert d['serial_us'] == pytest.approx(100.0)
+    assert [(f, how) for f, _, _, how in d['read_at']] == [
+        ('server_us', 'measured'), ('serial_us', 'measured')]
+    # a site slower than one app core: its server at the site's rate
+    d = sizing.figures({'curve': curve, 'server_us': 1.0}, 1500.0, 0.8)
+    assert d['read_at'][0][2] == 1500.0
+    # one rate: the point as it is
+    d = sizing.figures({'curve': curve[:1], 'server_us': 7.0}, 1500.0, 0.8)
+    assert d['server_us'] == 7.0 and d['read_at'] is None
+
+
+def falling():
+    """sizing_results with a-tarantool-one's demand falling as the rate
+    rises (server, transaction thread, other threads, µs per request)."""
+    data = sizing_results()
+    data['latency'] = [p for p in data['latency'] if p['target'] != 'a-tarantool-one']
+    for rate, (server, serial, spread) in (
+            (1000.0, (300.0, 100.0, 20.0)), (2000.0, (200.0, 70.0, 20.0)),
+            (4000.0, (150.0, 50.0, 20.0)), (4500.0, (120.0, 40.0, 20.0))):
+        with_demand(data, 'a-tarantool-one', [rate, 9e9] if rate < 4500 else [rate],
+                    {'server_us': server, 'serial_us': serial, 'spread_us': spread},
+                    1.6, 0.8)
+    data['latency'] = [p for p in data['latency'] if p['offered'] < 9e9]
+    for p in data['latency']:
+        if p['target'] == 'a-tarantool-one' and p['offered'] == 4500.0:
+            p['oha']['latency_ms']['p99'] = 30.0
+    return data
+
+
+def test_the_run_records_the_curve_per_engine_and_page():
+    found = {e['target']: e for e in demand.summary(falling())}
+    curve = found['a-tarantool-one']['curve']
+    assert [(c['rate'], c['server_us'], c['serial_us'], c['points']) for c in curve] == [
+        (1000.0, 300.0, 100.0, 3), (2000.0, 200.0, 70.0, 3), (4000.0, 150.0, 50.0, 3),
+        (4500.0, 120.0, 40.0, 3)]
+    # a point that fell short of its rate is not on the curve
+    data = falling()
+    for p in data['latency']:
+        if p['offered'] == 4500.0:
+            p['oha']['achieved'] = 3000.0
+    assert [c['rate'] for c in demand.curve(data, 'a-tarantool-one', 'good')] == [
+        1000.0, 2000.0, 4000.0]
+
+
+def test_advise_sizes_from_the_curve_not_the_co_located_point(run):  # noqa: F811
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], falling())[1]
+    a = columns(out)['a-tarantool-one']
+    # t = 0.8 x 0.8 = 0.64. An app core alone: 4,500 x 120 µs = 0.54 < 0.64,
+    # so past the curve, at 120 µs held: 5,333/s. The database at 10,000/s:
+    # 40 + 20 µs held. 10,000 x 180 µs / 0.64 = 2.8: 3 cores (at the
+    # co-located point, 150 + 50 + 20 µs: 4 cores)
+    assert a['cores'] == '3'
+    assert a['first limit'] == 'transaction thread at 16,000/s'
+    assert ("curve (1,000–4,500/s): server 120 at 5,333/s (an app core's rate: "
+            "its own capacity, at most the site's), database 40 on its "
+            "transaction thread + 20 at 10,000/s (the site's rate); past 4,500/s, "
+            "the highest rate measured, each held at its figure there: "
+            "modelled") in a['notes']
+    # 5,000/s: the database's figures between two rates measured
+    out = run(['RESULTS', '--rate', '4300', '--workload', 'good'], falling())[1]
+    us = 50 + (40 - 50) * math.log(4300 / 4000) / math.log(4500 / 4000)
+    assert 'transaction thread + 20 at 4,300/s' in columns(out)['a-tarantool-one']['notes']
+    assert 'database %.0f on its' % us in columns(out)['a-tarantool-one']['notes']
+
+
+def test_a_run_of_one_rate_falls_back_to_its_point_and_says_so(run):  # noqa: F811
+    data = falling()
+    data['latency'] = [p for p in data['latency'] if p['target'] != 'a-tarantool-one'
+                       or p['offered'] >= 4000.0]
+    for p in data['latency']:
+        if p['target'] == 'a-tarantool-one' and p['offered'] == 4500.0:
+            p['oha']['achieved'] = 3000.0
+    a = columns(run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1])[
+        'a-tarantool-one']
+    assert a['cores'] == '4'
+    assert ('CPU µs per request at that one point (the run holds no curve of two '
+            'rates or more): server 150, database 50 on its transaction thread + 20'
+            ) in a['notes']
