@@ -242,6 +242,13 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
     d = dict(d, database=demand.database_of(name),
              share=min(1.0, d['share'] / workers),
              curve=demand.curve(results, name, page))
+    if d['database'] == 'rediscluster':
+        if results.get('cluster_batches'):
+            d['rankings'] = sizing.rankings_curve(results['cluster_batches'])
+        else:
+            notes = notes + ["the rankings' shard from the run's own points: the "
+                             'run carries no bench.py cluster-batches figures (its '
+                             "votes' batches at higher rates)"]
     replica = replica_run(results, name, page, slo)
     if storage.replicas_of(name):
         replica = d
@@ -280,25 +287,37 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
 
 def points_said(points, d):
     """Where each tier's CPU per request comes from."""
-    if not points:
-        return ('CPU µs per request at that one point (the run holds no curve '
+    curve = [p for p in points or () if p[0] != 'rankings']
+    ranked = [p for p in points or () if p[0] == 'rankings']
+    read = dict(d, **{f: us for f, us, _, _ in curve})
+    if ranked:
+        read['serial_us'] = ranked[0][1]
+    if not curve:
+        said = ('CPU µs per request at that one point (the run holds no curve '
                 'of two rates or more): server %.0f, database %s' % (
-                    d['server_us'], database_us(d)))
-    lo, hi = ('{:,.0f}'.format(d['curve'][i]['rate']) for i in (0, -1))
-    read = dict(d, **{f: us for f, us, _, _ in points})
-    rates = {f: '{:,.0f}'.format(rate) for f, _, rate, _ in points}
-    hows = {how for *_, how in points}
-    said = ("CPU µs per request on the run's curve (%s–%s/s): server %.0f at "
-            "%s/s (an app core's rate: its own capacity, at most the site's)"
-            % (lo, hi, read['server_us'], rates.get('server_us')))
-    if len(points) > 1:
-        said += ", database %s at %s/s (the site's rate)" % (
-            database_us(read), rates[points[-1][0]])
-    if 'beyond' in hows:
-        said += ('; past %s/s, the highest rate measured, each held at its '
-                 'figure there: modelled' % hi)
-    if 'below' in hows:
-        said += '; below %s/s, the lowest rate measured, held at its figure there' % lo
+                    read['server_us'], database_us(read)))
+    else:
+        lo, hi = ('{:,.0f}'.format(d['curve'][i]['rate']) for i in (0, -1))
+        rates = {f: '{:,.0f}'.format(rate) for f, _, rate, _ in points}
+        hows = {how for *_, how in curve}
+        said = ("CPU µs per request on the run's curve (%s–%s/s): server %.0f at "
+                "%s/s (an app core's rate: its own capacity, at most the site's)"
+                % (lo, hi, read['server_us'], rates.get('server_us')))
+        if len(points) > 1:
+            said += ", database %s at %s/s (the site's rate)" % (
+                database_us(read), rates[points[-1][0]])
+        if 'beyond' in hows:
+            said += ('; past %s/s, the highest rate measured, each held at its '
+                     'figure there: modelled' % hi)
+        if 'below' in hows:
+            said += '; below %s/s, the lowest rate measured, held at its figure there' % lo
+    if ranked:
+        _, us, rate, how = ranked[0]
+        said += ("; the rankings' shard's %.0f µs per mix request at %s/s from "
+                 'bench.py cluster-batches (votes in batches of %.0f there%s)' % (
+                     us, '{:,.0f}'.format(rate), sizing.at(d['rankings'], rate, 'batch')[0],
+                     ': past the highest rate cast, held, modelled' if how == 'beyond'
+                     else ''))
     return said
 
 
@@ -582,6 +601,8 @@ def embedded(results, page=None):
                     'tagged': bool(storage.replicas_of(name)),
                     'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
                     'cap': cap if name in found else None, 'points': points})
+    batches = results.get('cluster_batches')
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
             'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
+            'rankings': sizing.rankings_curve(batches) if batches else None,
             'engines': out}

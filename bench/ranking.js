@@ -124,7 +124,7 @@
   function figures(d, rate, t) {
     var out = Object.assign({}, d), curve = d.curve || [];
     out.read_at = null;
-    if (curve.length < 2) return out;
+    if (curve.length < 2) return rankings(out, rate);
     var points = [];
     var app = ownRate(curve, 'server_us', t)[0];
     if (app) {
@@ -137,6 +137,16 @@
       if (known(x[0]) && known(d[f])) { out[f] = x[0]; points.push([f, x[0], rate, x[1]]); }
     });
     out.read_at = points;
+    return rankings(out, rate);
+  }
+
+  // sizing.rankings
+  function rankings(d, rate) {
+    if (!d.rankings) return d;
+    var x = at(d.rankings, rate, 'serial_us');
+    var out = Object.assign({}, d, {serial_us: x[0]});
+    out.read_at = (d.read_at || []).filter(function (p) { return p[0] !== 'serial_us'; })
+      .concat([['rankings', x[0], rate, x[1]]]);
     return out;
   }
 
@@ -305,6 +315,7 @@
         d.database = e.database;
         d.share = Math.min(1, d.share / data.workers);
         d.curve = curveOf(e);
+        if (e.database === 'rediscluster' && data.rankings) d.rankings = data.rankings;
         var replica = null;
         e.replicas.forEach(function (name) {
           if (replica) return;

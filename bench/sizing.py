@@ -108,6 +108,22 @@ def own_rate(curve, field, t):
 TIERS = ('serial_us', 'spread_us', 'replicas_us', 'shards_us')
 
 
+def rankings_curve(batches):
+    """A Redis Cluster's rankings' shard from bench.py cluster-batches:
+    [{'rate' (mix requests/s), 'serial_us' (its primary's µs per mix
+    request), 'batch'}] at each rate votes were cast at, paced: the µs per
+    vote at the mean batch they formed, read on the batch sizes measured
+    (interpolated in log size), over the mix requests per vote."""
+    per = batches['per_vote_mix_requests']
+    sizes = sorted(({'rate': float(k), 'serial_us': v[0][0]}
+                    for k, v in batches['sizes'].items()), key=lambda p: p['rate'])
+    out = []
+    for votes, (batch, _) in sorted((float(k), v) for k, v in batches['paced'].items()):
+        us = at(sizes, max(batch, 1.0), 'serial_us')[0]
+        out.append({'rate': votes * per, 'serial_us': us / per, 'batch': batch})
+    return out
+
+
 def figures(d, rate, t):
     """d with each tier's µs where the site runs it, and 'points': [(tier,
     µs, rate, how)] as 'read_at', how as at()'s. The server's at an app core's own rate
@@ -115,7 +131,7 @@ def figures(d, rate, t):
     is, 'read_at' None, when its curve has fewer than two rates."""
     curve = d.get('curve') or []
     if len(curve) < 2:
-        return dict(d, read_at=None)
+        return rankings(dict(d, read_at=None), rate)
     out, points = dict(d), []
     app = own_rate(curve, 'server_us', t)[0]
     if app:
@@ -128,7 +144,17 @@ def figures(d, rate, t):
             out[f] = us
             points.append((f, us, rate, where))
     out['read_at'] = points
-    return out
+    return rankings(out, rate)
+
+
+def rankings(d, rate):
+    """d with its rankings' shard's µs at rate from d['rankings']
+    (rankings_curve), when it has them, as read_at's last entry."""
+    if not d.get('rankings'):
+        return d
+    us, how = at(d['rankings'], rate, 'serial_us')
+    points = [p for p in d['read_at'] or () if p[0] != 'serial_us']
+    return dict(d, serial_us=us, read_at=points + [('rankings', us, rate, how)])
 
 
 def limit(t, serial_us, thread, total_us, max_cores):

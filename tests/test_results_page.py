@@ -43,6 +43,23 @@ def built_folder(tmp_path):
     return folder
 
 
+# bench.py cluster-batches' figures as it writes them (µs per vote at each
+# batch size; the mean batch at each rate votes were cast at)
+BATCHES = {'sizes': {'1': [[345.0, 200.0], 5.3], '10': [[90.0, 45.0], 6.7],
+                     '100': [[55.0, 30.0], 19.5], '1000': [[45.5, 17.0], 140.0]},
+           'paced': {'100': [1.0, [520.0, 300.0]], '500': [83.0, [164.0, 80.0]]},
+           'per_vote_mix_requests': 2 / 0.7}
+
+
+def batches_folder(tmp_path):
+    """The committed run carrying cluster-batches figures."""
+    folder = committed_folder(tmp_path)
+    data = json.loads((folder / 'results.json').read_text())
+    data['cluster_batches'] = BATCHES
+    (folder / 'results.json').write_text(json.dumps(data))
+    return folder
+
+
 def expected(results, rate, ms, database=None):
     """advise's rows as the page shows them, or its refusal."""
     try:
@@ -63,9 +80,10 @@ async def shown(page, rate, ms):
     return said, [[r[0], r[1], r[2], r[3], r[4]] for r in rows]
 
 
-@pytest.mark.parametrize('which', ['committed', 'built'])
+@pytest.mark.parametrize('which', ['committed', 'built', 'batches'])
 async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: F811
-    folder = (committed_folder if which == 'committed' else built_folder)(tmp_path)
+    folder = {'committed': committed_folder, 'built': built_folder,
+              'batches': batches_folder}[which](tmp_path)
     path = html.write(str(folder))
     text = open(path).read()
     assert not re.search(r'(src|href)\s*=\s*["\']?(\w+:)?//', text)   # nothing fetched
@@ -76,7 +94,7 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
     # stacks, the example sizing; the run's metadata folded below them; then
     # the sections
     assert '<meta name="viewport" content="width=device-width' in text
-    chart = ('<img',) if which == 'committed' else ()
+    chart = ('<img',) if which != 'built' else ()
     order = [text.index(s) for s in ('<h2>Which stack', 'id="advise-rate"',
                                      'id="advise-out"') + chart + ('Top stacks',
                                      'One site for 20,000 requests/s',
