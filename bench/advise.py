@@ -242,7 +242,7 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
     d = dict(d, database=demand.database_of(name),
              share=min(1.0, d['share'] / workers),
              curve=demand.curve(results, name, page))
-    if d['database'] == 'rediscluster':
+    if d['database'] == 'rediscluster' and page == mixed.PAGE:
         if results.get('cluster_batches'):
             d['rankings'] = sizing.rankings_curve(results['cluster_batches'])
         else:
@@ -395,10 +395,13 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
         'Modelled: the others. Scaling: %s.' % scaling]
     if any(r.get('sized') for r in rows):
         header += [
-            "Sizing: the tiers' CPU per request at the capacity found, summed "
-            '(server, the database, its replicas), on cores shared as in the '
-            "run, each core at %d %% (--headroom) of u, the run's core's busy "
-            'share there; the site rounded to whole cores.' % sizing.pct(headroom),
+            "Sizing: the tiers' CPU per request, summed (server, the database, "
+            "its replicas), each read on the run's curve where the site runs it "
+            "(a server process at an app core's own rate, the database at the "
+            "site's; held past the highest rate measured: modelled), on cores "
+            "shared as in the run, each core at %d %% (--headroom) of u, the run's "
+            "core's busy share at the capacity found; the site rounded to whole "
+            'cores.' % sizing.pct(headroom),
             "A database's serial thread (Tarantool's transaction thread, "
             "Redis's main thread) is one thread: it must stay within that "
             'share of one core at the rate, however many cores the site has.',
@@ -426,7 +429,63 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                       '(GET /, then a vote or a page).')
     header += ['Machine: ' + said.replace('`', '')
                for said in floor.lines(results.get('floor'), slo)[1:]]
+    header += cluster_lines(results, page, slo, found, names, workers, price,
+                            max_cores, headroom, by_name)
     return header, rows
+
+
+KINDS = (('rediscluster', 'Redis Cluster'), ('redis', 'one Redis'),
+         ('tarantool', 'Tarantool'))
+SITES = (5000, 20000, 100000)
+
+
+def cluster_lines(results, page, slo, found, names, workers, price, max_cores,
+                  headroom, by_name):
+    """A Redis Cluster's ceiling (its rankings' shard within its share of
+    a core) and its sites at SITES beside one Redis's and Tarantool's, when
+    the run has a cluster engine and the workload is the mix; [] else."""
+    clusters = [n for n in names if n in found
+                and demand.database_of(n) == 'rediscluster']
+    if not clusters or page != mixed.PAGE:
+        return []
+    lines = []
+    batches = results.get('cluster_batches')
+    for n in clusters:
+        d = demand.at_capacity(results, n, page, slo)
+        if not d or not d.get('share'):
+            continue
+        t = headroom * min(1.0, d['share'] / workers)
+        if batches:
+            curve = sizing.rankings_curve(batches)
+            source = ('from bench.py cluster-batches (%s): µs per vote at the '
+                      'batch its votes form' % batches.get('measured', 'undated'))
+        else:
+            curve = demand.curve(results, n, page)
+            source = ("from the run's own points: the run carries no bench.py "
+                      'cluster-batches figures')
+        top, how = sizing.own_rate(curve, 'serial_us', t)
+        if top:
+            lines.append("Redis Cluster ceiling, %s: %s mix requests/s, its rankings' "
+                         "shard's main thread at %d %% (%s%s)" % (
+                             n, sizing.per_s(top), sizing.pct(t), source,
+                             '; past %s/s held: modelled' % sizing.per_s(curve[-1]['rate'])
+                             if how == 'beyond' else ''))
+    for rate in SITES:
+        said = []
+        for kind, label in KINDS:
+            rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n),
+                        results, page, slo, headroom)
+                    for n in names if n in found and demand.database_of(n) == kind]
+            fit = sorted((r for r in rows if r['cores']),
+                         key=lambda r: (r['cores'], -r['per_core']))
+            if fit:
+                said.append('%s %s (%s, %s)' % (label, sizing.plural(fit[0]['cores'], 'core'),
+                                                fit[0]['engine'], fit[0]['basis']))
+            elif rows:
+                near = min(rows, key=lambda r: (r['total'] or 1e9, -r['per_core']))
+                said.append('%s none (%s: %s)' % (label, near['engine'], near['limit']))
+        lines.append('At %s/s: %s.' % (sizing.per_s(rate), '; '.join(said)))
+    return lines
 
 
 def refusal(rows, rate, page, slo, max_cores):
@@ -604,5 +663,6 @@ def embedded(results, page=None):
     batches = results.get('cluster_batches')
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
             'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
-            'rankings': sizing.rankings_curve(batches) if batches else None,
+            'rankings': sizing.rankings_curve(batches)
+            if batches and page == mixed.PAGE else None,
             'engines': out}

@@ -147,6 +147,12 @@ def figures(d, rate, t):
     return rankings(out, rate)
 
 
+def ceiling(d, t):
+    """The most mix requests/s a Redis Cluster's rankings' shard keeps
+    within t of its core, on its rankings_curve."""
+    return own_rate(d['rankings'], 'serial_us', t)[0]
+
+
 def rankings(d, rate):
     """d with its rankings' shard's µs at rate from d['rankings']
     (rankings_curve), when it has them, as read_at's last entry."""
@@ -261,7 +267,8 @@ def cluster(rate, d, price, max_cores, memory, t):
         cores = None
         first = 'needs %d cores' % total
     else:
-        first = limit(t, rankings_us, "rankings' shard", total_us, max_cores)
+        first = limit(t, t * 1e6 / ceiling(d, t) if d.get('rankings') else rankings_us,
+                      "rankings' shard", total_us, max_cores)
     notes.append("a bucket shard's replica (copying its primary's writes): "
                  'not counted, not measured apart' if reads is not None else
                  'a replica per primary: not counted, not measured')

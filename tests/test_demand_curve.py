@@ -2,12 +2,13 @@
 read where the site runs the tier (an app core at its own rate, the
 database at the site's), interpolated in log rate, never extrapolated."""
 import math
+import re
 
 import pytest
 
 from bench import sizing
 from bench.latency import demand
-from test_advise import columns, run, sizing_results, with_demand  # noqa: F401
+from test_advise import columns, flat, run, sizing_results, with_demand  # noqa: F401
 
 CURVE = [{'rate': 1000.0, 'server_us': 300.0}, {'rate': 4000.0, 'server_us': 100.0}]
 
@@ -119,3 +120,47 @@ def test_a_run_of_one_rate_falls_back_to_its_point_and_says_so(run):  # noqa: F8
     assert ('CPU µs per request at that one point (the run holds no curve of two '
             'rates or more): server 150, database 50 on its transaction thread + 20'
             ) in a['notes']
+
+
+# bench.py cluster-batches' figures as --into writes them
+BATCHES = {'sizes': {'1': [[345.0, 200.0], 5.3], '10': [[90.0, 45.0], 6.7],
+                     '100': [[55.0, 30.0], 19.5], '1000': [[45.5, 17.0], 140.0]},
+           'paced': {'100': [1.0, [520.0, 300.0]], '500': [83.0, [164.0, 80.0]]},
+           'per_vote_mix_requests': 2 / 0.7, 'measured': '2026-12-04T01:00:00+0000'}
+
+
+def test_the_rankings_shard_is_sized_from_cluster_batches(run):  # noqa: F811
+    from test_advise import cluster_results
+    data = cluster_results()
+    for r in data['latency'] + data['capacity']:    # the mix: votes
+        r['page'] = 'mix' if r['page'] == 'good' else r['page']
+    out = run(['RESULTS', '--rate', '6000', '--workload', 'mix'], data)[1]
+    assert ("Redis Cluster ceiling, e-rediscluster-pool: 8,000 mix requests/s, its "
+            "rankings' shard's main thread at 48 % (from the run's own points: the "
+            "run carries no bench.py cluster-batches figures; past 4,500/s held: "
+            "modelled)") in flat(out)
+    assert "the run carries no bench.py cluster-batches figures (its votes'" in \
+        columns(out)['e-rediscluster-pool']['notes']
+    data['cluster_batches'] = BATCHES
+    out = run(['RESULTS', '--rate', '6000', '--workload', 'mix'], data)[1]
+    # 500 votes/s (1,429 mix/s) formed batches of 83: 90 + (55 - 90) x
+    # log(8.3) µs a vote, over 2/0.7 mix requests a vote; past it held.
+    # t = 0.48 of the shard's core
+    us = (90 + (55 - 90) * math.log10(8.3)) * 0.7 / 2
+    top = '{:,}'.format(int(0.48e6 / us + 0.5))
+    assert ("Redis Cluster ceiling, e-rediscluster-pool: %s mix requests/s, its "
+            "rankings' shard's main thread at 48 %% (from bench.py cluster-batches "
+            "(2026-12-04T01:00:00+0000)" % top) in flat(out)
+    e = columns(out)['e-rediscluster-pool']
+    assert e['first limit'] == "rankings' shard at %s/s" % top
+    assert ("the rankings' shard's %.0f µs per mix request at 6,000/s from bench.py "
+            "cluster-batches (votes in batches of 83 there: past the highest rate "
+            "cast, held, modelled)" % us) in e['notes']
+    # beside one Redis and Tarantool at 5,000, 20,000 and 100,000/s
+    assert re.search(r'At 5,000/s: Redis Cluster \d+ cores \(e-rediscluster-pool, '
+                     r'modelled\); one Redis none \(f-redis-one: main thread \d+ %\); '
+                     r'Tarantool \d+ cores? \(', flat(out)), flat(out)
+    assert 'At 100,000/s: Redis Cluster none (e-rediscluster-pool: ' in flat(out)
+    # a page without votes: neither
+    out = run(['RESULTS', '--rate', '6000', '--workload', 'good'], cluster_results())[1]
+    assert 'cluster-batches' not in out and 'Redis Cluster ceiling' not in out
