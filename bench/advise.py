@@ -253,7 +253,8 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
     if storage.replicas_of(name):
         replica = d
     memory = memory_of(target, workers)
-    site = sizing.size(rate, d, price, max_cores, replica, memory, headroom)
+    site = sizing.size(rate, d, price, max_cores, replica, memory, headroom,
+                       disk_rate(results))
     notes = site['notes'] + notes
     notes.append('modelled: %s%s, each at %d %% busy (%d %% of the %.0f %% '
                  'its core was at %s/s, keeping the budget); %s' % (
@@ -266,10 +267,6 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
         notes.append('split estimated: the run recorded the database\'s CPU '
                      'whole, all counted on its %s (an upper bound)'
                      % sizing.THREAD[d['database']])
-    if d.get('written_bytes'):
-        notes.append('%.0f bytes written to storage per request (the wait '
-                     'for their flush is not CPU, not in the model)'
-                     % d['written_bytes'])
     if d['database'] in sizing.THREAD and not site['replicas'] and not replica \
             and site['cores'] is not None:
         notes.append('read replicas not measured in this run')
@@ -319,6 +316,12 @@ def points_said(points, d):
                      ': past the highest rate cast, held, modelled' if how == 'beyond'
                      else ''))
     return said
+
+
+def disk_rate(results):
+    """The disk's write rate (bytes/s) the run measured at its start, or
+    None."""
+    return ((results.get('machine') or {}).get('disk') or {}).get('bytes_per_s')
 
 
 def database_us(d):
@@ -665,4 +668,5 @@ def embedded(results, page=None):
             'max_cores': MAX_CORES, 'hours': HOURS, 'headroom': sizing.HEADROOM,
             'rankings': sizing.rankings_curve(batches)
             if batches and page == mixed.PAGE else None,
+            'disk': disk_rate(results),
             'engines': out}

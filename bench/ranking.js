@@ -164,6 +164,38 @@
   // sizing.per_s
   function perS(rate) { return Math.floor(rate + 0.5).toLocaleString('en-US'); }
 
+  // sizing.storage: [note, share of the disk]
+  function storage(rate, d, disk, headroom) {
+    var written = d.written_bytes;
+    if (!written) return [null, 0];
+    var need = rate * written;
+    var said = written.toFixed(0) + ' bytes written to storage per request: ' +
+      (need / 1e6).toFixed(1) + ' MB/s at this rate';
+    if (!disk) {
+      return [said + "; the disk's write rate not measured in this run (the wait for each " +
+              'flush is not CPU, not in the model)', 0];
+    }
+    var share = need / disk;
+    if (share > headroom) {
+      return ['storage: ' + said + ', ' + pct(share) + " % of the disk's " +
+              (disk / 1e6).toFixed(0) + ' MB/s (more than ' + pct(headroom) +
+              ' %): spread the writes over disks', share];
+    }
+    return [said + ', ' + pct(share) + " % of the disk's " + (disk / 1e6).toFixed(0) +
+            ' MB/s (the wait for each flush is not CPU, not in the model)', share];
+  }
+
+  // sizing.stored
+  function stored(site, rate, d, data) {
+    var found = storage(rate, d, data.disk, data.headroom);
+    if (!found[0]) return site;
+    if (found[1] > data.headroom && site.cores) {
+      return Object.assign({}, site, {cores: null, monthly: null,
+        notes: [found[0]].concat(site.notes), limit: 'disk writes ' + pct(found[1]) + ' %'});
+    }
+    return Object.assign({}, site, {notes: site.notes.concat([found[0]])});
+  }
+
   // sizing.limit
   function limit(t, serialUs, thread, totalUs, maxCores) {
     var byCores = maxCores * t * 1e6 / totalUs;
@@ -226,7 +258,9 @@
     var t = data.headroom * d.share;
     d = figures(d, rate, t);
     if (replica) replica = figures(replica, rate, t);
-    if (kind === 'rediscluster' && known(d.shards_us)) return cluster(rate, d, data, memory, t);
+    if (kind === 'rediscluster' && known(d.shards_us)) {
+      return stored(cluster(rate, d, data, memory, t), rate, d, data);
+    }
     var serialUs = d.serial_us || 0;
     var spreadUs = d.spread_us || 0;
     var serialKind = (kind in THREAD) && known(d.serial_us);
@@ -269,9 +303,10 @@
     if (memory && memory.server_kib) {
       mem = total * memory.server_kib + (memory.database_kib || 0) * (1 + replicas);
     }
-    return {app: total, database: layout(kind, replicas), total: total, cores: cores,
-            limit: first, notes: notes, memory_kib: mem, sized: true, basis: 'modelled',
-            monthly: cores ? cores * data.hours * data.price : null};
+    return stored({app: total, database: layout(kind, replicas), total: total, cores: cores,
+                   limit: first, notes: notes, memory_kib: mem, sized: true,
+                   basis: 'modelled', monthly: cores ? cores * data.hours * data.price : null},
+                  rate, d, data);
   }
 
   function noise(e, cap, own) {

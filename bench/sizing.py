@@ -163,6 +163,28 @@ def rankings(d, rate):
     return dict(d, serial_us=us, read_at=points + [('rankings', us, rate, how)])
 
 
+def storage(rate, d, disk, headroom):
+    """(note, share of the disk) of a site's writes: rate x bytes written
+    per request against the disk's write rate (bytes/s, None when not
+    measured); refused when past headroom of it (share > headroom)."""
+    written = d.get('written_bytes')
+    if not written:
+        return None, 0.0
+    need = rate * written
+    said = '%.0f bytes written to storage per request: %.1f MB/s at this rate' % (
+        written, need / 1e6)
+    if not disk:
+        return said + ("; the disk's write rate not measured in this run (the "
+                       'wait for each flush is not CPU, not in the model)'), 0.0
+    share = need / disk
+    if share > headroom:
+        return ('storage: %s, %d %% of the disk\'s %.0f MB/s (more than %d %%): '
+                'spread the writes over disks' % (said, pct(share), disk / 1e6,
+                                                  pct(headroom))), share
+    return said + ', %d %% of the disk\'s %.0f MB/s (the wait for each flush ' \
+        'is not CPU, not in the model)' % (pct(share), disk / 1e6), share
+
+
 def limit(t, serial_us, thread, total_us, max_cores):
     """What stops the site first as the rate rises: its serial thread
     reaching t, or --max-cores cores at t."""
@@ -173,7 +195,7 @@ def limit(t, serial_us, thread, total_us, max_cores):
 
 
 def size(rate, d, price, max_cores, replica=None, memory=None,
-         headroom=HEADROOM):
+         headroom=HEADROOM, disk=None):
     """{'app' (server processes), 'database' (label), 'replicas', 'total',
     'cores' (None when it cannot be built or is past max_cores), 'limit'
     (what stops it first), 'monthly', 'memory_kib', 'notes'} of one site.
@@ -186,7 +208,8 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
     if replica:
         replica = figures(replica, rate, t)
     if kind == 'rediscluster' and d.get('shards_us') is not None:
-        return cluster(rate, d, price, max_cores, memory, t)
+        return stored(cluster(rate, d, price, max_cores, memory, t),
+                      rate, d, disk, headroom)
     notes = []
     serial_us = d.get('serial_us') or 0.0
     spread_us = d.get('spread_us') or 0.0
@@ -228,12 +251,25 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
     if memory and memory.get('server_kib'):
         mem = total * memory['server_kib'] + (memory.get('database_kib') or 0) * (
             1 + replicas)
-    return {'app': total, 'database': layout(kind, replicas), 'replicas': replicas,
-            'total': total, 'cores': cores, 'limit': first,
-            'read_at': d['read_at'] if not (replicas_us and replica['read_at'])
-            else d['read_at'][:1] + replica['read_at'][1:],
-            'monthly': cores * HOURS * price if cores else None,
-            'memory_kib': mem, 'notes': notes}
+    return stored({
+        'app': total, 'database': layout(kind, replicas), 'replicas': replicas,
+        'total': total, 'cores': cores, 'limit': first,
+        'read_at': d['read_at'] if not (replicas_us and replica['read_at'])
+        else d['read_at'][:1] + replica['read_at'][1:],
+        'monthly': cores * HOURS * price if cores else None,
+        'memory_kib': mem, 'notes': notes}, rate, d, disk, headroom)
+
+
+def stored(site, rate, d, disk, headroom):
+    """site with its storage note, refused when its writes pass headroom
+    of the disk's rate."""
+    note, share = storage(rate, d, disk, headroom)
+    if not note:
+        return site
+    if share > headroom and site['cores']:
+        return dict(site, cores=None, monthly=None, notes=[note] + site['notes'],
+                    limit='disk writes %d %%' % pct(share))
+    return dict(site, notes=site['notes'] + [note])
 
 
 def layout(kind, replicas):

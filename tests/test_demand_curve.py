@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bench import sizing
+from bench import disk, sizing
 from bench.latency import demand
 from test_advise import columns, flat, run, sizing_results, with_demand  # noqa: F401
 
@@ -164,3 +164,33 @@ def test_the_rankings_shard_is_sized_from_cluster_batches(run):  # noqa: F811
     # a page without votes: neither
     out = run(['RESULTS', '--rate', '6000', '--workload', 'good'], cluster_results())[1]
     assert 'cluster-batches' not in out and 'Redis Cluster ceiling' not in out
+
+
+def test_a_site_writing_past_the_disk_s_rate_is_refused(run):  # noqa: F811
+    data = sizing_results()     # 300 bytes written per request
+    out = run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1]
+    assert ("300 bytes written to storage per request: 3.0 MB/s at this rate; the "
+            "disk's write rate not measured in this run") in columns(out)['a-tarantool-one'][
+                'notes']
+    data['machine'] = {'disk': {'bytes_per_s': 10e6}}
+    a = columns(run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1])[
+        'a-tarantool-one']
+    assert a['cores'] == '4' and ("3.0 MB/s at this rate, 30 % of the disk's 10 MB/s"
+                                  in a['notes'])
+    # 3.0 MB/s past 80 % of 3.5 MB/s: refused, said first
+    data['machine'] = {'disk': {'bytes_per_s': 3.5e6}}
+    a = columns(run(['RESULTS', '--rate', '10000', '--workload', 'good'], data)[1])[
+        'a-tarantool-one']
+    assert [a['cores'], a['first limit']] == ['–', 'disk writes 86 %']
+    assert a['notes'].startswith('storage: 300 bytes written to storage per request: '
+                                 "3.0 MB/s at this rate, 86 % of the disk's 4 MB/s "
+                                 '(more than 80 %): spread the writes over disks')
+
+
+def test_the_disk_s_write_rate_is_measured_with_fsync(tmp_path):
+    found = disk.write_rate(str(tmp_path), seconds=0.2)
+    assert found['bytes_per_s'] > 0 and found['fsyncs_per_s'] > 0
+    assert found['seconds'] >= 0.2 or found['bytes_per_s'] * found['seconds'] >= disk.MOST
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / 'file').write_text('')
+    assert 'error' in disk.write_rate(str(tmp_path / 'file' / 'x'), seconds=0.1)
