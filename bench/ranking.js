@@ -196,6 +196,13 @@
     return Object.assign({}, site, {notes: site.notes.concat([found[0]])});
   }
 
+  // sizing.thread_us
+  function threadUs(d, t, serialUs) {
+    var top = (d.curve || []).length > 1 && !d.rankings ? ownRate(d.curve, 'serial_us', t)[0]
+      : null;
+    return top ? t * 1e6 / top : serialUs;
+  }
+
   // sizing.limit
   function limit(t, serialUs, thread, totalUs, maxCores) {
     var byCores = maxCores * t * 1e6 / totalUs;
@@ -292,7 +299,8 @@
       cores = null;
       first = 'needs ' + total + ' cores';
     } else {
-      first = limit(t, serialKind ? serialUs : 0, thread, totalUs, data.max_cores);
+      first = limit(t, serialKind && !replicasUs ? threadUs(d, t, serialUs)
+                    : serialKind ? serialUs : 0, thread, totalUs, data.max_cores);
     }
     if (kind && !serialKind && total > 1) {
       notes.push((NAMES[kind] || kind) + ' over ' + total + ' cores, measured on one: its ' +

@@ -185,6 +185,14 @@ def storage(rate, d, disk, headroom):
         'is not CPU, not in the model)' % (pct(share), disk / 1e6), share
 
 
+def thread_us(d, t, serial_us):
+    """The serial thread's µs at the rate it reaches t on d's curve (its
+    first limit's), else serial_us."""
+    top = own_rate(d['curve'], 'serial_us', t)[0] if len(d.get('curve') or []) > 1 \
+        and not d.get('rankings') else None
+    return t * 1e6 / top if top else serial_us
+
+
 def limit(t, serial_us, thread, total_us, max_cores):
     """What stops the site first as the rate rises: its serial thread
     reaching t, or --max-cores cores at t."""
@@ -242,7 +250,8 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
         cores = None
         first = 'needs %d cores' % total
     else:
-        first = limit(t, serial_us if serial_kind else 0, thread, total_us, max_cores)
+        first = limit(t, thread_us(d, t, serial_us) if serial_kind and not replicas_us
+                      else serial_us if serial_kind else 0, thread, total_us, max_cores)
     if kind and not serial_kind and total > 1:
         notes.append('%s over %d cores, measured on one: its WAL writer and the '
                      'row locks of votes on the same stickers are serial points '

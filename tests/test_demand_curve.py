@@ -104,6 +104,8 @@ def test_advise_sizes_from_the_curve_not_the_co_located_point(run):  # noqa: F81
     out = run(['RESULTS', '--rate', '4300', '--workload', 'good'], falling())[1]
     us = 50 + (40 - 50) * math.log(4300 / 4000) / math.log(4500 / 4000)
     assert 'transaction thread + 20 at 4,300/s' in columns(out)['a-tarantool-one']['notes']
+    # the first limit: where the thread reaches t on the curve, whatever the rate asked
+    assert columns(out)['a-tarantool-one']['first limit'] == 'transaction thread at 16,000/s'
     assert 'database %.0f on its' % us in columns(out)['a-tarantool-one']['notes']
 
 
