@@ -196,3 +196,10 @@ def test_the_disk_s_write_rate_is_measured_with_fsync(tmp_path):
     assert list(tmp_path.iterdir()) == []
     (tmp_path / 'file').write_text('')
     assert 'error' in disk.write_rate(str(tmp_path / 'file' / 'x'), seconds=0.1)
+
+
+def test_results_md_shows_the_curve():
+    data = falling()
+    lines = demand.section(data, ['a-tarantool-one'])
+    assert '| a-tarantool-one | good | 1,000: 300/100 · 2,000: 200/70 · 4,000: ' \
+        '150/50 · 4,500: 120/40 |' in lines

@@ -267,6 +267,18 @@ def section(results, names):
              'sizes each tier at.', ''] + table_md(
         ['engine', 'page', 'points', 'server µs', 'serial µs', 'spread µs',
          'shards µs', 'replicas µs', 'written B', 'split', 'u'], rows)
+    curves = [[e['target'], e['page'], ' · '.join(
+        '%s: %s/%s' % ('{:,.0f}'.format(c['rate']), us(c['server_us']),
+                       us(c['serial_us']) if e['database'] in SERIAL else '–')
+        for c in e.get('curve') or ())] for e in entries
+        if len(e.get('curve') or ()) > 1]
+    if curves:
+        lines += ['', 'The demand curve: at each rate a point served (whatever '
+                  "its latency), the server's µs per request / the serial "
+                  "thread's (`demand.curve` in results.json). advise reads a "
+                  "server process's at an app core's own rate and the "
+                  "database's at the site's.", ''] + table_md(
+            ['engine', 'page', 'rate/s: server/serial µs'], curves)
     if checks:
         lines += ['', 'The model at one core: predicted from the demand above '
                   '(server + database µs per request), against what the run '
