@@ -249,7 +249,27 @@
             sized: true, basis: 'modelled',
             database: 'rankings + ' + readers + ' replica' + (readers > 1 ? 's' : '') + ', ' +
               shards + ' bucket shard' + (shards > 1 ? 's' : '') + ' + a replica each',
-            memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null};
+            memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null,
+            read_at: d.read_at};
+  }
+
+  // advise.points_said, shortened: where each tier's figure was read
+  function readAt(points, d) {
+    var n = function (v) { return Math.round(v).toLocaleString('en-US'); };
+    if (!points || !points.length) {
+      return 'CPU µs per request at that one point (the run holds no curve of two rates ' +
+        'or more)';
+    }
+    var said = [], held = false;
+    points.forEach(function (p) {
+      said.push(p[0].replace('_us', '') + ' ' + n(p[1]) + ' at ' + n(p[2]) + '/s');
+      held = held || p[3] === 'beyond';
+    });
+    var curve = d.curve || [];
+    return 'CPU µs per request' + (curve.length > 1 ? " on the run's curve (" +
+      n(curve[0].rate) + '–' + n(curve[curve.length - 1].rate) + '/s)' : '') + ': ' +
+      said.join(', ') + " (the server at an app core's rate, the database at the site's)" +
+      (held ? '; past the highest rate measured, held there: modelled' : '');
   }
 
   // sizing.layout
@@ -313,7 +333,9 @@
     }
     return stored({app: total, database: layout(kind, replicas), total: total, cores: cores,
                    limit: first, notes: notes, memory_kib: mem, sized: true,
-                   basis: 'modelled', monthly: cores ? cores * data.hours * data.price : null},
+                   basis: 'modelled', monthly: cores ? cores * data.hours * data.price : null,
+                   read_at: replicasUs && replica.read_at && d.read_at
+                     ? d.read_at.slice(0, 1).concat(replica.read_at.slice(1)) : d.read_at},
                   rate, d, data);
   }
 
@@ -369,7 +391,7 @@
         if (e.tagged) replica = d;
         var site = size(rate, d, data, replica, e.memory);
         site.engine = e.name; site.per_core = perCore;
-        site.notes = site.notes.concat(noise(e, cap, own));
+        site.notes = site.notes.concat(noise(e, cap, own), [readAt(site.read_at, d)]);
         rows.push(site);
         return;
       }

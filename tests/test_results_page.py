@@ -115,6 +115,13 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
         want = advise.cells(advise.advise(results, 2000)[1][0])[9]
         assert notes[0].startswith('runs 2,335–4,803/s (spread > 25%); measured: the '
                                    'run served 4,270/s') and notes[0] == want
+    if which == 'batches':   # a sized row says where its figures were read
+        await shown(page, 5000, 10)
+        notes = await page.eval_on_selector_all(
+            '#advise-out tr', 'trs => trs.map(tr => tr.cells[7].textContent)')
+        assert re.search(r"CPU µs per request on the run's curve \([\d,]+–[\d,]+/s\): "
+                         r'server \d+ at [\d,]+/s, serial \d+ at 5,000/s', notes[0]), notes[0]
+        assert "rankings " in notes[-1] and 'at 5,000/s' in notes[-1], notes[-1]
     if which == 'built':   # the replicas and the refused primary are there
         said, rows = await shown(page, 20000, 10)
         assert ['a-tarantool-one', '8', 'modelled', 'primary + 2 replicas',
