@@ -235,7 +235,7 @@
       first = 'needs ' + total + ' cores';
     } else {
       first = limit(t, d.rankings ? t * 1e6 / ownRate(d.rankings, 'serial_us', t)[0]
-                    : rankingsUs, "rankings' shard", totalUs, data.max_cores);
+                    : threadUs(d, t, rankingsUs), "rankings' shard", totalUs, data.max_cores);
     }
     notes.push(known(reads) ? "a bucket shard's replica (copying its primary's writes): " +
                'not counted, not measured apart'

@@ -30,7 +30,9 @@ process's at an app core's own rate, its core at t with the database
 elsewhere (at most the site's rate); the database's at the site's rate.
 Between two rates measured, interpolated in log rate; past the highest,
 the highest's figure held (never extrapolated lower), marked modelled.
-A run without a curve: its point at capacity, said so."""
+A run without a curve: its point at capacity, said so. Storage: rate x
+bytes written per request against the disk's write rate the run measured
+(bench/disk.py); past headroom of it the site is refused."""
 import math
 
 HOURS = 730     # a month of hours
@@ -125,8 +127,8 @@ def rankings_curve(batches):
 
 
 def figures(d, rate, t):
-    """d with each tier's µs where the site runs it, and 'points': [(tier,
-    µs, rate, how)] as 'read_at', how as at()'s. The server's at an app core's own rate
+    """d with each tier's µs where the site runs it and 'read_at': [(tier,
+    µs, rate, how)], how as at()'s. The server's at an app core's own rate
     (own_rate at t, at most rate), the database's tiers at rate. d as it
     is, 'read_at' None, when its curve has fewer than two rates."""
     curve = d.get('curve') or []
@@ -209,7 +211,8 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
     (what stops it first), 'monthly', 'memory_kib', 'notes'} of one site.
     d: demand.at_capacity plus 'database' ('tarantool', ...); replica: the
     same of a run of the engine with read replicas, or None; memory:
-    {'server_kib' per process, 'database_kib'} or None."""
+    {'server_kib' per process, 'database_kib'} or None; disk: the disk's
+    write rate (bytes/s) or None."""
     kind = d.get('database')
     t = headroom * d['share']
     d = figures(d, rate, t)
@@ -312,8 +315,9 @@ def cluster(rate, d, price, max_cores, memory, t):
         cores = None
         first = 'needs %d cores' % total
     else:
-        first = limit(t, t * 1e6 / ceiling(d, t) if d.get('rankings') else rankings_us,
-                      "rankings' shard", total_us, max_cores)
+        first = limit(t, t * 1e6 / ceiling(d, t) if d.get('rankings')
+                      else thread_us(d, t, rankings_us), "rankings' shard", total_us,
+                      max_cores)
     notes.append("a bucket shard's replica (copying its primary's writes): "
                  'not counted, not measured apart' if reads is not None else
                  'a replica per primary: not counted, not measured')
