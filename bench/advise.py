@@ -240,7 +240,7 @@ def measured(name, per_core, capacity, rate, workers, price, target, notes):
 def sized(name, per_core, d, rate, workers, price, max_cores, target,
           results, page, slo, notes, headroom):
     d = dict(d, database=demand.database_of(name),
-             share=min(1.0, d['share'] / workers),
+             share=min(1.0, d['share'] / workers), workers=workers,
              curve=demand.curve(results, name, page))
     if d['database'] == 'rediscluster' and page == mixed.PAGE:
         if results.get('cluster_batches'):

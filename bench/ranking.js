@@ -126,9 +126,10 @@
     out.read_at = null;
     if (curve.length < 2) return rankings(out, rate);
     var points = [];
-    var app = ownRate(curve, 'server_us', t)[0];
+    var w = d.workers || 1;
+    var app = ownRate(curve, 'server_us', t * w)[0];
     if (app) {
-      var r = Math.min(app, rate), s = at(curve, r, 'server_us');
+      var r = Math.min(app / w, rate), s = at(curve, r * w, 'server_us');
       out.server_us = s[0];
       points.push(['server_us', s[0], r, s[1]]);
     }
@@ -381,6 +382,7 @@
         d.database = e.database;
         d.share = Math.min(1, d.share / data.workers);
         d.curve = curveOf(e);
+        d.workers = data.workers;
         if (e.database === 'rediscluster' && data.rankings) d.rankings = data.rankings;
         var replica = null;
         e.replicas.forEach(function (name) {

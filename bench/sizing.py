@@ -135,11 +135,14 @@ def figures(d, rate, t):
     if len(curve) < 2:
         return rankings(dict(d, read_at=None), rate)
     out, points = dict(d), []
-    app = own_rate(curve, 'server_us', t)[0]
+    # the run's W server processes each ran at a W-th of its rates
+    w = d.get('workers') or 1
+    app = own_rate(curve, 'server_us', t * w)[0]
     if app:
-        us, where = at(curve, min(app, rate), 'server_us')
+        core = min(app / w, rate)
+        us, where = at(curve, core * w, 'server_us')
         out['server_us'] = us
-        points.append(('server_us', us, min(app, rate), where))
+        points.append(('server_us', us, core, where))
     for f in TIERS:
         us, where = at(curve, rate, f)
         if us is not None and d.get(f) is not None:

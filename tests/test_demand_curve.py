@@ -203,3 +203,13 @@ def test_results_md_shows_the_curve():
     lines = demand.section(data, ['a-tarantool-one'])
     assert '| a-tarantool-one | good | 1,000: 300/100 · 2,000: 200/70 · 4,000: ' \
         '150/50 · 4,500: 120/40 |' in lines
+
+
+def test_a_run_of_several_processes_reads_a_core_at_its_share_of_the_rate():
+    """With --workers 2 each process ran at half a point's rate: a core of
+    the site at 3,500/s is read at the run's 7,000/s."""
+    d = sizing.figures({'curve': CURVE, 'server_us': 1.0, 'workers': 2}, 9000.0, 0.35)
+    assert d['read_at'] == [('server_us', 100.0, pytest.approx(3500), 'beyond')]
+    d = sizing.figures({'curve': CURVE, 'server_us': 1.0, 'workers': 2}, 1000.0, 0.35)
+    # a core at 1,000/s: the run's 2,000/s, half way in log rate
+    assert d['read_at'] == [('server_us', pytest.approx(200), 1000.0, 'measured')]
