@@ -286,7 +286,8 @@ def section(results, names):
                   'the closed-loop rate; capacity: the core at u, against the '
                   'capacity within the budget. measured ÷ predicted above 1: '
                   'the demand per request falls as the rate rises (work batched '
-                  'per wakeup), so sizing from it errs towards more cores.', '']
+                  'per wakeup), so sizing from this one point errs towards '
+                  'more cores; advise reads the curve above instead.', '']
         lines += table_md(['engine', 'page', 'saturation predicted', 'measured',
                            'ratio', 'capacity predicted', 'measured', 'ratio'],
                           checks)
