@@ -9,7 +9,9 @@ that means (docs/benchmark.md, the cluster's ceiling).
                                     [--votes N] [--rates R,..]
 
 --into writes them into a run's results.json as cluster_batches, where
-bench.py advise sizes a Redis Cluster's rankings' shard from them. It starts a cluster of its own in a temporary directory (its votes are
+bench.py advise sizes a Redis Cluster's rankings' shard from them.
+
+It starts a cluster of its own in a temporary directory (its votes are
 made up), and stops it after."""
 import argparse
 import asyncio
