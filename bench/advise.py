@@ -159,7 +159,7 @@ def replica_run(results, name, page, slo):
         if storage.replicas_of(other) and storage.retagged(other, tags) == name:
             found = demand.at_capacity(results, other, page, slo)
             if found and found.get('replicas_us'):
-                return found
+                return dict(found, curve=demand.curve(results, other, page))
     return None
 
 
@@ -248,29 +248,33 @@ def measured(name, per_core, capacity, rate, workers, price, target, notes):
 def sized(name, per_core, d, rate, workers, price, max_cores, target,
           results, page, slo, notes, headroom):
     d = dict(d, database=demand.database_of(name),
-             share=min(1.0, d['share'] / workers))
+             share=min(1.0, d['share'] / workers), workers=workers,
+             curve=demand.curve(results, name, page))
+    if d['database'] == 'rediscluster' and page == mixed.PAGE:
+        if results.get('cluster_batches'):
+            d['rankings'] = sizing.rankings_curve(results['cluster_batches'])
+        else:
+            notes = notes + ["the rankings' shard from the run's own points: the "
+                             'run carries no bench.py cluster-batches figures (its '
+                             "votes' batches at higher rates)"]
     replica = replica_run(results, name, page, slo)
     if storage.replicas_of(name):
         replica = d
     memory = memory_of(target, workers)
-    site = sizing.size(rate, d, price, max_cores, replica, memory, headroom)
+    site = sizing.size(rate, d, price, max_cores, replica, memory, headroom,
+                       disk_rate(results))
     notes = site['notes'] + notes
     notes.append('modelled: %s%s, each at %d %% busy (%d %% of the %.0f %% '
-                 'its core was at %s/s, keeping the budget); measured there: '
-                 'CPU µs per request (server %.0f, database %s)' % (
+                 'its core was at %s/s, keeping the budget); %s' % (
                      '' if site['cores'] else 'would be ',
                      sizing.plural(site['total'], 'core'),
                      sizing.pct(headroom * d['share']), sizing.pct(headroom),
                      d['share'] * 100, '{:,.0f}'.format(d['rate']),
-                     d['server_us'], database_us(d)))
+                     points_said(site['read_at'], d)))
     if d['split'] == 'estimated' and d['database'] in sizing.THREAD:
         notes.append('split estimated: the run recorded the database\'s CPU '
                      'whole, all counted on its %s (an upper bound)'
                      % sizing.THREAD[d['database']])
-    if d.get('written_bytes'):
-        notes.append('%.0f bytes written to storage per request (the wait '
-                     'for their flush is not CPU, not in the model)'
-                     % d['written_bytes'])
     if d['database'] in sizing.THREAD and not site['replicas'] and not replica \
             and site['cores'] is not None:
         notes.append('read replicas not measured in this run')
@@ -284,6 +288,48 @@ def sized(name, per_core, d, rate, workers, price, max_cores, target,
             'memory_mib': (None if site['memory_kib'] is None
                            else site['memory_kib'] / 1024.0),
             'pss': bool(memory and memory['pss']), 'notes': notes}
+
+
+def points_said(points, d):
+    """Where each tier's CPU per request comes from."""
+    curve = [p for p in points or () if p[0] != 'rankings']
+    ranked = [p for p in points or () if p[0] == 'rankings']
+    read = dict(d, **{f: us for f, us, _, _ in curve})
+    if ranked:
+        read['serial_us'] = ranked[0][1]
+    if not curve:
+        said = ('CPU µs per request at that one point (the run holds no curve '
+                'of two rates or more): server %.0f, database %s' % (
+                    read['server_us'], database_us(read)))
+    else:
+        lo, hi = ('{:,.0f}'.format(d['curve'][i]['rate']) for i in (0, -1))
+        rates = {f: '{:,.0f}'.format(rate) for f, _, rate, _ in points}
+        hows = {how for *_, how in curve}
+        said = ("CPU µs per request on the run's curve (%s–%s/s): server %.0f at "
+                "%s/s (an app core's rate: its own capacity, at most the site's)"
+                % (lo, hi, read['server_us'], rates.get('server_us')))
+        if len(points) > 1:
+            said += ", database %s at %s/s (the site's rate)" % (
+                database_us(read), rates[points[-1][0]])
+        if 'beyond' in hows:
+            said += ('; past %s/s, the highest rate measured, each held at its '
+                     'figure there: modelled' % hi)
+        if 'below' in hows:
+            said += '; below %s/s, the lowest rate measured, held at its figure there' % lo
+    if ranked:
+        _, us, rate, how = ranked[0]
+        said += ("; the rankings' shard's %.0f µs per mix request at %s/s from "
+                 'bench.py cluster-batches (votes in batches of %.0f there%s)' % (
+                     us, '{:,.0f}'.format(rate), sizing.at(d['rankings'], rate, 'batch')[0],
+                     ': past the highest rate cast, held, modelled' if how == 'beyond'
+                     else ''))
+    return said
+
+
+def disk_rate(results):
+    """The disk's write rate (bytes/s) the run measured at its start, or
+    None."""
+    return ((results.get('machine') or {}).get('disk') or {}).get('bytes_per_s')
 
 
 def database_us(d):
@@ -362,10 +408,13 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
         'Modelled: the others. Scaling: %s.' % scaling]
     if any(r.get('sized') for r in rows):
         header += [
-            "Sizing: the tiers' CPU per request at the capacity found, summed "
-            '(server, the database, its replicas), on cores shared as in the '
-            "run, each core at %d %% (--headroom) of u, the run's core's busy "
-            'share there; the site rounded to whole cores.' % sizing.pct(headroom),
+            "Sizing: the tiers' CPU per request, summed (server, the database, "
+            "its replicas), each read on the run's curve where the site runs it "
+            "(a server process at an app core's own rate, the database at the "
+            "site's; held past the highest rate measured: modelled), on cores "
+            "shared as in the run, each core at %d %% (--headroom) of u, the run's "
+            "core's busy share at the capacity found; the site rounded to whole "
+            'cores.' % sizing.pct(headroom),
             "A database's serial thread (Tarantool's transaction thread, "
             "Redis's main thread) is one thread: it must stay within that "
             'share of one core at the rate, however many cores the site has.',
@@ -395,7 +444,63 @@ def advise(results, rate, slo=None, workload=None, price=PRICE,
                       '(GET /, then a vote or a page).')
     header += ['Machine: ' + said.replace('`', '')
                for said in floor.lines(results.get('floor'), slo)[1:]]
+    header += cluster_lines(results, page, slo, found, names, workers, price,
+                            max_cores, headroom, by_name)
     return header, rows
+
+
+KINDS = (('rediscluster', 'Redis Cluster'), ('redis', 'one Redis'),
+         ('tarantool', 'Tarantool'))
+SITES = (5000, 20000, 100000)
+
+
+def cluster_lines(results, page, slo, found, names, workers, price, max_cores,
+                  headroom, by_name):
+    """A Redis Cluster's ceiling (its rankings' shard within its share of
+    a core) and its sites at SITES beside one Redis's and Tarantool's, when
+    the run has a cluster engine and the workload is the mix; [] else."""
+    clusters = [n for n in names if n in found
+                and demand.database_of(n) == 'rediscluster']
+    if not clusters or page != mixed.PAGE:
+        return []
+    lines = []
+    batches = results.get('cluster_batches')
+    for n in clusters:
+        d = demand.at_capacity(results, n, page, slo)
+        if not d or not d.get('share'):
+            continue
+        t = headroom * min(1.0, d['share'] / workers)
+        if batches:
+            curve = sizing.rankings_curve(batches)
+            source = ('from bench.py cluster-batches (%s): µs per vote at the '
+                      'batch its votes form' % batches.get('measured', 'undated'))
+        else:
+            curve = demand.curve(results, n, page)
+            source = ("from the run's own points: the run carries no bench.py "
+                      'cluster-batches figures')
+        top, how = sizing.own_rate(curve, 'serial_us', t)
+        if top:
+            lines.append("Redis Cluster ceiling, %s: %s mix requests/s, its rankings' "
+                         "shard's main thread at %d %% (%s%s)" % (
+                             n, sizing.per_s(top), sizing.pct(t), source,
+                             '; past %s/s held: modelled' % sizing.per_s(curve[-1]['rate'])
+                             if how == 'beyond' else ''))
+    for rate in SITES:
+        said = []
+        for kind, label in KINDS:
+            rows = [row(n, found[n], rate, workers, price, max_cores, by_name.get(n),
+                        results, page, slo, headroom)
+                    for n in names if n in found and demand.database_of(n) == kind]
+            fit = sorted((r for r in rows if r['cores']),
+                         key=lambda r: (r['cores'], -r['per_core']))
+            if fit:
+                said.append('%s %s (%s, %s)' % (label, sizing.plural(fit[0]['cores'], 'core'),
+                                                fit[0]['engine'], fit[0]['basis']))
+            elif rows:
+                near = min(rows, key=lambda r: (r['total'] or 1e9, -r['per_core']))
+                said.append('%s none (%s: %s)' % (label, near['engine'], near['limit']))
+        lines.append('At %s/s: %s.' % (sizing.per_s(rate), '; '.join(said)))
+    return lines
 
 
 def refusal(rows, rate, page, slo, max_cores):
@@ -586,8 +691,12 @@ def embedded(results, page=None):
                     'replicas': replicas, 'memory': memory_of(by_name.get(name), workers),
                     'cap': cap if name in found else None, 'points': points})
     figures = {f for e in out for p in e['points'] for f in p['l']}
+    batches = results.get('cluster_batches')
     return {'page': page, 'slo': slo, 'workers': workers, 'price': PRICE,
             'max_cores': MAX_CORES, 'max_rate': MAX_RATE, 'hours': HOURS,
             'headroom': sizing.HEADROOM, 'noise': int(NOISE * 100),
             'percentiles': [f for f in FIGURES if f in figures],
-            'floor': floor.embedded(results.get('floor')), 'engines': out}
+            'floor': floor.embedded(results.get('floor')),
+            'rankings': sizing.rankings_curve(batches)
+            if batches and page == mixed.PAGE else None,
+            'disk': disk_rate(results), 'engines': out}

@@ -5,13 +5,18 @@ size that votes cast at a paced rate form. From these, the most votes a
 second one rankings primary applies on one core, and the mix requests
 that means (docs/benchmark.md, the cluster's ceiling).
 
-    python bench.py cluster-batches [--out FILE] [--votes N] [--rates R,..]
+    python bench.py cluster-batches [--out FILE] [--into RESULTS]
+                                    [--votes N] [--rates R,..]
+
+--into writes them into a run's results.json as cluster_batches, where
+bench.py advise sizes a Redis Cluster's rankings' shard from them.
 
 It starts a cluster of its own in a temporary directory (its votes are
 made up), and stops it after."""
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import sys
@@ -142,6 +147,9 @@ def main(argv):
     p.add_argument('--rates', default=','.join(map(str, RATES)),
                    help='votes a second to cast, paced (default %(default)s)')
     p.add_argument('--out', help='also write the figures here as JSON')
+    p.add_argument('--into', metavar='RESULTS',
+                   help="also write them into this results.json (or a run's "
+                        'folder) as cluster_batches')
     args = p.parse_args(argv)
     try:
         rates = [int(r) for r in args.rates.split(',') if r]
@@ -160,8 +168,23 @@ def main(argv):
         cluster.stop()
         shutil.rmtree(directory, ignore_errors=True)
     print(table(sizes, paced))
+    found = {'sizes': sizes, 'paced': paced, 'per_vote_mix_requests': PER_VOTE,
+             'measured': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
     if args.out:
         with open(args.out, 'w', encoding='utf-8') as f:
-            json.dump({'sizes': sizes, 'paced': paced,
-                       'per_vote_mix_requests': PER_VOTE}, f, indent=1)
+            json.dump(found, f, indent=1)
+    if args.into:
+        into(args.into, found)
     return 0
+
+
+def into(path, found):
+    """Write found into a results.json as cluster_batches."""
+    if os.path.isdir(path):
+        path = os.path.join(path, 'results.json')
+    with open(path, encoding='utf-8') as f:
+        results = json.load(f)
+    results['cluster_batches'] = json.loads(json.dumps(found))
+    from .runner import record_lines
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(record_lines(results))

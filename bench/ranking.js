@@ -69,6 +69,88 @@
     return d;
   }
 
+  // demand.curve: per rate served, the medians of the points' demand
+  function curveOf(engine) {
+    var by = new Map();
+    engine.points.forEach(function (p) {
+      if (!p.ok || !p.d || !p.o) return;
+      if (!by.has(p.o)) by.set(p.o, []);
+      by.get(p.o).push(p.d);
+    });
+    return Array.from(by.keys()).sort(function (a, b) { return a - b; }).map(function (o) {
+      var c = {rate: o, points: by.get(o).length};
+      FIELDS.forEach(function (f) { c[f] = median(by.get(o).map(function (x) { return x[f]; })); });
+      return c;
+    });
+  }
+
+  // sizing.at
+  function at(curve, rate, field) {
+    var pts = curve.filter(function (p) { return known(p[field]) && p.rate; });
+    if (!pts.length) return [null, null];
+    var last = pts[pts.length - 1];
+    if (rate <= pts[0].rate) return [pts[0][field], rate === pts[0].rate ? 'measured' : 'below'];
+    if (rate >= last.rate) return [last[field], rate === last.rate ? 'measured' : 'beyond'];
+    for (var i = 1; i < pts.length; i++) {
+      var a = pts[i - 1], b = pts[i];
+      if (rate <= b.rate) {
+        var f = (Math.log(rate) - Math.log(a.rate)) / (Math.log(b.rate) - Math.log(a.rate));
+        return [a[field] + (b[field] - a[field]) * f, 'measured'];
+      }
+    }
+  }
+
+  // sizing.own_rate
+  function ownRate(curve, field, t) {
+    var pts = curve.filter(function (p) { return p[field] && p.rate; });
+    if (!pts.length) return [null, null];
+    var goal = t * 1e6;
+    function work(r) { return r * at(curve, r, field)[0]; }
+    if (work(pts[0].rate) >= goal) return [goal / pts[0][field], 'below'];
+    for (var i = 1; i < pts.length; i++) {
+      if (work(pts[i].rate) >= goal) {
+        var lo = Math.log(pts[i - 1].rate), hi = Math.log(pts[i].rate);
+        for (var k = 0; k < 60; k++) {
+          var mid = (lo + hi) / 2;
+          if (work(Math.exp(mid)) < goal) lo = mid; else hi = mid;
+        }
+        return [Math.exp(hi), 'measured'];
+      }
+    }
+    return [goal / pts[pts.length - 1][field], 'beyond'];
+  }
+
+  // sizing.figures
+  function figures(d, rate, t) {
+    var out = Object.assign({}, d), curve = d.curve || [];
+    out.read_at = null;
+    if (curve.length < 2) return rankings(out, rate);
+    var points = [];
+    var w = d.workers || 1;
+    var app = ownRate(curve, 'server_us', t * w)[0];
+    if (app) {
+      var r = Math.min(app / w, rate), s = at(curve, r * w, 'server_us');
+      out.server_us = s[0];
+      points.push(['server_us', s[0], r, s[1]]);
+    }
+    ['serial_us', 'spread_us', 'replicas_us', 'shards_us'].forEach(function (f) {
+      var x = at(curve, rate, f);
+      if (known(x[0]) && known(d[f])) { out[f] = x[0]; points.push([f, x[0], rate, x[1]]); }
+    });
+    out.read_at = points;
+    return rankings(out, rate);
+  }
+
+  // sizing.rankings
+  function rankings(d, rate) {
+    if (!d.rankings) return d;
+    var x = at(d.rankings, rate, 'serial_us');
+    var out = Object.assign({}, d, {serial_us: x[0]});
+    out.read_at = (d.read_at || []).filter(function (p) { return p[0] !== 'serial_us'; })
+      .concat([['rankings', x[0], rate, x[1]]]);
+    return out;
+  }
+
   function coresFor(rate, us, t) { return us ? Math.ceil(rate * us / 1e6 / t - 1e-9) : 0; }
 
   function pct(v) { return Math.round(v * 100); }
@@ -94,6 +176,45 @@
 
   // sizing.per_s
   function perS(rate) { return Math.floor(rate + 0.5).toLocaleString('en-US'); }
+
+  // sizing.storage: [note, share of the disk]
+  function storage(rate, d, disk, headroom) {
+    var written = d.written_bytes;
+    if (!written) return [null, 0];
+    var need = rate * written;
+    var said = fixed0(written) + ' bytes written to storage per request: ' +
+      (need / 1e6).toFixed(1) + ' MB/s at this rate';
+    if (!disk) {
+      return [said + "; the disk's write rate not measured in this run (the wait for each " +
+              'flush is not CPU, not in the model)', 0];
+    }
+    var share = need / disk;
+    if (share > headroom) {
+      return ['storage: ' + said + ', ' + pct(share) + " % of the disk's " +
+              fixed0(disk / 1e6) + ' MB/s (more than ' + pct(headroom) +
+              ' %): spread the writes over disks', share];
+    }
+    return [said + ', ' + pct(share) + " % of the disk's " + fixed0(disk / 1e6) +
+            ' MB/s (the wait for each flush is not CPU, not in the model)', share];
+  }
+
+  // sizing.stored
+  function stored(site, rate, d, data) {
+    var found = storage(rate, d, data.disk, data.headroom);
+    if (!found[0]) return site;
+    if (found[1] > data.headroom && site.cores) {
+      return Object.assign({}, site, {cores: null, monthly: null,
+        notes: [found[0]].concat(site.notes), limit: 'disk writes ' + pct(found[1]) + ' %'});
+    }
+    return Object.assign({}, site, {notes: site.notes.concat([found[0]])});
+  }
+
+  // sizing.thread_us
+  function threadUs(d, t, serialUs) {
+    var top = (d.curve || []).length > 1 && !d.rankings ? ownRate(d.curve, 'serial_us', t)[0]
+      : null;
+    return top ? t * 1e6 / top : serialUs;
+  }
 
   // sizing.limit
   function limit(t, serialUs, thread, totalUs, maxCores) {
@@ -126,7 +247,8 @@
       cores = null;
       first = 'needs ' + total + ' cores';
     } else {
-      first = limit(t, rankingsUs, "rankings' shard", totalUs, data.max_cores);
+      first = limit(t, d.rankings ? t * 1e6 / ownRate(d.rankings, 'serial_us', t)[0]
+                    : threadUs(d, t, rankingsUs), "rankings' shard", totalUs, data.max_cores);
     }
     notes.push(known(reads) ? "a bucket shard's replica (copying its primary's writes): " +
                'not counted, not measured apart'
@@ -140,7 +262,49 @@
             sized: true, basis: 'modelled',
             database: 'rankings + ' + readers + ' replica' + (readers > 1 ? 's' : '') + ', ' +
               shards + ' bucket shard' + (shards > 1 ? 's' : '') + ' + a replica each',
-            memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null};
+            memory_kib: mem, monthly: cores ? cores * data.hours * data.price : null,
+            read_at: d.read_at};
+  }
+
+  // advise.points_said, shortened: where each tier's figure was read
+  // advise.points_said: where each tier's CPU per request comes from
+  function pointsSaid(points, d) {
+    points = points || [];
+    var curve = points.filter(function (p) { return p[0] !== 'rankings'; });
+    var ranked = points.filter(function (p) { return p[0] === 'rankings'; });
+    var read = Object.assign({}, d), said;
+    curve.forEach(function (p) { read[p[0]] = p[1]; });
+    if (ranked.length) read.serial_us = ranked[0][1];
+    if (!curve.length) {
+      said = 'CPU µs per request at that one point (the run holds no curve of two rates ' +
+        'or more): server ' + fixed0(read.server_us) + ', database ' + databaseUs(read);
+    } else {
+      var lo = comma0(d.curve[0].rate), hi = comma0(d.curve[d.curve.length - 1].rate);
+      var rates = {}, hows = curve.map(function (p) { return p[3]; });
+      points.forEach(function (p) { rates[p[0]] = comma0(p[2]); });
+      said = "CPU µs per request on the run's curve (" + lo + '–' + hi + '/s): server ' +
+        fixed0(read.server_us) + ' at ' + rates.server_us + "/s (an app core's rate: its " +
+        "own capacity, at most the site's)";
+      if (points.length > 1) {
+        said += ', database ' + databaseUs(read) + ' at ' + rates[points[points.length - 1][0]] +
+          "/s (the site's rate)";
+      }
+      if (hows.indexOf('beyond') >= 0) {
+        said += '; past ' + hi + '/s, the highest rate measured, each held at its figure ' +
+          'there: modelled';
+      }
+      if (hows.indexOf('below') >= 0) {
+        said += '; below ' + lo + '/s, the lowest rate measured, held at its figure there';
+      }
+    }
+    if (ranked.length) {
+      var r = ranked[0];
+      said += "; the rankings' shard's " + fixed0(r[1]) + ' µs per mix request at ' +
+        comma0(r[2]) + '/s from bench.py cluster-batches (votes in batches of ' +
+        fixed0(at(d.rankings, r[2], 'batch')[0]) + ' there' +
+        (r[3] === 'beyond' ? ': past the highest rate cast, held, modelled' : '') + ')';
+    }
+    return said;
   }
 
   // sizing.layout
@@ -154,7 +318,11 @@
   function size(rate, d, data, replica, memory) {
     var kind = d.database, notes = [];
     var t = data.headroom * d.share;
-    if (kind === 'rediscluster' && known(d.shards_us)) return cluster(rate, d, data, memory, t);
+    d = figures(d, rate, t);
+    if (replica) replica = figures(replica, rate, t);
+    if (kind === 'rediscluster' && known(d.shards_us)) {
+      return stored(cluster(rate, d, data, memory, t), rate, d, data);
+    }
     var serialUs = d.serial_us || 0;
     var spreadUs = d.spread_us || 0;
     var serialKind = (kind in THREAD) && known(d.serial_us);
@@ -186,7 +354,8 @@
       cores = null;
       first = 'needs ' + total + ' cores';
     } else {
-      first = limit(t, serialKind ? serialUs : 0, thread, totalUs, data.max_cores);
+      first = limit(t, serialKind && !replicasUs ? threadUs(d, t, serialUs)
+                    : serialKind ? serialUs : 0, thread, totalUs, data.max_cores);
     }
     if (kind && !serialKind && total > 1) {
       notes.push((NAMES[kind] || kind) + ' over ' + total + ' cores, measured on one: its ' +
@@ -197,9 +366,12 @@
     if (memory && memory.server_kib) {
       mem = total * memory.server_kib + (memory.database_kib || 0) * (1 + replicas);
     }
-    return {app: total, database: layout(kind, replicas), total: total, cores: cores,
-            limit: first, notes: notes, memory_kib: mem, sized: true, basis: 'modelled',
-            monthly: cores ? cores * data.hours * data.price : null};
+    return stored({app: total, database: layout(kind, replicas), total: total, cores: cores,
+                   limit: first, notes: notes, memory_kib: mem, sized: true,
+                   basis: 'modelled', monthly: cores ? cores * data.hours * data.price : null,
+                   read_at: replicasUs && replica.read_at && d.read_at
+                     ? d.read_at.slice(0, 1).concat(replica.read_at.slice(1)) : d.read_at},
+                  rate, d, data);
   }
 
   // noise.noisy: more than NOISE apart (a median of 0 with another value too)
@@ -251,21 +423,20 @@
 
   // advise.sized's notes after the site's own
   function modelled(site, d, data, replica) {
-    var h = data.headroom;
-    var notes = ['modelled: ' + (site.cores ? '' : 'would be ') + plural(site.total, 'core') +
+    var h = data.headroom, notes = [];
+    if (d.database === 'rediscluster' && data.page === 'mix' && !data.rankings) {
+      notes.push("the rankings' shard from the run's own points: the run carries no " +
+                 "bench.py cluster-batches figures (its votes' batches at higher rates)");
+    }
+    notes.push('modelled: ' + (site.cores ? '' : 'would be ') + plural(site.total, 'core') +
       ', each at ' + pct(h * d.share) + ' % busy (' + pct(h) + ' % of the ' +
       fixed0(d.share * 100) + ' % its core was at ' + comma0(d.rate) +
-      '/s, keeping the budget); measured there: CPU µs per request (server ' +
-      fixed0(d.server_us) + ', database ' + databaseUs(d) + ')'];
+      '/s, keeping the budget); ' + pointsSaid(site.read_at, d));
     if (d.split === 'estimated' && d.database in THREAD) {
       notes.push("split estimated: the run recorded the database's CPU whole, all " +
                  'counted on its ' + THREAD[d.database] + ' (an upper bound)');
     }
-    if (d.written_bytes) {
-      notes.push(fixed0(d.written_bytes) + ' bytes written to storage per request (the ' +
-                 'wait for their flush is not CPU, not in the model)');
-    }
-    if (d.database in THREAD && !replica && site.cores !== null) {
+    if (d.database in THREAD && !site.replicas && !replica && site.cores !== null) {
       notes.push('read replicas not measured in this run');
     }
     return notes;
@@ -300,11 +471,14 @@
       if (d && d.share && d.server_us && perCore) {
         d.database = e.database;
         d.share = Math.min(1, d.share / data.workers);
+        d.curve = curveOf(e);
+        d.workers = data.workers;
+        if (e.database === 'rediscluster' && data.rankings) d.rankings = data.rankings;
         var replica = null;
         e.replicas.forEach(function (name) {
           if (replica) return;
           var r = byName[name] && atCapacity(byName[name], ms);
-          if (r && r.replicas_us) replica = r;
+          if (r && r.replicas_us) { replica = r; r.curve = curveOf(byName[name]); }
         });
         if (e.tagged) replica = d;
         var site = size(rate, d, data, replica, e.memory);

@@ -7,7 +7,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import (machine, memory, profile, pythons, references, remote, stats,
+from . import (disk, machine, memory, profile, pythons, references, remote, stats,
                verify, wrk)
 from runtime import stalls
 from runtime.databases import table
@@ -193,6 +193,8 @@ class Matrix:
         self.databases = {}     # target name -> (pid, name) or None
         self.watches = {}       # target name -> memory.Watch
         self.results.update(machine.describe())
+        # where the local databases write: advise holds a site's writes to it
+        self.results['machine']['disk'] = disk.write_rate(SITE.var)
         self.hellos = {}    # hello reference name -> its target record
         self.last_votes = None  # (name, vote total) after a mix's last point
         self.python_of = {}     # target name -> its interpreter's version

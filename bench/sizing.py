@@ -22,7 +22,17 @@ applies) is its serial thread; the cores hold the server, that work, the
 catalogue's reads on the rankings' replicas and the buckets' work, with
 bucket shards = ceil(rate x shards µs / 1e6 / t) for the layout.
 Where the run itself served the rate (advise.row), none of this is used:
-the answer is the run's cores, measured."""
+the answer is the run's cores, measured.
+
+Each tier's CPU per request is read where the site runs it (figures()),
+on the run's curve (the demand at each rate it served): a server
+process's at an app core's own rate, its core at t with the database
+elsewhere (at most the site's rate); the database's at the site's rate.
+Between two rates measured, interpolated in log rate; past the highest,
+the highest's figure held (never extrapolated lower), marked modelled.
+A run without a curve: its point at capacity, said so. Storage: rate x
+bytes written per request against the disk's write rate the run measured
+(bench/disk.py); past headroom of it the site is refused."""
 import math
 
 HOURS = 730     # a month of hours
@@ -50,6 +60,144 @@ def cores_for(rate, us, t):
     return int(math.ceil(rate * us / 1e6 / t - 1e-9)) if us else 0
 
 
+def at(curve, rate, field):
+    """(µs of field at rate, how): 'measured' at or between two rates of
+    the curve (interpolated in log rate), 'beyond' its highest rate or
+    'below' its lowest (that end's figure held); (None, None) when the
+    curve has no figure of field."""
+    pts = [(p['rate'], p[field]) for p in curve
+           if p.get(field) is not None and p.get('rate')]
+    if not pts:
+        return None, None
+    if rate <= pts[0][0]:
+        return pts[0][1], 'measured' if rate == pts[0][0] else 'below'
+    if rate >= pts[-1][0]:
+        return pts[-1][1], 'measured' if rate == pts[-1][0] else 'beyond'
+    for (r0, u0), (r1, u1) in zip(pts, pts[1:]):
+        if rate <= r1:
+            f = (math.log(rate) - math.log(r0)) / (math.log(r1) - math.log(r0))
+            return u0 + (u1 - u0) * f, 'measured'
+
+
+def own_rate(curve, field, t):
+    """(rate, how) at which one core doing only field's work is t busy:
+    rate x µs(rate) = t x 1e6 with µs on the curve; past its highest rate
+    (or below its lowest) at that end's figure, how saying so. (None,
+    None) without figures."""
+    pts = [(p['rate'], p[field]) for p in curve
+           if p.get(field) and p.get('rate')]
+    if not pts:
+        return None, None
+    goal = t * 1e6
+
+    def work(r):
+        return r * at(curve, r, field)[0]
+    if work(pts[0][0]) >= goal:
+        return goal / pts[0][1], 'below'
+    for (r0, _), (r1, _) in zip(pts, pts[1:]):
+        if work(r1) >= goal:
+            lo, hi = math.log(r0), math.log(r1)
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                if work(math.exp(mid)) < goal:
+                    lo = mid
+                else:
+                    hi = mid
+            return math.exp(hi), 'measured'
+    return goal / pts[-1][1], 'beyond'
+
+
+TIERS = ('serial_us', 'spread_us', 'replicas_us', 'shards_us')
+
+
+def rankings_curve(batches):
+    """A Redis Cluster's rankings' shard from bench.py cluster-batches:
+    [{'rate' (mix requests/s), 'serial_us' (its primary's µs per mix
+    request), 'batch'}] at each rate votes were cast at, paced: the µs per
+    vote at the mean batch they formed, read on the batch sizes measured
+    (interpolated in log size), over the mix requests per vote."""
+    per = batches['per_vote_mix_requests']
+    sizes = sorted(({'rate': float(k), 'serial_us': v[0][0]}
+                    for k, v in batches['sizes'].items()), key=lambda p: p['rate'])
+    out = []
+    for votes, (batch, _) in sorted((float(k), v) for k, v in batches['paced'].items()):
+        us = at(sizes, max(batch, 1.0), 'serial_us')[0]
+        out.append({'rate': votes * per, 'serial_us': us / per, 'batch': batch})
+    return out
+
+
+def figures(d, rate, t):
+    """d with each tier's µs where the site runs it and 'read_at': [(tier,
+    µs, rate, how)], how as at()'s. The server's at an app core's own rate
+    (own_rate at t, at most rate), the database's tiers at rate. d as it
+    is, 'read_at' None, when its curve has fewer than two rates."""
+    curve = d.get('curve') or []
+    if len(curve) < 2:
+        return rankings(dict(d, read_at=None), rate)
+    out, points = dict(d), []
+    # the run's W server processes each ran at a W-th of its rates
+    w = d.get('workers') or 1
+    app = own_rate(curve, 'server_us', t * w)[0]
+    if app:
+        core = min(app / w, rate)
+        us, where = at(curve, core * w, 'server_us')
+        out['server_us'] = us
+        points.append(('server_us', us, core, where))
+    for f in TIERS:
+        us, where = at(curve, rate, f)
+        if us is not None and d.get(f) is not None:
+            out[f] = us
+            points.append((f, us, rate, where))
+    out['read_at'] = points
+    return rankings(out, rate)
+
+
+def ceiling(d, t):
+    """The most mix requests/s a Redis Cluster's rankings' shard keeps
+    within t of its core, on its rankings_curve."""
+    return own_rate(d['rankings'], 'serial_us', t)[0]
+
+
+def rankings(d, rate):
+    """d with its rankings' shard's µs at rate from d['rankings']
+    (rankings_curve), when it has them, as read_at's last entry."""
+    if not d.get('rankings'):
+        return d
+    us, how = at(d['rankings'], rate, 'serial_us')
+    points = [p for p in d['read_at'] or () if p[0] != 'serial_us']
+    return dict(d, serial_us=us, read_at=points + [('rankings', us, rate, how)])
+
+
+def storage(rate, d, disk, headroom):
+    """(note, share of the disk) of a site's writes: rate x bytes written
+    per request against the disk's write rate (bytes/s, None when not
+    measured); refused when past headroom of it (share > headroom)."""
+    written = d.get('written_bytes')
+    if not written:
+        return None, 0.0
+    need = rate * written
+    said = '%.0f bytes written to storage per request: %.1f MB/s at this rate' % (
+        written, need / 1e6)
+    if not disk:
+        return said + ("; the disk's write rate not measured in this run (the "
+                       'wait for each flush is not CPU, not in the model)'), 0.0
+    share = need / disk
+    if share > headroom:
+        return ('storage: %s, %d %% of the disk\'s %.0f MB/s (more than %d %%): '
+                'spread the writes over disks' % (said, pct(share), disk / 1e6,
+                                                  pct(headroom))), share
+    return said + ', %d %% of the disk\'s %.0f MB/s (the wait for each flush ' \
+        'is not CPU, not in the model)' % (pct(share), disk / 1e6), share
+
+
+def thread_us(d, t, serial_us):
+    """The serial thread's µs at the rate it reaches t on d's curve (its
+    first limit's), else serial_us."""
+    top = own_rate(d['curve'], 'serial_us', t)[0] if len(d.get('curve') or []) > 1 \
+        and not d.get('rankings') else None
+    return t * 1e6 / top if top else serial_us
+
+
 def limit(t, serial_us, thread, total_us, max_cores):
     """What stops the site first as the rate rises: its serial thread
     reaching t, or --max-cores cores at t."""
@@ -60,17 +208,22 @@ def limit(t, serial_us, thread, total_us, max_cores):
 
 
 def size(rate, d, price, max_cores, replica=None, memory=None,
-         headroom=HEADROOM):
+         headroom=HEADROOM, disk=None):
     """{'app' (server processes), 'database' (label), 'replicas', 'total',
     'cores' (None when it cannot be built or is past max_cores), 'limit'
     (what stops it first), 'monthly', 'memory_kib', 'notes'} of one site.
     d: demand.at_capacity plus 'database' ('tarantool', ...); replica: the
     same of a run of the engine with read replicas, or None; memory:
-    {'server_kib' per process, 'database_kib'} or None."""
+    {'server_kib' per process, 'database_kib'} or None; disk: the disk's
+    write rate (bytes/s) or None."""
     kind = d.get('database')
     t = headroom * d['share']
+    d = figures(d, rate, t)
+    if replica:
+        replica = figures(replica, rate, t)
     if kind == 'rediscluster' and d.get('shards_us') is not None:
-        return cluster(rate, d, price, max_cores, memory, t)
+        return stored(cluster(rate, d, price, max_cores, memory, t),
+                      rate, d, disk, headroom)
     notes = []
     serial_us = d.get('serial_us') or 0.0
     spread_us = d.get('spread_us') or 0.0
@@ -103,7 +256,8 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
         cores = None
         first = 'needs %d cores' % total
     else:
-        first = limit(t, serial_us if serial_kind else 0, thread, total_us, max_cores)
+        first = limit(t, thread_us(d, t, serial_us) if serial_kind and not replicas_us
+                      else serial_us if serial_kind else 0, thread, total_us, max_cores)
     if kind and not serial_kind and total > 1:
         notes.append('%s over %d cores, measured on one: its WAL writer and the '
                      'row locks of votes on the same stickers are serial points '
@@ -112,10 +266,25 @@ def size(rate, d, price, max_cores, replica=None, memory=None,
     if memory and memory.get('server_kib'):
         mem = total * memory['server_kib'] + (memory.get('database_kib') or 0) * (
             1 + replicas)
-    return {'app': total, 'database': layout(kind, replicas), 'replicas': replicas,
-            'total': total, 'cores': cores, 'limit': first,
-            'monthly': cores * HOURS * price if cores else None,
-            'memory_kib': mem, 'notes': notes}
+    return stored({
+        'app': total, 'database': layout(kind, replicas), 'replicas': replicas,
+        'total': total, 'cores': cores, 'limit': first,
+        'read_at': d['read_at'] if not (replicas_us and replica['read_at'])
+        else d['read_at'][:1] + replica['read_at'][1:],
+        'monthly': cores * HOURS * price if cores else None,
+        'memory_kib': mem, 'notes': notes}, rate, d, disk, headroom)
+
+
+def stored(site, rate, d, disk, headroom):
+    """site with its storage note, refused when its writes pass headroom
+    of the disk's rate."""
+    note, share = storage(rate, d, disk, headroom)
+    if not note:
+        return site
+    if share > headroom and site['cores']:
+        return dict(site, cores=None, monthly=None, notes=[note] + site['notes'],
+                    limit='disk writes %d %%' % pct(share))
+    return dict(site, notes=site['notes'] + [note])
 
 
 def layout(kind, replicas):
@@ -149,7 +318,9 @@ def cluster(rate, d, price, max_cores, memory, t):
         cores = None
         first = 'needs %d cores' % total
     else:
-        first = limit(t, rankings_us, "rankings' shard", total_us, max_cores)
+        first = limit(t, t * 1e6 / ceiling(d, t) if d.get('rankings')
+                      else thread_us(d, t, rankings_us), "rankings' shard", total_us,
+                      max_cores)
     notes.append("a bucket shard's replica (copying its primary's writes): "
                  'not counted, not measured apart' if reads is not None else
                  'a replica per primary: not counted, not measured')
@@ -162,6 +333,6 @@ def cluster(rate, d, price, max_cores, memory, t):
     label = 'rankings + %d replica%s, %d bucket shard%s + a replica each' % (
         readers, 's' if readers > 1 else '', shards, 's' if shards > 1 else '')
     return {'app': total, 'database': label, 'replicas': readers + shards,
-            'total': total, 'cores': cores, 'limit': first,
+            'total': total, 'cores': cores, 'limit': first, 'read_at': d['read_at'],
             'monthly': cores * HOURS * price if cores else None,
             'memory_kib': mem, 'notes': notes}

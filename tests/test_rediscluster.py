@@ -994,10 +994,13 @@ def test_the_rankings_shard_is_measured_at_batch_sizes(tmp_path):
     import json
     import subprocess
     import sys
+    from bench import sizing
     out = tmp_path / 'batches.json'
+    into = tmp_path / 'results.json'
+    into.write_text(json.dumps({'started': 'by hand', 'latency': []}))
     done = subprocess.run(
         [sys.executable, 'bench.py', 'cluster-batches', '--votes', '2000',
-         '--rates', '50', '--out', str(out)],
+         '--rates', '50', '--out', str(out), '--into', str(into)],
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -1006,3 +1009,10 @@ def test_the_rankings_shard_is_measured_at_batch_sizes(tmp_path):
     assert 0 < batched < alone
     assert figures['paced']['50'][0] >= 1
     assert '| 1000 |' in done.stdout
+    # written into the run's results, as advise reads them: the rankings'
+    # shard per mix request at the rate cast
+    results = json.loads(into.read_text())
+    assert results['started'] == 'by hand' and results['cluster_batches'] == figures
+    [point] = sizing.rankings_curve(results['cluster_batches'])
+    assert point['rate'] == 50 * figures['per_vote_mix_requests']
+    assert 0 < point['serial_us'] <= alone / figures['per_vote_mix_requests']

@@ -44,6 +44,25 @@ def built_folder(tmp_path):
     return folder
 
 
+# bench.py cluster-batches' figures as it writes them (µs per vote at each
+# batch size; the mean batch at each rate votes were cast at)
+BATCHES = {'sizes': {'1': [[345.0, 200.0], 5.3], '10': [[90.0, 45.0], 6.7],
+                     '100': [[55.0, 30.0], 19.5], '1000': [[45.5, 17.0], 140.0]},
+           'paced': {'100': [1.0, [520.0, 300.0]], '500': [83.0, [164.0, 80.0]]},
+           'per_vote_mix_requests': 2 / 0.7}
+
+
+def batches_folder(tmp_path):
+    """The committed run carrying cluster-batches figures and a disk's
+    write rate (50 MB/s: some sites' writes pass it)."""
+    folder = committed_folder(tmp_path)
+    data = json.loads((folder / 'results.json').read_text())
+    data['cluster_batches'] = BATCHES
+    data['machine']['disk'] = {'bytes_per_s': 50e6}
+    (folder / 'results.json').write_text(json.dumps(data))
+    return folder
+
+
 def expected(results, rate, ms, pct='p99', **options):
     """advise's answer as the page shows it: (its refusal or '', the
     compact table's rows, the numbered notes, each on one line)."""
@@ -82,9 +101,10 @@ def same(got, want):
         assert notes == want[2]
 
 
-@pytest.mark.parametrize('which', ['committed', 'built'])
+@pytest.mark.parametrize('which', ['committed', 'built', 'batches'])
 async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: F811
-    folder = (committed_folder if which == 'committed' else built_folder)(tmp_path)
+    folder = {'committed': committed_folder, 'built': built_folder,
+              'batches': batches_folder}[which](tmp_path)
     path = html.write(str(folder))
     text = open(path).read()
     assert not re.search(r'(src|href)\s*=\s*["\']?(\w+:)?//', text)   # nothing fetched
@@ -95,7 +115,7 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
     # rows folded, the notes, then the charts, the top stacks; the run's
     # metadata folded below them; then the sections
     assert '<meta name="viewport" content="width=device-width' in text
-    chart = ('<img',) if which == 'committed' else ()
+    chart = ('<img',) if which != 'built' else ()
     order = [text.index(s) for s in ('<h2>Which stack', 'id="advise-rate"',
                                      'id="advise-out"', 'id="advise-refused"',
                                      'id="advise-notes"') + chart + ('Top stacks',
@@ -109,6 +129,13 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
         assert notes[0].split('Notes: ')[1].startswith(
             'runs 2,335–4,803/s (spread > 25%); measured: the run served 4,270/s')
         assert 'socketify-tarantool-one-uvloop' in await page.text_content('#advise-warn')
+    if which == 'batches':   # a sized row says where its figures were read
+        said, rows, notes = await shown(page, 5000, 10)
+        assert any(re.search(r"CPU µs per request on the run's curve \([\d,]+–[\d,]+/s\): "
+                             r"server \d+ at [\d,]+/s .* at 5,000/s \(the site's rate\)", n)
+                   for n in notes), notes
+        assert any('from bench.py cluster-batches (votes in batches of' in n
+                   for n in notes), notes
     if which == 'built':   # the replicas and the refused primary are there
         said, rows, notes = await shown(page, 20000, 10)
         [n] = [i for i, r in enumerate(rows) if r[0] == 'a-tarantool-one']

@@ -157,9 +157,36 @@ def at_capacity(results, name, page, slo):
     return found
 
 
+def served(record):
+    """Whether a point served what was asked (no errors, the rate offered
+    achieved, a mix's votes adding up), whatever its latency: its CPU per
+    request is a figure at that rate."""
+    check = record.get('vote_check') or {'ok': True}
+    return bool(check['ok']) and budget.served(record.get('oha')) is None
+
+
+def curve(results, name, page):
+    """[{'rate', the medians of FIELDS, 'points'}] by offered rate, lowest
+    first: the demand per tier at each rate the run served (at least one
+    point of it)."""
+    rates = {}
+    for r in results.get('latency') or []:
+        if r.get('target') == name and r.get('page') == page and served(r):
+            found = of_point(r)
+            if found and offered_of(r):
+                rates.setdefault(offered_of(r), []).append(found)
+    out = []
+    for rate, found in sorted(rates.items()):
+        point = {f: median([p[f] for p in found]) for f in FIELDS}
+        point.update(rate=rate, points=len(found))
+        out.append(point)
+    return out
+
+
 def summary(results):
     """[{target, page, database, the medians of FIELDS over the kept
-    points, split, points, and at_capacity under the run's budget}]."""
+    points, split, points, at_capacity under the run's budget, and the
+    curve: the demand at each rate served}]."""
     lat = (results.get('settings') or {}).get('latency') or {}
     slo = lat.get('slo')
     groups = {}
@@ -173,7 +200,8 @@ def summary(results):
             continue
         found = merged(points)
         found.update(target=name, page=page, database=database_of(name),
-                     at_capacity=at_capacity(results, name, page, slo))
+                     at_capacity=at_capacity(results, name, page, slo),
+                     curve=curve(results, name, page))
         out.append(found)
     return out
 
@@ -244,6 +272,18 @@ def section(results, names):
              'there, what advise sizes each tier at.', ''] + table_md(
         ['engine', 'page', 'at, req/s', 'points', 'server µs', 'serial µs', 'spread µs',
          'shards µs', 'replicas µs', 'written B', 'split', 'u'], rows)
+    curves = [[e['target'], e['page'], ' · '.join(
+        '%s: %s/%s' % ('{:,.0f}'.format(c['rate']), us(c['server_us']),
+                       us(c['serial_us']) if e['database'] in SERIAL else '–')
+        for c in e.get('curve') or ())] for e in entries
+        if len(e.get('curve') or ()) > 1]
+    if curves:
+        lines += ['', 'The demand curve: at each rate a point served (whatever '
+                  "its latency), the server's µs per request / the serial "
+                  "thread's (`demand.curve` in results.json). advise reads a "
+                  "server process's at an app core's own rate and the "
+                  "database's at the site's.", ''] + table_md(
+            ['engine', 'page', 'rate/s: server/serial µs'], curves)
     if checks:
         lines += ['', 'The model at one core: predicted from the demand above '
                   '(server + database µs per request at the capacity found), '
@@ -252,7 +292,8 @@ def section(results, names):
                   'the demand being read there (a check that the figures agree). '
                   'Saturation: a core 100 % busy, against the closed-loop rate: '
                   'measured ÷ predicted above 1 where the demand per request '
-                  'falls further as the load rises (more work per wakeup).', '']
+                  'falls further as the load rises (more work per wakeup); '
+                  'advise reads the curve above instead of this one point.', '']
         lines += table_md(['engine', 'page', 'saturation predicted', 'measured',
                            'ratio', 'capacity predicted', 'measured', 'ratio'],
                           checks)
