@@ -4,7 +4,7 @@ import os
 
 from runtime import engines
 from runtime.databases import table as databases
-from . import cost, instructions
+from . import cost, instructions, orm_price
 from .ceilings import report as ceiling_report
 from .latency import report as latency
 from .memory import section as memory_section
@@ -356,6 +356,7 @@ def render(results):
     lines += ['', '## Engines', ''] + status_table(results)
     lines += memory_section(results)
     lines += cost.section(results)
+    lines += orm_price.section(results)
     for mode in modes:
         lines += ['', '## Median requests/s, %s' % mode, '']
         lines += overview(table, names, pages, mode, marks)

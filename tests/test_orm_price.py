@@ -1,0 +1,65 @@
+"""results.md's "What the ORM costs": each ORM engine beside the engine on
+the raw driver its ORM runs over, from the run's capacities and demand."""
+import pytest
+
+from bench import orm_price
+
+SLO = {'percentile': 'p99', 'ms': 10.0}
+
+
+def capacity(target, page, rate, run=1):
+    return {'target': target, 'page': page, 'rate': rate, 'open': False,
+            'missed_at': rate * 1.2, 'saturation': rate * 1.5, 'slo': SLO,
+            'run': run}
+
+
+def demand(target, page, server, spread):
+    at = {'server_us': server, 'serial_us': 0.0, 'spread_us': spread,
+          'replicas_us': 0.0}
+    return {'target': target, 'page': page, 'at_capacity': at}
+
+
+def results():
+    orm, raw = 'fastapi-sqlalchemy-pool-uvloop', 'fastapi-postgres-pool-uvloop'
+    return {'capacity': [capacity(orm, 'good', 600.0), capacity(orm, 'good', 700.0, 2),
+                         capacity(raw, 'good', 1600.0), capacity(orm, 'mix', 300.0),
+                         capacity(raw, 'mix', 1000.0),
+                         # no raw engine of its own in the run: not priced
+                         capacity('aiohttp-sqlalchemy-pool-uvloop', 'mix', 500.0),
+                         capacity('aiohttp-tarantool-one-uvloop', 'mix', 3000.0)],
+            'demand': [demand(orm, 'good', 900.0, 300.0), demand(raw, 'good', 380.0, 220.0),
+                       demand(orm, 'mix', 1500.0, 500.0), demand(raw, 'mix', 420.0, 180.0)]}
+
+
+def test_each_orm_engine_is_priced_against_its_raw_driver():
+    assert orm_price.raw_of('fastapi-sqlalchemy-pool-uvloop') == 'fastapi-postgres-pool-uvloop'
+    assert orm_price.raw_of('aiohttp-sqlalchemy-pool') == 'aiohttp-postgres-pool'
+    assert orm_price.raw_of('fastapi-postgres-pool-uvloop') is None
+    assert orm_price.raw_of('no-such-engine') is None
+    found = orm_price.rows(results())
+    assert [(r['orm'], r['page']) for r in found] == [
+        ('fastapi-sqlalchemy-pool-uvloop', 'good'), ('fastapi-sqlalchemy-pool-uvloop', 'mix')]
+    good, mix = found
+    assert good['capacity'] == (650.0, 1600.0)      # the median of two searches
+    assert good['cpu'] == (1200.0, 600.0) and mix['cpu'] == (2000.0, 600.0)
+
+
+def test_results_md_says_what_the_orm_costs():
+    lines = orm_price.section(results())
+    text = '\n'.join(lines)
+    assert '## What the ORM costs' in text
+    assert ('| fastapi-sqlalchemy-pool-uvloop | fastapi-postgres-pool-uvloop | good '
+            '| 650 | 1,600 | 59 % | 1,200 | 600 | 2.00× |') in lines
+    assert ('| fastapi-sqlalchemy-pool-uvloop | fastapi-postgres-pool-uvloop | mix '
+            '| 300 | 1,000 | 70 % | 2,000 | 600 | 3.33× |') in lines
+    assert ("On PostgreSQL, SQLAlchemy's ORM costs fastapi (fastapi-sqlalchemy-pool-uvloop) "
+            '59 % on /good, 70 % on the mix of its capacity within the budget.') in lines
+    assert orm_price.section({'capacity': [], 'demand': []}) == []
+
+
+@pytest.mark.parametrize('orm, raw, lost', [(650.0, 1600.0, 59.375), (0.0, 100.0, 100.0),
+                                            (100.0, 0.0, None), (None, 5.0, None)])
+def test_the_share_lost(orm, raw, lost):
+    """An ORM engine that kept no rate lost it all; no raw figure, no share."""
+    got = orm_price.share(orm, raw)
+    assert got is None if lost is None else got == pytest.approx(lost)
