@@ -223,7 +223,8 @@ def header(results):
         'requests in flight per connection; wrk timeout %d s' % (
             s['wrk_threads'], s['connections'], s['runs'], s['duration'],
             s['warmup'], s['pipeline'], s['wrk_timeout']),
-    ] + ([latency.header_line(results)] if s.get('latency') else []) + [
+    ] + parts_line(results) + (
+        [latency.header_line(results)] if s.get('latency') else []) + [
         '- Processes: %d per engine (server.py --workers) and for nginx; '
         'the hello references run one, started for each engine: its ugly '
         'runs take turns with the engine\'s, and "÷ bare hello" compares '
@@ -241,6 +242,19 @@ def header(results):
     if results.get('interrupted'):
         lines[-1:-1] = ['**Interrupted: only part of the matrix ran.**', '']
     return lines
+
+
+def parts_line(results):
+    """The parts a merged run was made of (bench.py merge), or []."""
+    parts = results.get('parts')
+    if not parts:
+        return []
+    return ['- Parts (bench.py merge; the hello references and nginx pooled '
+            'over the parts that ran them): %s' % '; '.join(
+                '%d. %s to %s, commit %s, %d engines' % (
+                    i + 1, p['started'], p.get('finished') or '?',
+                    ((p.get('source') or {}).get('commit') or '?')[:12],
+                    len(p['engines'])) for i, p in enumerate(parts))]
 
 
 def status_table(results):

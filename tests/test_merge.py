@@ -1,0 +1,91 @@
+"""bench.py merge: runs made apart, on engines of their own, as one run's
+results (results.json with its demand and cost again, results.md, the
+page); parts that cannot sit in one table refused with the reason."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, TEST_PACKS, free_port, tarantool_address
+from plugins import tools
+
+
+def part(tarantool, out, engine):
+    a = tarantool_address(tarantool)
+    argv = [sys.executable, 'bench.py', '--quick', '--engines', engine,
+            '--pages', 'ugly,good', '--plain', '--latency', '--rates', '100',
+            '--rate-pages', 'good:1', '--slo', 'p99=50ms',
+            '--tarantool', '%s:%d' % (a.host, a.port), '--packs', str(TEST_PACKS),
+            '--port', str(free_port()), '--out', str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def merge(*args):
+    return subprocess.run([sys.executable, 'bench.py', 'merge'] + [str(a) for a in args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope='module')
+def parts(tarantool, tmp_path_factory):
+    tools.need('wrk', 'nginx')
+    tools.need_oha()
+    base = tmp_path_factory.mktemp('parts')
+    return [part(tarantool, base / 'a', 'aiohttp-tarantool-one'),
+            part(tarantool, base / 'b', 'granian-tarantool-one')]
+
+
+@pytest.mark.timeout(900)
+def test_two_parts_are_one_run(parts, tmp_path):
+    a, b = parts
+    done = merge(a, b, '--out', tmp_path / 'out')
+    assert done.returncode == 0, done.stderr
+    merged = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    each = [json.loads((p / 'results.json').read_text()) for p in parts]
+    assert merged['settings']['engines'] == ['aiohttp-tarantool-one',
+                                             'granian-tarantool-one']
+    for key in ('runs', 'latency', 'capacity'):
+        assert len(merged[key]) == sum(len(x[key]) for x in each), key
+    # nginx ran in both parts: one target, its runs pooled
+    assert [t['name'] for t in merged['targets']].count('nginx') == 1
+    nginx = [r for r in merged['runs'] if r['target'] == 'nginx']
+    assert len(nginx) == sum(1 for x in each for r in x['runs'] if r['target'] == 'nginx')
+    assert {d['target'] for d in merged['demand']} == set(merged['settings']['engines'])
+    assert {r['target'] for r in merged['cost']['rows']} == set(merged['settings']['engines'])
+    assert merged['started'] == each[0]['started'] and merged['finished'] == each[1]['finished']
+    md = (tmp_path / 'out' / 'results.md').read_text()
+    assert '- Parts (bench.py merge' in md and '2. ' + each[1]['started'] in md
+    capacity = md.split('## Capacity')[1].split('\n## ')[0]
+    for name in merged['settings']['engines']:
+        assert '| %s |' % name in capacity
+        assert '| hello-%s |' % name.split('-')[0] in md
+    assert (tmp_path / 'out' / 'results.html').is_file()
+
+
+@pytest.mark.timeout(900)
+def test_parts_that_are_not_one_run_are_refused(parts, tmp_path):
+    a, b = parts
+    assert 'aiohttp-tarantool-one is in parts 1 and 2' in merge(
+        a, a, '--out', tmp_path / 'x').stderr
+    assert 'give two parts or more' in merge(a, '--out', tmp_path / 'x').stderr
+    for change, said in ((lambda r: r['settings'].update(duration=7),
+                          'the parts differ in duration'),
+                         (lambda r: r['settings']['latency']['slo'].update(ms=5.0),
+                          'the parts differ in latency slo'),
+                         (lambda r: r['versions'].update(tarantool='0.0'),
+                          'the parts differ in versions'),
+                         (lambda r: r.update(interrupted=True), 'was interrupted')):
+        results = json.loads((b / 'results.json').read_text())
+        change(results)
+        odd = tmp_path / 'odd'
+        odd.mkdir(exist_ok=True)
+        (odd / 'results.json').write_text(json.dumps(results))
+        done = merge(a, odd, '--out', tmp_path / 'x')
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert not (tmp_path / 'x').exists()
+    (tmp_path / 'junk.json').write_text('[1]')
+    done = merge(a, tmp_path / 'junk.json', '--out', tmp_path / 'x')
+    assert done.returncode == 2 and 'is not a bench.py run' in done.stderr
