@@ -16,6 +16,7 @@ from runtime.settings import ROOT
 
 RATE = 200                      # py-spy samples per second
 HZ = os.sysconf('SC_CLK_TCK')
+FRAMEWORK_MODULES = {m for f in frameworks.TABLE for m in f.modules}
 # Module path (under site-packages or the checkout) -> layer. A stack counts
 # for the layer of its innermost frame listed here; other modules (the
 # standard library, asyncio included) count for their caller, and a stack
@@ -28,7 +29,12 @@ LAYERS = (
     ('msgpack/', 'driver'), ('psycopg_binary/', 'driver'),
     ('hiredis/', 'driver'),
 ) + tuple((module + '/', 'driver') for driver in table.DRIVERS
-          for module in driver.modules) + (
+          for module in driver.modules if module not in FRAMEWORK_MODULES
+          ) + (
+    # The Django ORM's driver: Django's db package (the rest of Django is
+    # the framework's).
+    ('django/db/', 'driver'),
+) + (
     ('uvloop/', 'framework'), ('server.py', 'framework'),
 ) + tuple((path + '/', 'framework') for f in frameworks.TABLE
           for path in (f.folder,) + f.modules + f.parts)

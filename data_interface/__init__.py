@@ -118,8 +118,12 @@ class DataInterface(abc.ABC):
     Capabilities (class attributes), which the pages read:
     sweeps_itself: the database removes expired ballots and idle sessions on
         its own; if False the site calls expire() every refresh.
+    writes_tables: the site's calls write the tables themselves (an ORM),
+        not through the database's functions, so the site connects as the
+        tables' owner, as the loader does (PostgreSQL).
     """
     sweeps_itself = False
+    writes_tables = False
 
     def ballot_tokens(self, session):
         """Two new ballot tokens for a pair of `session` (a backend may

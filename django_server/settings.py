@@ -31,13 +31,31 @@ USE_I18N = False
 USE_TZ = True
 
 
-def configure():
+# The Django ORM backend's app (data_interface/django_orm), installed with
+# its database.
+ORM_APP = 'data_interface.django_orm'
+
+
+def configure(databases=None):
     """Configure Django with this module's settings and set it up, once
-    per process (Django has one set of settings)."""
+    per process; databases: the DATABASES of the Django ORM backend (a
+    second call must name the same: Django has one set of settings)."""
     if settings.configured:
+        # Django fills in the defaults of each database it was given; the
+        # first to configure sizes the pool (OPTIONS).
+        if databases is not None and any(
+                settings.DATABASES.get(alias, {}).get(name) != value
+                for alias, given in databases.items()
+                for name, value in given.items() if name != 'OPTIONS'):
+            raise RuntimeError('Django is configured for other databases')
         return
-    settings.configure(**{name: value for name, value in globals().items()
-                          if name.isupper()})
+    names = {name: value for name, value in globals().items()
+             if name.isupper() and name != 'ORM_APP'}
+    if databases is not None:
+        names.update(DATABASES=databases,
+                     INSTALLED_APPS=INSTALLED_APPS + [ORM_APP],
+                     DEFAULT_AUTO_FIELD='django.db.models.BigAutoField')
+    settings.configure(**names)
     logging.getLogger('django.request').addFilter(raised)
     django.setup(set_prefix=False)
 

@@ -214,6 +214,10 @@ def test_stacks_count_for_their_innermost_layer():
     assert profile.classify([]) == 'framework'
     assert profile.layer_of('/usr/lib/python3.7/json/decoder.py') is None
     assert profile.layer_of(SITE + 'markupsafe/__init__.py') == 'templates'
+    # Django is a framework, its ORM a driver.
+    assert profile.layer_of(SITE + 'django/core/handlers/asgi.py') == \
+        'framework'
+    assert profile.layer_of(SITE + 'django/db/models/query.py') == 'driver'
 
 
 def test_layers_add_up_to_the_measured_cpu_per_request():

@@ -29,7 +29,9 @@ ENGINES = one_of_each(['aiohttp-tarantool-one', 'aiohttp-postgres-pool',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'japronto-redis-one', 'fastapi-redis-pool', 'uvicorn-redis-one',
            'granian-redis-one-uvloop', 'socketify-redis-pool',
-           'aiohttp-rediscluster-pool-uvloop', 'starlette-rediscluster-pool'])
+           'aiohttp-rediscluster-pool-uvloop', 'starlette-rediscluster-pool',
+           'django-tarantool-one-uvloop', 'django-django-pool-uvloop',
+           'aiohttp-django-pool'])
 
 
 @pytest.fixture(scope='module', params=ENGINES)

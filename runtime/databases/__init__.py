@@ -251,8 +251,11 @@ class Databases:
         return data, admin
 
     async def postgres(self, engine):
-        data = data_for(engine, await self.find_postgres())
+        site = await self.find_postgres()
         admin = data_for(engine, self.postgres_owner_dsn)
+        # A backend that writes its tables itself runs as their owner.
+        data = data_for(engine, self.postgres_owner_dsn
+                        if admin.writes_tables else site)
         admin.min_size = 1
         if getattr(admin, 'schema_of_its_own', False):
             # Made by the owner's account (its start), before the site's

@@ -167,6 +167,10 @@ class Postgres(Database):
         Driver('sqlalchemy', 'postgres', ('pool',), ('sqlalchemy', 'asyncpg'),
                False, True,
                'data_interface.orm.sqlalchemy_data:SqlalchemyData'),
+        # Tables of its own, through the Django ORM on psycopg 3.
+        Driver('django', 'postgres', ('pool',),
+               ('django', 'psycopg', 'psycopg_pool'), False, True,
+               'data_interface.django_orm.data:DjangoData'),
     )
     replicas = True
     managed_class = 'runtime.databases.postgres:ManagedPostgres'

@@ -54,6 +54,16 @@ def _sqlalchemy_backend(request):
                        ':%d/' % server.port, ':%d/' % port), timeout=2))
 
 
+def _django_backend(request):
+    """The Django ORM's tables, loaded by its own loader; Django has one
+    database per process, so the site's account is the owner, as the
+    loader's (and there is no relay)."""
+    from data_interface.django_orm.data import DjangoData
+    owner = request.getfixturevalue('postgres').owner_dsn
+    request.getfixturevalue('django_orm_loaded')
+    return Backend(lambda: DjangoData(owner), lambda: DjangoData(owner), None)
+
+
 def _redis_backend(request, mode):
     from data_interface.redis.redis_data import RedisData
     server = request.getfixturevalue('redis')
@@ -100,11 +110,15 @@ if importlib.util.find_spec('psycopg_pool'):
 if importlib.util.find_spec('sqlalchemy') and \
         importlib.util.find_spec('data_interface.orm'):
     BACKENDS['postgres-sqlalchemy-pool'] = _sqlalchemy_backend
+if importlib.util.find_spec('django') and \
+        importlib.util.find_spec('data_interface.django_orm'):
+    BACKENDS['postgres-django-pool'] = _django_backend
 
 
 # Backends a relay cannot stand in front of (a cluster client follows the
-# slot map to every node: tests/test_rediscluster.py kills nodes instead).
-NO_RELAY = {'rediscluster-pool'}
+# slot map to every node: tests/test_rediscluster.py kills nodes instead;
+# Django's settings name one database address per process).
+NO_RELAY = {'rediscluster-pool', 'postgres-django-pool'}
 
 
 def _params(names):

@@ -213,6 +213,13 @@ def rediscluster(tmp_path_factory):
         server.stop()
 
 
+@pytest.fixture(scope='session')
+def django_orm_loaded(postgres):
+    """The small data set in the Django ORM backend's own tables too."""
+    from data_interface.django_orm.data import DjangoData
+    load_small_dataset(DjangoData(postgres.owner_dsn))
+
+
 def start_postgres():
     """A cluster of our own on a free port; its directory is not under
     pytest's tmp_path, which the postgres user (when root) cannot enter."""
