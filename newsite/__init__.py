@@ -39,6 +39,13 @@ def check_engine(name):
              'leaves out; take an asyncpg engine (e.g. %s)' % (
                  name, engines.closest(name.replace('sqlalchemy-pool',
                                                     'postgres-pool'))))
+    if table.DRIVER[engine.driver].name == 'django':
+        fail('%s is not made into a new site yet: the Django ORM\'s tables '
+             'come from its migrations and its site owns them, which the '
+             'one-database site\'s PostgreSQL tests and loader do not know; '
+             'take a psycopg engine (e.g. %s)' % (
+                 name, engines.closest(name.replace('django-pool',
+                                                    'psycopg-pool'))))
     return engine
 
 

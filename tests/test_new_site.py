@@ -61,6 +61,15 @@ def test_an_orm_engine_is_declined_with_an_asyncpg_one_named(tmp_path,
     assert not (tmp_path / 'site').exists()
 
 
+def test_a_django_orm_engine_is_declined_with_a_psycopg_one_named(
+        tmp_path, capsys):
+    err = refused([str(tmp_path / 'site'), '--engine',
+                   'django-django-pool-uvloop'], capsys)
+    assert 'not made into a new site yet' in err
+    assert 'django-psycopg-pool-uvloop' in err
+    assert not (tmp_path / 'site').exists()
+
+
 def test_a_directory_in_use_is_refused(tmp_path, capsys):
     (tmp_path / 'notes.txt').write_text('mine')
     err = refused([str(tmp_path), '--engine', ENGINES[0]], capsys)

@@ -19,7 +19,6 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 
 from .. import (MAX_VISITS, REFUSED, DataInterface, DataUnavailable,
                 VoteUnknown)
-from ..postgres.common import text
 
 UUID = re.compile(r'[0-9a-f-]{36}\Z')
 TOKEN = re.compile(r'[A-Za-z0-9_-]{22}\Z')
@@ -40,6 +39,13 @@ def databases(dsn, min_size, max_size, timeout):
         'OPTIONS': {'connect_timeout': max(2, round(timeout)),
                     'pool': {'min_size': min_size, 'max_size': max_size,
                              'timeout': timeout}}}}
+
+
+def text(value):
+    """PostgreSQL text holds neither NUL nor lone surrogates: replace them as
+    pages.http.clean_text does (a key with them then matches nothing)."""
+    return value.replace('\x00', '\ufffd').encode(
+        'utf-8', 'replace').decode('utf-8')
 
 
 def refuse(what):
