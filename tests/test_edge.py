@@ -2,8 +2,10 @@
 keeps visitors served, HEAD and security headers, per-IP limits, and a
 database outage logged in a few lines."""
 import asyncio
+import os
 import re
 import socket
+import sys
 import time
 
 import pytest
@@ -648,12 +650,30 @@ class PostgresOutage:
         remove_postgres(self.db)
 
 
+class DjangoOutage(PostgresOutage):
+    """The Django ORM's own tables, loaded in a process of their own
+    (Django has one database per process), the site as their owner."""
+
+    async def load(self):
+        loader = await asyncio.create_subprocess_exec(
+            sys.executable, '-c', 'import asyncio, sys; '
+            'sys.path[:0] = [".", "tests"]; from plugins.databases import load_small; '
+            'from data_interface.django_orm.data import DjangoData; '
+            'asyncio.run(load_small(DjangoData(sys.argv[1])))',
+            self.db.owner_dsn,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        assert await loader.wait() == 0
+        return ['--postgres', self.db.owner_dsn]
+
+
 @pytest.mark.db
 @pytest.mark.server
 @pytest.mark.parametrize('engine, database', [
     (e, TarantoolOutage) for e in ENGINES] + [
     ('sanic-tarantool-multi-uvloop', TarantoolOutage),
-    ('aiohttp-postgres-pool-uvloop', PostgresOutage)])
+    ('aiohttp-postgres-pool-uvloop', PostgresOutage),
+    ('aiohttp-django-pool-uvloop', DjangoOutage),
+    ('django-django-pool-uvloop', DjangoOutage)])
 async def test_outage_is_logged_in_a_few_lines(tmp_path, engine, database):
     db = database(tmp_path)
     try:

@@ -949,13 +949,13 @@ async def test_outage_answers_503_then_serves_again(relayed_backend):
 SILENT_BACK = 20
 
 
-async def test_a_silent_link_is_dropped_and_pages_come_back(relayed_backend):
+async def test_a_silent_link_is_dropped_and_pages_come_back(silenced_backend):
     """The database's link goes silent (no reply, no reset: a peer or a
     network gone quiet): the driver drops it and connects anew, so pages
     are served again within seconds, not never."""
-    relay = Relay(database_port(relayed_backend))
+    relay = Relay(database_port(silenced_backend))
     await relay.open()
-    site = await started(relayed_backend.via(relay.port))
+    site = await started(silenced_backend.via(relay.port))
     try:
         assert (await get(site, '/good')).status == 200
         relay.silence()

@@ -5,9 +5,15 @@ schema.sql's functions check them, and refused alike (REFUSED).
 Django has one set of settings per process, so one database: every
 DjangoData of a process shares Django's pool (sized by the first to start),
 which close() leaves open.
+While PostgreSQL cannot be reached, calls fail at once (DataUnavailable)
+instead of each waiting for the pool in the one thread that runs them: a
+probe connects anew every PROBE_EVERY seconds, outside that thread, and
+calls go to the pool again once it could.
 The ORM's calls run in the thread asgiref gives each context (outside a
 Django request, one thread for the process), where Django keeps that
 thread's connection."""
+import asyncio
+import logging
 import math
 import re
 from urllib.parse import unquote, urlsplit
@@ -25,6 +31,13 @@ TOKEN = re.compile(r'[A-Za-z0-9_-]{22}\Z')
 FAILED = (DjangoError, psycopg.Error)
 LOST = (OperationalError, InterfaceError, psycopg.OperationalError)
 EXPIRE_BATCH = 1000
+PROBE_EVERY = 0.5    # seconds between the probes of an unreachable database
+# A connection slot the pool could not reopen for this long is given up
+# (psycopg_pool's backoff would take minutes after an outage).
+RECONNECT = 2.0
+# Errors only, as psycopg_data: the pool logs each failed attempt to
+# connect; pages.outage reports an outage in a few lines.
+logging.getLogger('psycopg').setLevel(logging.ERROR)
 
 
 def databases(dsn, min_size, max_size, timeout):
@@ -38,7 +51,8 @@ def databases(dsn, min_size, max_size, timeout):
         'HOST': u.hostname or '', 'PORT': str(u.port or ''),
         'OPTIONS': {'connect_timeout': max(2, round(timeout)),
                     'pool': {'min_size': min_size, 'max_size': max_size,
-                             'timeout': timeout}}}}
+                             'timeout': timeout,
+                             'reconnect_timeout': RECONNECT}}}}
 
 
 def text(value):
@@ -97,6 +111,7 @@ class DjangoData(DataInterface):
         self.min_size, self.max_size = min_size, max_size
         self.timeout = timeout
         self.q = None     # queries.py, once start() has set Django up
+        self.probe = None    # the probe while PostgreSQL is unreachable
 
     @property
     def address(self):
@@ -110,18 +125,42 @@ class DjangoData(DataInterface):
         """The coroutine call(*args), its database's failures as `lost`
         (where the connection went) or DataUnavailable. After a failure the
         thread's connection goes back to the pool if it is broken (Django
-        looks only at a request's start and end)."""
+        looks only at a request's start and end). A lost connection starts
+        the probe, until whose success calls fail at once."""
+        if self.probe is not None:
+            raise DataUnavailable('PostgreSQL at %s: unreachable' % self)
         try:
             return await call(*args)
         except self.q.Fewer:
             raise DataUnavailable('fewer than two stickers loaded') from None
         except FAILED as e:
-            try:
-                await sync_to_async(close_old_connections)()
-            except FAILED:
-                pass
+            if isinstance(e, LOST) and self.probe is None:
+                self.probe = asyncio.ensure_future(self._probe())
+            else:
+                try:
+                    await sync_to_async(close_old_connections)()
+                except FAILED:
+                    pass
             raise (lost if isinstance(e, LOST) else DataUnavailable)(
                 'PostgreSQL at %s: %s' % (self, e)) from e
+
+    async def _probe(self):
+        """Connect every PROBE_EVERY seconds until PostgreSQL answers; then
+        give the broken connections back (the pool drops them)."""
+        while True:
+            try:
+                probe = await psycopg.AsyncConnection.connect(
+                    self.dsn, connect_timeout=max(1, round(self.timeout)))
+            except psycopg.Error:
+                await asyncio.sleep(PROBE_EVERY)
+                continue
+            await probe.close()
+            break
+        try:
+            await sync_to_async(close_old_connections)()
+        except FAILED:
+            pass
+        self.probe = None
 
     def _atomic(self, function, *args, lost=DataUnavailable):
         """A synchronous function of queries.py (a transaction.atomic
@@ -143,6 +182,9 @@ class DjangoData(DataInterface):
                                   % (self, e)) from e
 
     async def close(self):
+        if self.probe is not None:
+            self.probe.cancel()
+            self.probe = None
         if self.q is not None:
             await self._atomic(self.q.close)
 

@@ -57,11 +57,26 @@ def _sqlalchemy_backend(request):
 def _django_backend(request):
     """The Django ORM's tables, loaded by its own loader; Django has one
     database per process, so the site's account is the owner, as the
-    loader's (and there is no relay)."""
+    loader's, and via(port) points that database at the relay until the
+    test ends."""
     from data_interface.django_orm.data import DjangoData
-    owner = request.getfixturevalue('postgres').owner_dsn
+    server = request.getfixturevalue('postgres')
+    owner = server.owner_dsn
     request.getfixturevalue('django_orm_loaded')
-    return Backend(lambda: DjangoData(owner), lambda: DjangoData(owner), None)
+
+    def via(port):
+        _django_port(port)
+        request.addfinalizer(lambda: _django_port(server.port))
+        return DjangoData(owner.replace(':%d/' % server.port, ':%d/' % port),
+                          timeout=2)
+    return Backend(lambda: DjangoData(owner), lambda: DjangoData(owner), via)
+
+
+def _django_port(port):
+    """Django's one database at this port, with a new pool."""
+    from django.db import connections
+    connections.settings['default']['PORT'] = str(port)
+    connections['default'].close_pool()
 
 
 def _redis_backend(request, mode):
@@ -116,9 +131,11 @@ if importlib.util.find_spec('django') and \
 
 
 # Backends a relay cannot stand in front of (a cluster client follows the
-# slot map to every node: tests/test_rediscluster.py kills nodes instead;
-# Django's settings name one database address per process).
-NO_RELAY = {'rediscluster-pool', 'postgres-django-pool'}
+# slot map to every node: tests/test_rediscluster.py kills nodes instead).
+NO_RELAY = {'rediscluster-pool'}
+# Backends that do not yet drop a link gone silent (the Django ORM's
+# queries have no timeout: a call waits in Django's one thread).
+NO_SILENCE = {'postgres-django-pool'}
 
 
 def _params(names):
@@ -134,6 +151,12 @@ def backend(request):
 @pytest.fixture(params=_params(set(BACKENDS) - NO_RELAY))
 def relayed_backend(request):
     """backend, of those whose link a relay can cut (via(port))."""
+    return BACKENDS[request.param](request)
+
+
+@pytest.fixture(params=_params(set(BACKENDS) - NO_RELAY - NO_SILENCE))
+def silenced_backend(request):
+    """relayed_backend, of those that drop a link gone silent."""
     return BACKENDS[request.param](request)
 
 
