@@ -5,32 +5,40 @@ schema.sql's functions check them, and refused alike (REFUSED).
 Django has one set of settings per process, so one database: every
 DjangoData of a process shares Django's pool (sized by the first to start),
 which close() leaves open.
-While PostgreSQL cannot be reached, calls fail at once (DataUnavailable)
-instead of each waiting for the pool in the one thread that runs them: a
-probe connects anew every PROBE_EVERY seconds, outside that thread, and
-calls go to the pool again once it could.
 The ORM's calls run in the thread asgiref gives each context (outside a
 Django request, one thread for the process), where Django keeps that
-thread's connection."""
+thread's connection. Each call has `timeout` seconds: its caller is
+answered by then, whatever the thread does, and the thread's waits on the
+server end by then too (bounded.py), so a frozen server or a silent link
+holds no thread.
+While PostgreSQL cannot be reached, calls fail at once (DataUnavailable)
+instead of each waiting in that thread: a probe connects anew every
+PROBE_EVERY seconds, outside it, and once it could, the pool is replaced
+(its connections may all be dead) and calls go to it again."""
 import asyncio
+import contextvars
 import logging
-import math
 import re
+import time
 from urllib.parse import unquote, urlsplit
 
 import psycopg
 from asgiref.sync import sync_to_async
 from django.db import Error as DjangoError
 from django.db import InterfaceError, OperationalError, close_old_connections
+from django.db import connections
+from psycopg_pool import PoolTimeout
 
 from .. import (MAX_VISITS, REFUSED, DataInterface, DataUnavailable,
                 VoteUnknown)
+from .bounded import DEADLINE, Connection
 
 UUID = re.compile(r'[0-9a-f-]{36}\Z')
 TOKEN = re.compile(r'[A-Za-z0-9_-]{22}\Z')
 FAILED = (DjangoError, psycopg.Error)
 LOST = (OperationalError, InterfaceError, psycopg.OperationalError)
 EXPIRE_BATCH = 1000
+MIGRATE_WITHIN = 60.0   # seconds: the migrations may wait for other processes
 PROBE_EVERY = 0.5    # seconds between the probes of an unreachable database
 # A connection slot the pool could not reopen for this long is given up
 # (psycopg_pool's backoff would take minutes after an outage).
@@ -52,7 +60,8 @@ def databases(dsn, min_size, max_size, timeout):
         'OPTIONS': {'connect_timeout': max(2, round(timeout)),
                     'pool': {'min_size': min_size, 'max_size': max_size,
                              'timeout': timeout,
-                             'reconnect_timeout': RECONNECT}}}}
+                             'reconnect_timeout': RECONNECT,
+                             'connection_class': Connection}}}}
 
 
 def text(value):
@@ -96,6 +105,24 @@ def check_visits(visits):
                    'ip of at most 64 bytes and a user agent of 256')
 
 
+def is_lost(e):
+    """Whether `e` lost its connection (a pool with no connection free in
+    time has lost nothing)."""
+    return isinstance(e, LOST) and not isinstance(
+        e.__cause__ if isinstance(e, DjangoError) else e, PoolTimeout)
+
+
+def close_pool():
+    """Django's pool closed: the next call opens a new one."""
+    connections['default'].close_pool()
+
+
+def _retrieved(task):
+    """A call given up on: its outcome, unasked for, is not logged."""
+    if not task.cancelled():
+        task.exception()
+
+
 class DjangoData(DataInterface):
     """A pool of min_size..max_size connections (Django's, of psycopg_pool).
     The site's account owns these tables (the loader's is the same)."""
@@ -121,32 +148,63 @@ class DjangoData(DataInterface):
         u = urlsplit(self.dsn)    # without the password
         return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
 
-    async def _run(self, call, *args, lost=DataUnavailable):
+    async def _run(self, call, *args, lost=DataUnavailable, within=None):
         """The coroutine call(*args), its database's failures as `lost`
-        (where the connection went) or DataUnavailable. After a failure the
-        thread's connection goes back to the pool if it is broken (Django
-        looks only at a request's start and end). A lost connection starts
-        the probe, until whose success calls fail at once."""
+        (where the connection went, or no answer came in time) or
+        DataUnavailable. A lost connection starts the probe, until whose
+        success calls fail at once."""
         if self.probe is not None:
             raise DataUnavailable('PostgreSQL at %s: unreachable' % self)
         try:
-            return await call(*args)
+            return await self._within(within or self.timeout, call, *args)
         except self.q.Fewer:
             raise DataUnavailable('fewer than two stickers loaded') from None
+        except asyncio.TimeoutError:
+            raise lost('PostgreSQL at %s: no answer within %g s' % (
+                self, within or self.timeout)) from None
         except FAILED as e:
-            if isinstance(e, LOST) and self.probe is None:
-                self.probe = asyncio.ensure_future(self._probe())
+            if is_lost(e):
+                if self.probe is None:
+                    self.probe = asyncio.get_running_loop().create_task(
+                        self._probe(), context=contextvars.Context())
             else:
+                # The thread's connection back to the pool, if broken
+                # (Django looks only at a request's start and end).
                 try:
-                    await sync_to_async(close_old_connections)()
-                except FAILED:
+                    await self._within(self.timeout, sync_to_async(
+                        close_old_connections))
+                except (asyncio.TimeoutError, *FAILED):
                     pass
-            raise (lost if isinstance(e, LOST) else DataUnavailable)(
+            raise (lost if is_lost(e) else DataUnavailable)(
                 'PostgreSQL at %s: %s' % (self, e)) from e
+
+    @staticmethod
+    async def _within(within, call, *args):
+        """call(*args) in a task whose database waits end within `within`
+        seconds (bounded.DEADLINE), awaited as long: the thread it waits
+        for may be busy with others' calls. A task not done by then is
+        cancelled, and asyncio.TimeoutError raised."""
+        token = DEADLINE.set(time.monotonic() + within)
+        try:
+            task = asyncio.ensure_future(call(*args))   # with the deadline
+        finally:
+            DEADLINE.reset(token)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=within)
+        except BaseException:
+            task.cancel()
+            task.add_done_callback(_retrieved)
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_retrieved)
+            raise asyncio.TimeoutError()
+        return task.result()
 
     async def _probe(self):
         """Connect every PROBE_EVERY seconds until PostgreSQL answers; then
-        give the broken connections back (the pool drops them)."""
+        drop the thread's connection and replace the pool (a silent link
+        leaves connections that would each wait out a call)."""
         while True:
             try:
                 probe = await psycopg.AsyncConnection.connect(
@@ -157,17 +215,19 @@ class DjangoData(DataInterface):
             await probe.close()
             break
         try:
-            await sync_to_async(close_old_connections)()
-        except FAILED:
+            await self._within(self.timeout,
+                               sync_to_async(close_old_connections))
+        except (asyncio.TimeoutError, *FAILED):
             pass
+        await asyncio.get_running_loop().run_in_executor(None, close_pool)
         self.probe = None
 
-    def _atomic(self, function, *args, lost=DataUnavailable):
+    def _atomic(self, function, *args, lost=DataUnavailable, within=None):
         """A synchronous function of queries.py (a transaction.atomic
         block), run in asgiref's thread, its connection given back to the
         pool at its end: a unit of work as Django's pooling expects."""
         return self._run(sync_to_async(self.q.returned(function)), *args,
-                         lost=lost)
+                         lost=lost, within=within)
 
     async def start(self):
         from django_server import settings
@@ -176,7 +236,7 @@ class DjangoData(DataInterface):
         from . import queries
         self.q = queries
         try:
-            await self._atomic(self.q.prepare)
+            await self._atomic(self.q.prepare, within=MIGRATE_WITHIN)
         except DataUnavailable as e:
             raise DataUnavailable('cannot connect to PostgreSQL at %s: %s'
                                   % (self, e)) from e

@@ -133,9 +133,6 @@ if importlib.util.find_spec('django') and \
 # Backends a relay cannot stand in front of (a cluster client follows the
 # slot map to every node: tests/test_rediscluster.py kills nodes instead).
 NO_RELAY = {'rediscluster-pool'}
-# Backends that do not yet drop a link gone silent (the Django ORM's
-# queries have no timeout: a call waits in Django's one thread).
-NO_SILENCE = {'postgres-django-pool'}
 
 
 def _params(names):
@@ -151,12 +148,6 @@ def backend(request):
 @pytest.fixture(params=_params(set(BACKENDS) - NO_RELAY))
 def relayed_backend(request):
     """backend, of those whose link a relay can cut (via(port))."""
-    return BACKENDS[request.param](request)
-
-
-@pytest.fixture(params=_params(set(BACKENDS) - NO_RELAY - NO_SILENCE))
-def silenced_backend(request):
-    """relayed_backend, of those that drop a link gone silent."""
     return BACKENDS[request.param](request)
 
 
