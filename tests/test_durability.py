@@ -1,8 +1,11 @@
 """No acknowledged vote is lost: voters keep voting through a server.py
-engine while its database is killed and started again, and afterwards every
-vote answered 200 is counted, and none twice."""
+engine while its database is killed and started again, or stopped
+(SIGSTOP) and let run again, and afterwards every vote answered 200 is
+counted, and none twice."""
 import asyncio
+import os
 import secrets
+import signal
 import uuid
 
 import aiohttp
@@ -10,7 +13,9 @@ import pytest
 
 from bench.pagecheck import ballots
 from conftest import (ServerProcess, remove_postgres, start_postgres,
-                      start_redis, start_tarantool, tarantool_address)
+                      start_redis, start_tarantool, tarantool_address, until)
+from runtime.processes import children
+from test_edge import DjangoOutage, PostgresOutage
 
 # Each test starts its own databases or server.py processes.
 pytestmark = [pytest.mark.db, pytest.mark.server]
@@ -78,23 +83,33 @@ async def counted(data):
         await data.close()
 
 
-async def vote_through_a_crash(server, data, crash, restart):
-    before = counted_before = await counted(data)
+async def vote_through_a_crash(server, data, crash, restart, down=None):
+    """Voters through crash() and restart(), `down` (a coroutine function:
+    0.3 s by default) awaited between them. data: a DataInterface, or a
+    coroutine function returning what counted() does."""
+    count = data if callable(data) else lambda: counted(data)
+    before = counted_before = await count()
     tally, stop = Tally(), asyncio.Event()
     voters = [asyncio.ensure_future(vote_until(server.url, tally, stop))
               for _ in range(VOTERS)]
     try:
         await asyncio.sleep(VOTING)
+        await until(lambda: tally.ok > 0, 15, 0.1,
+                    lambda: server.output()[-3000:])
         ok_before_crash = tally.ok
         await asyncio.get_event_loop().run_in_executor(None, crash)
-        await asyncio.sleep(0.3)
-        await asyncio.get_event_loop().run_in_executor(None, restart)
+        try:
+            await (down() if down else asyncio.sleep(0.3))
+        finally:
+            await asyncio.get_event_loop().run_in_executor(None, restart)
         ok_at_restart = tally.ok
         await asyncio.sleep(VOTING)
+        await until(lambda: tally.ok > ok_at_restart, 15, 0.1,
+                    lambda: server.output()[-3000:])
     finally:
         stop.set()
         await asyncio.gather(*voters)
-    after = await counted(data)
+    after = await count()
     assert server.process.poll() is None, server.output()
     # No 500: the voters accept none. asyncpg's pool logs its reconnects with
     # a traceback, as warnings; an error of the site would be an ERROR.
@@ -204,3 +219,90 @@ async def test_redis_killed_loses_no_acknowledged_vote(tmp_path):
         if server is not None:
             server.stop()
         db.stop()
+
+
+# Seconds PostgreSQL stays stopped (past every driver's timeout, 3 s), and
+# within which each page asked meanwhile is answered.
+FROZEN = 6
+ANSWERED = 5
+
+
+async def orm_counted(dsn):
+    """counted() of the Django ORM backend's tables."""
+    import asyncpg
+    conn = await asyncpg.connect(dsn)
+    try:
+        return tuple(await conn.fetchrow(
+            'SELECT (SELECT sum(votes) FROM orm_counters)::bigint,'
+            ' (SELECT sum(votes_plus) FROM orm_stickers)::bigint'))
+    finally:
+        await conn.close()
+
+
+async def each_answered_503_in_time(url):
+    """/good asked again and again for FROZEN seconds, each a 503 within
+    ANSWERED seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + FROZEN
+    timeout = aiohttp.ClientTimeout(total=ANSWERED)
+    asked = 0
+    async with aiohttp.ClientSession(timeout=timeout) as s:
+        while loop.time() < end:
+            try:
+                async with s.get(url + '/good') as r:
+                    await r.read()
+            except asyncio.TimeoutError:
+                pytest.fail('no answer within %d s after %d asked'
+                            % (ANSWERED, asked))
+            assert r.status == 503
+            asked += 1
+            await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize('engine', [
+    'aiohttp-postgres-pool', 'aiohttp-django-pool-uvloop',
+    'django-django-pool-uvloop'])
+async def test_postgres_stopped_answers_503_in_time_and_loses_no_vote(
+        tmp_path, engine):
+    """Every process of PostgreSQL stopped (SIGSTOP: its connections
+    silent, not closed) under voters, for longer than the driver's timeout:
+    each page asked meanwhile is a 503 in time, pages are served again once
+    it runs again (nothing of the server stays stuck), and every vote
+    answered 200 counts once."""
+    outage = (DjangoOutage if '-django-' in engine else
+              PostgresOutage)(tmp_path)
+    db, server, family = outage.db, None, []
+
+    def stop():
+        family[:] = [db.postmaster()] + children(db.postmaster())
+        for pid in family:
+            os.kill(pid, signal.SIGSTOP)
+
+    def cont():
+        for pid in family:
+            os.kill(pid, signal.SIGCONT)
+
+    async def count():
+        if '-django-' in engine:
+            return await orm_counted(db.owner_dsn)
+        from data_interface.postgres.asyncpg_data import PostgresData
+        return await counted(PostgresData(db.dsn, min_size=1))
+
+    async def served():
+        async with aiohttp.ClientSession() as s:
+            async with s.get(server.url + '/good') as r:
+                return r.status == 200
+
+    async def down():
+        await each_answered_503_in_time(server.url)
+    try:
+        server = ServerProcess(engine, await outage.load(),
+                               str(tmp_path / 'server.log'))
+        await vote_through_a_crash(server, count, stop, cont, down)
+        await until(served, 10, 0.2, server.output)
+        stopped, server = server, None
+        assert stopped.stop() == 0, stopped.output()
+    finally:
+        if server is not None:
+            server.stop()
+        outage.remove()
