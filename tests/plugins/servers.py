@@ -88,6 +88,9 @@ def engine_args(request, engine):
         return ['--postgres', request.getfixturevalue('postgres').dsn]
     if '-sqlalchemy-' in engine:    # its own tables, loaded
         return ['--postgres', request.getfixturevalue('postgres_orm').dsn]
+    if '-django-' in engine:    # its own tables, loaded; their owner's
+        request.getfixturevalue('django_orm_loaded')
+        return ['--postgres', request.getfixturevalue('postgres').owner_dsn]
     if '-rediscluster-' in engine:
         from data_interface.rediscluster.address import url
         a = request.getfixturevalue('rediscluster').address
