@@ -53,7 +53,8 @@ ENGINES = one_of_each(['aiohttp-postgres-pool', 'sanic-postgres-pool-uvloop',
            'aiohttp-redis-one-uvloop', 'sanic-redis-pool-uvloop',
            'granian-redis-one-uvloop', 'japronto-redis-one',
            'japronto-tarantool-one', 'django-postgres-pool',
-           'django-tarantool-one-uvloop'])
+           'django-tarantool-one-uvloop', 'django-django-pool-uvloop',
+           'fastapi-sqlalchemy-pool-uvloop'])
 
 
 async def raw_request(port, method, target, headers, body, patience=None):
@@ -96,6 +97,17 @@ async def stored_user_agent_postgres(request, session):
     try:
         return await conn.fetchval(
             'SELECT data->>4 FROM sessions WHERE data->>0 = $1', session)
+    finally:
+        await conn.close()
+
+
+async def stored_user_agent_orm(dsn, table, session):
+    """The session's user agent in an ORM driver's `table` of sessions."""
+    import asyncpg
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetchval(
+            'SELECT user_agent FROM %s WHERE uuid = $1' % table, session)
     finally:
         await conn.close()
 
@@ -182,7 +194,18 @@ async def test_hostile_bytes_break_nothing(request, shared_server, tmp_path,
     assert statuses[0] == 200
     session = new_session(answers[0][1])
 
-    if '-postgres-' in engine:
+    if '-django-' in engine:
+        from data_interface.django_orm.data import DjangoData
+        owner = request.getfixturevalue('postgres').owner_dsn
+        await stats_match_dataset(DjangoData(owner))
+        read = lambda: stored_user_agent_orm(owner, 'orm_visitors', session)
+    elif '-sqlalchemy-' in engine:
+        from data_interface.orm.sqlalchemy_data import SqlalchemyData
+        server = request.getfixturevalue('postgres_orm')
+        await stats_match_dataset(SqlalchemyData(server.dsn))
+        read = lambda: stored_user_agent_orm(
+            server.owner_dsn, 'stickers_orm.sessions', session)
+    elif '-postgres-' in engine:
         from data_interface.postgres.asyncpg_data import PostgresData
         await stats_match_dataset(PostgresData(
             request.getfixturevalue('postgres').dsn))
