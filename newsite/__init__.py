@@ -33,19 +33,6 @@ def check_engine(name):
              'docs/databases.md for the cluster' % (
                  name, engines.closest(name.replace('rediscluster-pool',
                                                     'redis-pool'))))
-    if table.DRIVER[engine.driver].name == 'sqlalchemy':
-        fail('%s is not made into a new site yet: its tables and its '
-             'contract tests are its own, which the pruned PostgreSQL layer '
-             'leaves out; take an asyncpg engine (e.g. %s)' % (
-                 name, engines.closest(name.replace('sqlalchemy-pool',
-                                                    'postgres-pool'))))
-    if table.DRIVER[engine.driver].name == 'django':
-        fail('%s is not made into a new site yet: the Django ORM\'s tables '
-             'come from its migrations and its site owns them, which the '
-             'one-database site\'s PostgreSQL tests and loader do not know; '
-             'take a psycopg engine (e.g. %s)' % (
-                 name, engines.closest(name.replace('django-pool',
-                                                    'psycopg-pool'))))
     return engine
 
 

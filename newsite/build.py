@@ -68,6 +68,17 @@ def build(engine, directory):
                 os.path.join(ROOT, folder, name)):
             shutil.copy(os.path.join(ROOT, folder, name),
                         os.path.join(directory, folder, name))
+    # What is read, not imported: the schema of the raw drivers' module
+    # too (the SQLAlchemy driver's shares it), Django's migrations.
+    for path in sources:
+        where = os.path.dirname(path)
+        if where.startswith('data_interface/') and where != folder:
+            for name in sorted(os.listdir(os.path.join(ROOT, where))):
+                if name.endswith(('.sql', '.lua')):
+                    shutil.copy(os.path.join(ROOT, where, name),
+                                os.path.join(directory, where, name))
+    if os.path.isdir(os.path.join(ROOT, folder, 'migrations')):
+        copy_tree(directory, os.path.join(folder, 'migrations'))
     copy_tree(directory, 'templates')
     copy_tree(directory, 'static')
     write_data(directory)

@@ -34,6 +34,14 @@ FIXTURES = {
 }
 # What a database's fixtures use of another's.
 NEEDS = {'rediscluster': ('REDIS_PASSWORDS',)}
+# The ORM drivers' own tables: {driver: {test path: its names there}}.
+ORM = {
+    'sqlalchemy': {'tests/plugins/backends.py': ['_sqlalchemy_backend'],
+                   'tests/plugins/databases.py': ['postgres_orm']},
+    'django': {'tests/plugins/backends.py': ['_django_backend',
+                                             '_django_port'],
+               'tests/plugins/databases.py': ['django_orm_loaded']},
+}
 CONFTEST_DOC = '''Real databases and real servers for the tests: the session
 starts its own database in a temporary directory, loads the site's data
 set, and starts server.py processes on free ports. What each part provides
@@ -44,8 +52,8 @@ waiting (polling).'''
 def backend_key(engine):
     """The contract suite's name of the engine's backend."""
     driver = table.DRIVER[engine.driver]
-    if driver.name == 'psycopg':
-        return 'postgres-psycopg-pool'
+    if driver.name in ('psycopg', 'sqlalchemy', 'django'):
+        return 'postgres-%s-pool' % driver.name
     return '%s-%s' % (table.of(engine).name, engine.mode)
 
 
@@ -55,6 +63,8 @@ def backends_value(engine, source):
     if key == 'postgres-psycopg-pool':
         return ("{%r: functools.partial(_postgres_backend, "
                 "driver='psycopg')}" % key)
+    if key in ('postgres-sqlalchemy-pool', 'postgres-django-pool'):
+        return '{%r: _%s_backend}' % (key, key.split('-')[1])
     tree = ast.parse(source)
     for node in tree.body:
         if isinstance(node, ast.Assign) and node.targets[0].id == 'BACKENDS':
@@ -63,6 +73,13 @@ def backends_value(engine, source):
                     return '{\n    %r: %s,\n}' % (
                         key, ast.get_source_segment(source, v))
     raise ValueError('tests/plugins/backends.py has no backend %s' % key)
+
+
+def orm_names(engine, path):
+    """The names in `path` of the ORM drivers other than the engine's."""
+    driver = table.DRIVER[engine.driver].name
+    return [n for d, paths in ORM.items() if d != driver
+            for n in paths.get(path, ())]
 
 
 def specs(engine, sources):
@@ -77,21 +94,25 @@ def specs(engine, sources):
         'tests/plugins/databases.py': dict(
             doc="The session's own %s in a temporary directory on a free "
                 "port,\nwith the site's data set loaded." % db.capitalize(),
-            drop=others + (['tarantool_vinyl'] if db == 'tarantool' else []),
+            drop=others + (['tarantool_vinyl'] if db == 'tarantool' else [])
+            + orm_names(engine, 'tests/plugins/databases.py'),
             # The site's own data set, not one generated with packs.
             values={'TEST_PACKS':
                     "None    # the site's own (settings.dump)"}),
         'tests/plugins/backends.py': dict(
-            drop=['_%s_backend' % d for d in FIXTURES if d != db],
+            drop=['_%s_backend' % d for d in FIXTURES if d != db]
+            + orm_names(engine, 'tests/plugins/backends.py'),
             statements={'': ["find_spec('aiotarantool')",
-                             "find_spec('psycopg_pool')"]},
+                             "find_spec('psycopg_pool')",
+                             "find_spec('sqlalchemy')",
+                             "find_spec('django')"]},
             values={'BACKENDS': backends_value(
                 engine, sources['tests/plugins/backends.py'])}),
         'tests/test_edge.py': dict(
             drop=['japronto_connection',
                   'test_a_head_sent_byte_by_byte_is_scanned_once',
                   'test_a_body_sent_byte_by_byte_is_not_scanned_again',
-                  'TarantoolOutage', 'PostgresOutage',
+                  'TarantoolOutage', 'PostgresOutage', 'DjangoOutage',
                   'test_outage_is_logged_in_a_few_lines']),
         'tests/test_pages.py': dict(drop=['test_engine_list_is_complete']),
         # server.py --forget-visitors is the benchmark's.
