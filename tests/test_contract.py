@@ -48,8 +48,9 @@ async def current(data, s):
 
 
 def database(data):
-    """'tarantool', 'postgres', 'redis', 'rediscluster' or 'orm' (PostgreSQL
-    through SQLAlchemy's ORM, on tables of its own)."""
+    """'tarantool', 'postgres', 'redis', 'rediscluster', 'orm' (PostgreSQL
+    through SQLAlchemy's ORM, on tables of its own) or 'django_orm' (through
+    Django's, on its own)."""
     return type(data).__module__.split('.')[1]
 
 
