@@ -209,18 +209,22 @@ class DjangoData(DataInterface):
             try:
                 probe = await psycopg.AsyncConnection.connect(
                     self.dsn, connect_timeout=max(1, round(self.timeout)))
+                await probe.close()
+                break
             except psycopg.Error:
                 await asyncio.sleep(PROBE_EVERY)
-                continue
-            await probe.close()
-            break
         try:
             await self._within(self.timeout,
                                sync_to_async(close_old_connections))
         except (asyncio.TimeoutError, *FAILED):
+            pass    # the pool drops a dead connection when it is used
+        try:
+            await asyncio.get_running_loop().run_in_executor(None,
+                                                             close_pool)
+        except FAILED:
             pass
-        await asyncio.get_running_loop().run_in_executor(None, close_pool)
-        self.probe = None
+        finally:
+            self.probe = None
 
     def _atomic(self, function, *args, lost=DataUnavailable, within=None):
         """A synchronous function of queries.py (a transaction.atomic
