@@ -4,6 +4,8 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -460,6 +462,58 @@ async def test_a_stalled_postgres_is_unavailable_then_serves_again(cluster,
         await asyncio.gather(*[data.stats() for _ in range(8)])
     finally:
         await data.close()
+
+
+async def stalled_under_django(dsn, postmaster):
+    """The test above on the Django ORM driver (its tables' owner at
+    `dsn`), run in a process of its own: Django has one database per
+    process."""
+    from data_interface.django_orm.data import DjangoData
+    data = DjangoData(dsn, min_size=2, max_size=4, timeout=1.0)
+    await data.start()
+    try:
+        await asyncio.gather(*[data.stats() for _ in range(4)])
+        family = [postmaster] + children(postmaster)
+        for pid in family:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            # At once, as many as the pool holds and more.
+            calls = [data.stats() for _ in range(6)]
+            started = time.monotonic()
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            assert all(isinstance(r, DataUnavailable) for r in results), \
+                results
+            assert time.monotonic() - started < data.timeout + 0.5
+            await unavailable_in_time(data, 6, data.timeout + 0.5)
+        finally:
+            for pid in family:
+                os.kill(pid, signal.SIGCONT)
+        print('served again in %.2f s' % await served(data, 15))
+        await asyncio.gather(*[data.stats() for _ in range(8)])
+    finally:
+        await data.close()
+
+
+@pytest.mark.needs('django')
+def test_a_stalled_postgres_is_unavailable_then_serves_again_on_django(
+        cluster):
+    server, _ = cluster
+    postmaster = server.postmaster()
+    tests = os.path.dirname(os.path.abspath(__file__))
+    try:
+        done = subprocess.run(
+            [sys.executable, '-c', 'import asyncio, sys; '
+             'sys.path[:0] = [".", "tests"]; import test_postgres; '
+             'asyncio.run(test_postgres.stalled_under_django('
+             'sys.argv[1], int(sys.argv[2])))',
+             server.owner_dsn, str(postmaster)],
+            cwd=os.path.dirname(tests), capture_output=True, text=True,
+            timeout=60)
+    finally:    # a process killed while it held the cluster stopped
+        for pid in [postmaster] + children(postmaster):
+            os.kill(pid, signal.SIGCONT)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    print(done.stdout)
 
 
 async def test_after_a_restart_no_closed_connection_is_handed_out(cluster,
