@@ -34,6 +34,8 @@ def results():
 def test_each_orm_engine_is_priced_against_its_raw_driver():
     assert orm_price.raw_of('fastapi-sqlalchemy-pool-uvloop') == 'fastapi-postgres-pool-uvloop'
     assert orm_price.raw_of('aiohttp-sqlalchemy-pool') == 'aiohttp-postgres-pool'
+    # Django's ORM runs over psycopg 3
+    assert orm_price.raw_of('django-django-pool-uvloop') == 'django-psycopg-pool-uvloop'
     assert orm_price.raw_of('fastapi-postgres-pool-uvloop') is None
     assert orm_price.raw_of('no-such-engine') is None
     found = orm_price.rows(results())
