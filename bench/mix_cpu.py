@@ -60,8 +60,8 @@ def measure(engine, rate, duration, runs, env, say=print):
     try:
         argv = mixed.command(mixed.BINARY, server.url, rate, duration,
                              connections=16, timeout=10)
-        mixed.run(mixed.command(mixed.BINARY, server.url, rate, 5, 16, 10),
-                  5, rate)      # warm-up
+        mixed.run(mixed.command(mixed.BINARY, server.url, rate, 12, 16, 10),
+                  12, rate)     # warm-up: a sweep or two
         for _ in range(runs):
             before = tree_cpu(server.process.pid)
             record = mixed.run(argv, duration, rate)
