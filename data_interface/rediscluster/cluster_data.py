@@ -17,6 +17,7 @@ import re
 import zlib
 
 from redis.asyncio.cluster import ClusterNode, NodesManager, RedisCluster
+from redis.asyncio.connection import async_timeout
 from redis.asyncio.retry import Retry
 from redis._parsers.commands import AsyncCommandsParser
 from redis.backoff import NoBackoff
@@ -358,15 +359,17 @@ class ClusterData(DataInterface):
                 await conn.disconnect()
             if not conn.is_connected:
                 await conn.connect()
+            # Written and read here, one timer for all: redis-py's
+            # send_packed_command starts a task per write (wait_for).
+            try:
+                conn._writer.writelines(conn.pack_commands(commands))
+            except RuntimeError as e:   # uvloop: the handler is closed
+                raise ConnectionError('connection closed: %s' % e) from e
             sent = True
-            await conn.send_packed_command(conn.pack_commands(commands),
-                                           check_health=False)
-            replies = []
-            for _ in commands:
-                try:
-                    replies.append(await conn.read_response())
-                except ResponseError as e:
-                    replies.append(e)
+            async with async_timeout(self.timeout):
+                await conn._writer.drain()
+                replies = [await conn._parser.read_response()
+                           for _ in commands]
         except BaseException as e:
             # Replies may be left unread: this connection is not reused.
             await conn.disconnect()
