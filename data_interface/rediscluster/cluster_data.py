@@ -65,6 +65,8 @@ NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 UNAVAILABLE = (RedisError, RedisClusterException, OSError,
                asyncio.TimeoutError, AttributeError)
 UUID = re.compile(rb'^[0-9a-f-]{36}$')
+# Calls at once of a call on every bucket (the sweep, /about's sums).
+FAN_OUT = 8
 # Seconds a read of the shards' members (CLUSTER SHARDS) is used.
 SHARDS_EVERY = 1.0
 # A ballot token's first character names its pair's bucket (its index).
@@ -80,6 +82,18 @@ class NotSent(DataUnavailable):
 def bucket_of(session):
     """The bucket of a session (any text: a bad one is refused later)."""
     return zlib.crc32(str(session).encode('utf-8', 'replace')) % BUCKETS
+
+
+async def few_at_once(calls):
+    """The results of `calls` (coroutines), FAN_OUT of them at a time: a
+    call on every bucket opens no more connections than that at once
+    (each is checked before its password goes, which takes a while)."""
+    turns = asyncio.Semaphore(FAN_OUT)
+
+    async def one(call):
+        async with turns:
+            return await call
+    return await asyncio.gather(*[one(c) for c in calls])
 
 
 def bucket(n):
@@ -709,10 +723,10 @@ class ClusterData(DataInterface):
 
     async def stats(self):
         """The catalogue's counts and the buckets' sums."""
-        parts = await asyncio.gather(
-            self._call('catalogue_stats', []),
-            *[self._fcall('bucket_stats', bucket(n) + 'counters')
-              for n in range(BUCKETS)])
+        parts = await few_at_once(
+            [self._call('catalogue_stats', [])]
+            + [self._fcall('bucket_stats', bucket(n) + 'counters')
+               for n in range(BUCKETS)])
         sums = [sum(p[i] for p in parts[1:]) for i in range(5)]
         return Stats(*(list(parts[0]) + sums))
 
@@ -723,7 +737,7 @@ class ClusterData(DataInterface):
         flat = await self._fcall('applied_marks', CATALOGUE + 'applied')
         marks = {int(flat[i]): int(flat[i + 1])
                  for i in range(0, len(flat), 2)}
-        removed = await asyncio.gather(*[
+        removed = await few_at_once([
             self._expire_bucket(n, marks.get(n, 0)) for n in range(BUCKETS)])
         return (sum(r[0] for r in removed), sum(r[1] for r in removed))
 
@@ -771,7 +785,7 @@ class ClusterData(DataInterface):
             else 0
         sessions, ballots = caps(memory * len(primaries), max_sessions,
                                  max_ballots)
-        await asyncio.gather(*[
+        await few_at_once([
             self._fcall('set_limits', bucket(n) + 'admin', [
                 session_ttl, share(sessions, n), share(ballots, n),
                 sweep_every]) for n in range(BUCKETS)])
