@@ -91,8 +91,11 @@ async def few_at_once(calls):
     turns = asyncio.Semaphore(FAN_OUT)
 
     async def one(call):
-        async with turns:
-            return await call
+        try:
+            async with turns:
+                return await call
+        finally:
+            call.close()    # one never started, when another failed
     return await asyncio.gather(*[one(c) for c in calls])
 
 
