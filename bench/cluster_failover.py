@@ -8,12 +8,17 @@ answered 200; then the node is restarted and rejoins as a replica.
 Afterwards the site's vote total must have moved by the votes answered 200
 (plus at most those answered 503, which may have run).
 
-    python -m bench.cluster_failover [--kills 5] [--rate 100]
+With --restarted, server.py runs on its own cluster (under var/, on
+STICKERS_REDISCLUSTER_PORT) and restarts the killed node itself, before the
+node timeout: no failover.
+
+    python -m bench.cluster_failover [--kills 5] [--rate 100] [--restarted]
 """
 import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -78,7 +83,14 @@ async def vote(http, url, voter):
         return 599
 
 
-async def served_again(http, url, cluster, kind, statuses):
+def kill(node):
+    if node.process is not None:
+        node.kill()
+    else:               # the site's: by its pid file
+        os.kill(node.ours(), signal.SIGKILL)
+
+
+async def served_again(http, url, cluster, kind, statuses, restart=True):
     """Seconds from a SIGKILL of the primary of `kind`'s slot to a vote of
     a voter in one of its buckets answered 200 (a try every TRY_EVERY s,
     ballots issued before the kill); the node is restarted after and the
@@ -98,7 +110,7 @@ async def served_again(http, url, cluster, kind, statuses):
         v = await new_voter(http, url)
         if v and v[0] in buckets:
             voters.append(v)
-    victim.kill()
+    kill(victim)
     killed = loop.time()
     for voter in voters:
         statuses.append(await vote(http, url, voter))
@@ -106,7 +118,8 @@ async def served_again(http, url, cluster, kind, statuses):
             break
         await asyncio.sleep(TRY_EVERY)
     took = loop.time() - killed
-    await loop.run_in_executor(None, victim.restart)
+    if restart:
+        await loop.run_in_executor(None, victim.restart)
     while not await loop.run_in_executor(None, cluster.settled):
         await asyncio.sleep(0.2)
     return took
@@ -143,7 +156,7 @@ async def votes_counted(data):
     return (await data.stats()).votes
 
 
-async def kills(url, cluster, count, rate, say=print):
+async def kills(url, cluster, count, rate, say=print, restart=True):
     """({kind: [seconds, ...]}, (votes answered 200, votes answered
     otherwise, the votes counted meanwhile)): `count` kills of each kind
     in turn, under the mix at `rate` requests/s (none without loadgen)."""
@@ -161,7 +174,7 @@ async def kills(url, cluster, count, rate, say=print):
                     timeout=aiohttp.ClientTimeout(total=10)) as http:
                 for kind in list(KEYS) * count:
                     times[kind].append(await served_again(
-                        http, url, cluster, kind, statuses))
+                        http, url, cluster, kind, statuses, restart))
                     say('%s primary killed: votes served again after %.2f s'
                         % (kind, times[kind][-1]))
         finally:
@@ -198,13 +211,33 @@ async def run(count, rate, directory, say=print):
         cluster.stop()
 
 
+async def run_restarted(count, rate, directory, say=print):
+    """kills() of the nodes of server.py's own cluster, which it restarts."""
+    from runtime.databases.rediscluster import ManagedCluster
+    from runtime.settings import DEFAULTS, from_environment
+    settings = from_environment(DEFAULTS)
+    cluster = ManagedCluster(os.path.join(settings.var, 'rediscluster'),
+                             port=settings.rediscluster_port)
+    server = EngineServer(ENGINE, free_port(), [],
+                          os.path.join(directory, 'server.log'))
+    server.start(timeout=300)
+    try:
+        return await kills(server.url, cluster, count, rate, say, False)
+    finally:
+        server.stop()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--kills', type=int, default=5)
     parser.add_argument('--rate', type=float, default=100)
+    parser.add_argument('--restarted', action='store_true',
+                        help="the site's own cluster, its nodes restarted "
+                        'by the site')
     args = parser.parse_args(argv)
     directory = tempfile.mkdtemp(prefix='cluster-failover-')
-    times, (ok, other, counted) = asyncio.run(run(
+    run_kills = run_restarted if args.restarted else run
+    times, (ok, other, counted) = asyncio.run(run_kills(
         args.kills, args.rate, directory,
         say=lambda line: print(line, file=sys.stderr)))
     for kind, seconds in times.items():
