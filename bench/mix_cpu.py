@@ -4,7 +4,8 @@ offering the mix (docs/benchmark.md) at `rate` requests/s. The databases'
 CPU is not counted, nor is throughput: on a shared machine CPU seconds per
 request move far less than requests per second.
 
-    python -m bench.mix_cpu [--engines A,B] [--rate 200] [--duration 15] [--runs 3]
+    python -m bench.mix_cpu [--engines A,B] [--rate 200] [--duration 15]
+                            [--runs 3]
 """
 import argparse
 import os
@@ -67,7 +68,8 @@ def measure(engine, rate, duration, runs, env, say=print):
             record = mixed.run(argv, duration, rate)
             after = tree_cpu(server.process.pid)
             report = record.get('oha') or {}
-            requests, failed = report.get('requests', 0), report.get('non2xx', 0)
+            requests = report.get('requests', 0)
+            failed = report.get('non2xx', 0)
             if not requests:
                 raise RuntimeError('%s: no requests: %s' % (
                     engine, record.get('error')))

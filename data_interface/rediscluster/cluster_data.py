@@ -321,10 +321,9 @@ class ClusterData(DataInterface):
         """redis-py's own path (its redirects followed), on `node`'s turns,
         or those of the primary of the call's key."""
         name = what[1] if what[0].startswith('FCALL') else what[0]
-        if node is None:
+        if node is None and what[0].startswith('FCALL') and len(what) > 3:
             node = (self._client.nodes_manager.slots_cache.get(
-                self._client.keyslot(what[3])) or [None])[0] if what[0].startswith(
-                    'FCALL') and len(what) > 3 else None
+                self._client.keyslot(what[3])) or [None])[0]
         if node is not None:
             await self._take_turn(node, name)
         try:
