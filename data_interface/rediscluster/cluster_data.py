@@ -17,7 +17,9 @@ import re
 import zlib
 
 from redis.asyncio.cluster import ClusterNode, NodesManager, RedisCluster
+from redis.asyncio.connection import async_timeout
 from redis.asyncio.retry import Retry
+from redis._parsers.commands import AsyncCommandsParser
 from redis.backoff import NoBackoff
 from redis.exceptions import (AskError, ClusterDownError, MovedError,
                               NoPermissionError, RedisClusterException,
@@ -63,6 +65,8 @@ NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 UNAVAILABLE = (RedisError, RedisClusterException, OSError,
                asyncio.TimeoutError, AttributeError)
 UUID = re.compile(rb'^[0-9a-f-]{36}$')
+# Calls at once of a call on every bucket (the sweep, /about's sums).
+FAN_OUT = 8
 # Seconds a read of the shards' members (CLUSTER SHARDS) is used.
 SHARDS_EVERY = 1.0
 # A ballot token's first character names its pair's bucket (its index).
@@ -71,9 +75,28 @@ ALPHABET = ('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 assert len(ALPHABET) == BUCKETS
 
 
+class NotSent(DataUnavailable):
+    """A call that failed before it was written: it did not run."""
+
+
 def bucket_of(session):
     """The bucket of a session (any text: a bad one is refused later)."""
     return zlib.crc32(str(session).encode('utf-8', 'replace')) % BUCKETS
+
+
+async def few_at_once(calls):
+    """The results of `calls` (coroutines), FAN_OUT of them at a time: a
+    call on every bucket opens no more connections than that at once
+    (each is checked before its password goes, which takes a while)."""
+    turns = asyncio.Semaphore(FAN_OUT)
+
+    async def one(call):
+        try:
+            async with turns:
+                return await call
+        finally:
+            call.close()    # one never started, when another failed
+    return await asyncio.gather(*[one(c) for c in calls])
 
 
 def bucket(n):
@@ -106,30 +129,36 @@ def declared(name, key, args):
     which the app's account may only read (a write function's keys must be
     writable): a call that misses them uses the defaults.)"""
     prefix = key[:key.index('}:') + 2]
-    tokens = ['b:%s' % t for t in args[1:3]]
-    more = {
-        'record_visits': ['counters'] + [
-            's:%s' % args[i] for i in range(0, len(args), 3)],
-        'issue_ballots': tokens,
-        'cast_vote': ['counters', 'log'] + tokens,
-        'judge_vote': tokens,
-        'expire': ['log', 'swept', 'sessions', 'ballots'],
-        'bucket_stats': ['sessions', 'ballots'],
-        'apply_votes': ['stickers', 'ratings', 'early:%s' % args[0]]
-        if args else [],
-        'pick_pair': ['stickers'],
-        'top_stickers': ['stickers'],
-        'bottom_stickers': ['stickers'],
-        'get_sticker': ['stickers'],
-        'catalogue_stats': ['packs'],
-        'list_packs': ['packs'],
-        'pack_stickers': ['stickers', 'pack:%s' % args[0],
-                          'pack_ids:%s' % args[0]] if args else [],
-    }.get(name, [])
-    if name == 'apply_many':
-        more = ['stickers', 'ratings'] + [
-            'early:%s' % b for b in sorted(set(args[::4]))]
-    return [key] + [prefix + k for k in more]
+    more = MORE_KEYS.get(name)
+    return [key] + [prefix + k for k in more(args)] if more else [key]
+
+
+def _tokens(args):
+    return ['b:%s' % t for t in args[1:3]]
+
+
+# Each function's keys beyond its first, from its arguments (declared).
+MORE_KEYS = {
+    'record_visits': lambda a: ['counters'] + [
+        's:%s' % a[i] for i in range(0, len(a), 3)],
+    'issue_ballots': _tokens,
+    'cast_vote': lambda a: ['counters', 'log'] + _tokens(a),
+    'judge_vote': _tokens,
+    'expire': lambda a: ['log', 'swept', 'sessions', 'ballots'],
+    'bucket_stats': lambda a: ['sessions', 'ballots'],
+    'apply_votes': lambda a: ['stickers', 'ratings', 'early:%s' % a[0]]
+    if a else [],
+    'pick_pair': lambda a: ['stickers'],
+    'top_stickers': lambda a: ['stickers'],
+    'bottom_stickers': lambda a: ['stickers'],
+    'get_sticker': lambda a: ['stickers'],
+    'catalogue_stats': lambda a: ['packs'],
+    'list_packs': lambda a: ['packs'],
+    'pack_stickers': lambda a: ['stickers', 'pack:%s' % a[0],
+                                'pack_ids:%s' % a[0]] if a else [],
+    'apply_many': lambda a: ['stickers', 'ratings'] + [
+        'early:%s' % b for b in sorted(set(a[::4]))],
+}
 
 
 class Nodes(NodesManager):
@@ -141,6 +170,18 @@ class Nodes(NodesManager):
         await self.initialize()
 
 
+class Commands(AsyncCommandsParser):
+    """redis-py's table of commands (COMMAND), read once, not again at
+    each read of the slot map (a failover reads it often)."""
+    __slots__ = ()
+
+    async def initialize(self, node=None):
+        if node:
+            self.node = node
+        if not self.commands:
+            await super().initialize(node)
+
+
 class Cluster(RedisCluster):
     """Finds an FCALL's slot from its first key, as redis-py does for EVAL,
     instead of asking a node (COMMAND GETKEYS) at each redirect; reads the
@@ -150,6 +191,7 @@ class Cluster(RedisCluster):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.nodes_manager.__class__ = Nodes
+        self.commands_parser.__class__ = Commands
 
     async def _determine_slot(self, command, *args):
         if command.upper() in ('FCALL', 'FCALL_RO') and len(args) > 2 \
@@ -204,7 +246,8 @@ class ClusterData(DataInterface):
             node.connection_class = Connection
             node.connection_kwargs['redis_connect_func'] = client.on_connect
         self._client = client
-        self._turns = asyncio.Semaphore(self.max_size)
+        self._turns = {}        # node's name -> its turns (_take_turn)
+        self._slots = {}        # a key's hash tag -> its slot
         # {c}'s replicas that had every applied batch at the last WAIT
         # (names), and when: the catalogue's reads go there for read_lag
         # seconds, else to its primary.
@@ -255,27 +298,118 @@ class ClusterData(DataInterface):
             client, self._client = self._client, None
             await client.aclose()
 
-    async def _execute(self, what, function, *args, **kwargs):
-        # redis-py's cluster fails a call past max_connections at a node:
-        # calls wait for their turn here instead, max_size at a time.
-        name = what[1] if what[0].startswith('FCALL') else what[0]
+    async def _take_turn(self, node, name):
+        """One of `node`'s max_size turns (its connections): a call waits
+        here for one, not in redis-py, which fails a call past them. Each
+        node has its own, so a dead node's calls hold no other's turns."""
+        turns = self._turns.get(node.name)
+        if turns is None:
+            turns = self._turns[node.name] = asyncio.Semaphore(self.max_size)
+        if not turns.locked():
+            return await turns.acquire()
         try:
-            await asyncio.wait_for(self._turns.acquire(), self.timeout)
+            await asyncio.wait_for(turns.acquire(), self.timeout)
         except asyncio.TimeoutError:
             raise DataUnavailable('Redis Cluster at %s: %s: no connection '
-                                  'free in %g s' % (self, name, self.timeout))
+                                  'free at %s in %g s'
+                                  % (self, name, node.name, self.timeout))
+
+    def _give_turn(self, node):
+        self._turns[node.name].release()
+
+    async def _execute(self, what, function, *args, node=None, **kwargs):
+        """redis-py's own path (its redirects followed), on `node`'s turns,
+        or those of the primary of the call's key."""
+        name = what[1] if what[0].startswith('FCALL') else what[0]
+        if node is None and what[0].startswith('FCALL') and len(what) > 3:
+            node = (self._client.nodes_manager.slots_cache.get(
+                self._client.keyslot(what[3])) or [None])[0]
+        if node is not None:
+            await self._take_turn(node, name)
         try:
             return await function(*args, **kwargs)
         except UNAVAILABLE as e:
             raise DataUnavailable('Redis Cluster at %s: %s: %s' % (
-                self, what[1] if what[0].startswith('FCALL') else what[0],
-                e)) from e
+                self, name, e)) from e
         finally:
-            self._turns.release()
+            if node is not None:
+                self._give_turn(node)
 
     async def _node(self, node, *args):
         return await self._execute(args, self._client.execute_command,
-                                   *args, target_nodes=node)
+                                   *args, target_nodes=node, node=node)
+
+    def _slot(self, key):
+        """The slot of a key, by its hash tag (one of 65 here)."""
+        tag = key[:key.find('}') + 1]
+        slot = self._slots.get(tag)
+        if slot is None:
+            slot = self._slots[tag] = self._client.keyslot(key)
+        return slot
+
+    async def _shard(self, key):
+        """[primary, replicas...] of key's slot in the client's map, read
+        again first if a failed call asked for it; [] if none."""
+        client = self._client
+        if client._initialize:
+            try:
+                await client.initialize()
+            except UNAVAILABLE as e:
+                raise DataUnavailable('Redis Cluster at %s: the slot map: '
+                                      '%s' % (self, e)) from e
+        return client.nodes_manager.slots_cache.get(self._slot(key)) or []
+
+    async def _direct(self, node, commands):
+        """The replies to `commands`, written at once on one of `node`'s
+        connections (an error reply in its place), without redis-py's
+        routing. DataUnavailable if nothing was sent; VoteUnknown once sent
+        and the answer lost: it may have run. A lost connection has the
+        slot map read again and the node's idle connections closed, no
+        other node's."""
+        name = commands[0][1]
+        await self._take_turn(node, name)
+        conn = node.acquire_connection()
+        sent = False
+        try:
+            if conn.should_reconnect():
+                await conn.disconnect()
+            if not conn.is_connected:
+                await conn.connect()
+            # Written and read here, one timer for all: redis-py's
+            # send_packed_command starts a task per write (wait_for).
+            try:
+                conn._writer.writelines(conn.pack_commands(commands))
+            except RuntimeError as e:   # uvloop: the handler is closed
+                raise ConnectionError('connection closed: %s' % e) from e
+            sent = True
+            async with async_timeout(self.timeout):
+                await conn._writer.drain()
+                replies = [await conn._parser.read_response()
+                           for _ in commands]
+        except BaseException as e:
+            # Replies may be left unread: this connection is not reused.
+            await conn.disconnect()
+            if isinstance(e, UNAVAILABLE):
+                self._client._initialize = True
+                await node.disconnect_free_connections()
+                error = VoteUnknown if sent else NotSent
+                raise error('Redis Cluster at %s: %s: %s'
+                            % (self, name, e)) from e
+            raise
+        finally:
+            node.release(conn)
+            self._give_turn(node)
+        return replies
+
+    def _settled(self, command, reply):
+        """An FCALL's reply, or DataUnavailable for an error reply (the
+        slot map read again after one of a call that did not run)."""
+        if isinstance(reply, ResponseError):
+            if isinstance(reply, NOT_RUN):
+                self._client._initialize = True
+            raise DataUnavailable('Redis Cluster at %s: %s: %s'
+                                  % (self, command[1], reply)) from reply
+        return reply
 
     def _command(self, name, key, args):
         keys = declared(name, key, args)
@@ -284,7 +418,17 @@ class ClusterData(DataInterface):
                 + tuple(argument(a) for a in args))
 
     async def _fcall(self, name, key, args=()):
+        """One FCALL on the primary of its key's slot; one that did not
+        run for a redirect (MOVED, ASK, TRYAGAIN) is sent again the way
+        redis-py follows them. CLUSTERDOWN closes no connection."""
         command = self._command(name, key, args)
+        shard = await self._shard(key)
+        if shard:
+            reply = (await self._direct(shard[0], [command]))[0]
+            if not isinstance(reply, NOT_RUN) or isinstance(
+                    reply, ClusterDownError):
+                return self._settled(command, reply)
+            self._client._initialize = True
         return await self._execute(command, self._client.execute_command,
                                    *command)
 
@@ -300,7 +444,7 @@ class ClusterData(DataInterface):
         the map is read again, then the regular way, unconfirmed. Nothing
         is sent twice."""
         client = self._client
-        shard = client.nodes_manager.slots_cache.get(client.keyslot(key))
+        shard = await self._shard(key)
         members = shard and (await self._members(shard[0])).get(
             shard[0].name)
         if not shard or (members is not None and not members[0]):
@@ -310,8 +454,9 @@ class ClusterData(DataInterface):
         wanted = len(members[1]) if every else 1
         if wanted < 1:          # none online
             return await self._sent(name, key, args), False, ()
-        result, replicas = await self._with_wait(
-            shard[0], self._command(name, key, args), wanted)
+        result, replicas = await self._direct(
+            shard[0], [self._command(name, key, args), ('WAIT', wanted,
+                                                         WAIT_MS)])
         if isinstance(result, NOT_RUN):
             client._initialize = True
             if again:
@@ -329,7 +474,8 @@ class ClusterData(DataInterface):
         try:
             return await self._fcall(name, key, args)
         except DataUnavailable as e:
-            if e.__cause__ is None or isinstance(e.__cause__, NOT_RUN):
+            if isinstance(e, NotSent) or e.__cause__ is None or \
+                    isinstance(e.__cause__, NOT_RUN):
                 raise
             raise VoteUnknown(str(e)) from e.__cause__
 
@@ -368,42 +514,6 @@ class ClusterData(DataInterface):
                          if r == 'replica' and h == 'online'])
         return members
 
-    async def _with_wait(self, node, fcall, replicas):
-        """[the FCALL's reply, WAIT's]. VoteUnknown once the FCALL is sent
-        and its answer lost: it may have run."""
-        try:
-            await asyncio.wait_for(self._turns.acquire(), self.timeout)
-        except asyncio.TimeoutError:
-            raise DataUnavailable('Redis Cluster at %s: %s: no connection '
-                                  'free in %g s' % (self, fcall[1],
-                                                    self.timeout))
-        conn = node.acquire_connection()
-        sent = False
-        try:
-            await node.disconnect_if_needed(conn)
-            await conn.connect()
-            sent = True
-            await conn.send_packed_command(conn.pack_commands(
-                [fcall, ('WAIT', replicas, WAIT_MS)]))
-            replies = []
-            for _ in range(2):
-                try:
-                    replies.append(await conn.read_response())
-                except ResponseError as e:
-                    replies.append(e)
-        except BaseException as e:
-            # Replies may be left unread: this connection is not reused.
-            await conn.disconnect()
-            if isinstance(e, UNAVAILABLE):
-                error = VoteUnknown if sent else DataUnavailable
-                raise error('Redis Cluster at %s: %s: %s'
-                            % (self, fcall[1], e)) from e
-            raise
-        finally:
-            node.release(conn)
-            self._turns.release()
-        return replies
-
     async def _call(self, name, args):
         """A page's function by name, as a client could call it."""
         if name == 'sticker_pair':
@@ -418,25 +528,24 @@ class ClusterData(DataInterface):
         """A read of the catalogue on one of {c}'s replicas that had every
         vote answered so far, in turn; on its primary when none had, or
         when the replica fails (a read may be sent twice)."""
-        command = self._command(name, CATALOGUE + 'ratings', args)
-        shard = self._client.nodes_manager.slots_cache.get(
-            self._client.keyslot(command[3])) or []
+        key = CATALOGUE + 'ratings'
+        shard = await self._shard(key)
         nodes = [n for n in shard[1:] if n.name in self._readers]
         if nodes and asyncio.get_event_loop().time() - self._readers_at > \
                 self.read_lag:
             nodes = self._readers = ()    # no batch confirmed them since
         if nodes:
             self._turn += 1
+            command = self._command(name, key, args)
             try:
-                return await self._node(nodes[self._turn % len(nodes)],
-                                        *command)
-            except DataUnavailable as e:
-                if isinstance(e.__cause__, ResponseError) and not \
-                        isinstance(e.__cause__, NOT_RUN):
-                    raise
-                self._readers = ()
-        return await self._execute(command, self._client.execute_command,
-                                   *command)
+                reply = (await self._direct(nodes[self._turn % len(nodes)],
+                                            [command]))[0]
+            except DataUnavailable:
+                reply = None
+            if not isinstance(reply, (NOT_RUN, type(None))):
+                return self._settled(command, reply)
+            self._readers = ()
+        return await self._fcall(name, key, args)
 
     # Visits and votes: in the visitor's bucket.
     async def record_visits(self, visits):
@@ -499,8 +608,7 @@ class ClusterData(DataInterface):
         n = bucket_of(session)
         key = bucket(n) + 'ballots'
         args = [session, win_token, lose_token]
-        shard = self._client.nodes_manager.slots_cache.get(
-            self._client.keyslot(key))
+        shard = await self._shard(key)
         primary = shard[0].name if shard else None
         if self._voted_on.get(n) != primary:
             args.append((await self._applied_marks()).get(n, 0))
@@ -617,10 +725,10 @@ class ClusterData(DataInterface):
 
     async def stats(self):
         """The catalogue's counts and the buckets' sums."""
-        parts = await asyncio.gather(
-            self._call('catalogue_stats', []),
-            *[self._fcall('bucket_stats', bucket(n) + 'counters')
-              for n in range(BUCKETS)])
+        parts = await few_at_once(
+            [self._call('catalogue_stats', [])]
+            + [self._fcall('bucket_stats', bucket(n) + 'counters')
+               for n in range(BUCKETS)])
         sums = [sum(p[i] for p in parts[1:]) for i in range(5)]
         return Stats(*(list(parts[0]) + sums))
 
@@ -631,7 +739,7 @@ class ClusterData(DataInterface):
         flat = await self._fcall('applied_marks', CATALOGUE + 'applied')
         marks = {int(flat[i]): int(flat[i + 1])
                  for i in range(0, len(flat), 2)}
-        removed = await asyncio.gather(*[
+        removed = await few_at_once([
             self._expire_bucket(n, marks.get(n, 0)) for n in range(BUCKETS)])
         return (sum(r[0] for r in removed), sum(r[1] for r in removed))
 
@@ -679,7 +787,7 @@ class ClusterData(DataInterface):
             else 0
         sessions, ballots = caps(memory * len(primaries), max_sessions,
                                  max_ballots)
-        await asyncio.gather(*[
+        await few_at_once([
             self._fcall('set_limits', bucket(n) + 'admin', [
                 session_ttl, share(sessions, n), share(ballots, n),
                 sweep_every]) for n in range(BUCKETS)])
