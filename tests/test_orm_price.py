@@ -19,16 +19,27 @@ def demand(target, page, server, spread):
     return {'target': target, 'page': page, 'at_capacity': at}
 
 
+def run(target, page, rps):
+    return {'target': target, 'page': page, 'mode': 'plain', 'run': 1, 'exit_code': 0,
+            'wrk': {'requests_per_sec': rps, 'latency_ms': {}, 'requests': 1000,
+                    'socket_errors': {}, 'non2xx': 0}}
+
+
 def results():
     orm, raw = 'fastapi-sqlalchemy-pool-uvloop', 'fastapi-postgres-pool-uvloop'
-    return {'capacity': [capacity(orm, 'good', 600.0), capacity(orm, 'good', 700.0, 2),
-                         capacity(raw, 'good', 1600.0), capacity(orm, 'mix', 300.0),
+    return {'settings': {'latency': {'slo': SLO}},
+            'capacity': [capacity(orm, 'good', 600.0), capacity(orm, 'good', 700.0, 2),
+                         capacity(raw, 'good', 1600.0), capacity(orm, 'mix', 0.0),
                          capacity(raw, 'mix', 1000.0),
                          # no raw engine of its own in the run: not priced
                          capacity('aiohttp-sqlalchemy-pool-uvloop', 'mix', 500.0),
                          capacity('aiohttp-tarantool-one-uvloop', 'mix', 3000.0)],
             'demand': [demand(orm, 'good', 900.0, 300.0), demand(raw, 'good', 380.0, 220.0),
-                       demand(orm, 'mix', 1500.0, 500.0), demand(raw, 'mix', 420.0, 180.0)]}
+                       demand(orm, 'mix', 1500.0, 500.0), demand(raw, 'mix', 420.0, 180.0)],
+            'runs': [run(orm, 'good', 400.0), run(orm, 'good', 440.0), run(orm, 'good', 420.0),
+                     run(raw, 'good', 1250.0)],
+            'saturation': [{'target': orm, 'oha': {'achieved': 150.0}},
+                           {'target': raw, 'oha': {'achieved': 600.0}}]}
 
 
 def test_each_orm_engine_is_priced_against_its_raw_driver():
@@ -43,7 +54,10 @@ def test_each_orm_engine_is_priced_against_its_raw_driver():
         ('fastapi-sqlalchemy-pool-uvloop', 'good'), ('fastapi-sqlalchemy-pool-uvloop', 'mix')]
     good, mix = found
     assert good['capacity'] == (650.0, 1600.0)      # the median of two searches
+    assert good['closed'] == (420.0, 1250.0) and mix['closed'] == (150.0, 600.0)
     assert good['cpu'] == (1200.0, 600.0) and mix['cpu'] == (2000.0, 600.0)
+    # the mix's ORM kept no rate: below the one its search missed at
+    assert mix['capacity'] == (0.0, 1000.0) and mix['below'] == (None, None)
 
 
 def test_results_md_says_what_the_orm_costs():
@@ -51,11 +65,12 @@ def test_results_md_says_what_the_orm_costs():
     text = '\n'.join(lines)
     assert '## What the ORM costs' in text
     assert ('| fastapi-sqlalchemy-pool-uvloop | fastapi-postgres-pool-uvloop | good '
-            '| 650 | 1,600 | 59 % | 1,200 | 600 | 2.00× |') in lines
+            '| 420 | 1,250 | 66 % | 650 | 1,600 | 59 % | 1,200 | 600 | 2.00× |') in lines
     assert ('| fastapi-sqlalchemy-pool-uvloop | fastapi-postgres-pool-uvloop | mix '
-            '| 300 | 1,000 | 70 % | 2,000 | 600 | 3.33× |') in lines
+            '| 150 | 600 | 75 % | 0 | 1,000 | 100 % | 2,000 | 600 | 3.33× |') in lines
     assert ("On PostgreSQL, SQLAlchemy's ORM costs fastapi (fastapi-sqlalchemy-pool-uvloop) "
-            '59 % on /good, 70 % on the mix of its capacity within the budget.') in lines
+            '66 % on /good, 75 % on the mix of its closed-loop rate; 59 % on /good, '
+            '100 % on the mix of its capacity within p99 ≤ 10 ms.') in lines
     assert orm_price.section({'capacity': [], 'demand': []}) == []
 
 
@@ -65,3 +80,12 @@ def test_the_share_lost(orm, raw, lost):
     """An ORM engine that kept no rate lost it all; no raw figure, no share."""
     got = orm_price.share(orm, raw)
     assert got is None if lost is None else got == pytest.approx(lost)
+
+
+def test_an_orm_engine_that_kept_no_rate_has_lost_at_least_the_rest():
+    r = results()
+    missed = capacity('fastapi-sqlalchemy-pool-uvloop', 'mix', 0.0)
+    missed['missed_at'] = 120.0
+    r['capacity'][3] = missed
+    line = [x for x in orm_price.section(r) if '| mix |' in x][0]
+    assert '| < 120 | 1,000 | ≥ 88 % |' in line
