@@ -67,11 +67,14 @@ def capacity_table(results, names, pages):
             cells.append(capacity_cell(c))
             if c['noisy']:
                 noisy.setdefault(name, []).append(page)
-            for how in c['confirmed']:
+            for how in dict.fromkeys(c['confirmed']):
                 if how in CONFIRMED:
+                    n = c['confirmed'].count(how)
                     confirmed.setdefault(how, []).append(
-                        '%s %s (searched %s)' % (name, page,
-                                                 spread(c['searched'])))
+                        '%s %s (%ssearched %s)' % (
+                            name, page, '' if c['rate']['runs'] < 2 else
+                            '%d of %d searches, ' % (n, c['rate']['runs']),
+                            spread(c['searched'])))
             if c['host']:
                 host.setdefault(name, []).append(
                     page if c['rate']['runs'] < 2 else '%s (%d of %d searches)' % (
