@@ -321,8 +321,11 @@ def test_unreadable_results_are_refused(run, tmp_path):
 
 
 def committed():
+    """[(path, results)] of the runs under docs/ with capacities, the main
+    committed run (docs/results) last."""
     found = []
-    for name in sorted(os.listdir(os.path.join(ROOT, 'docs'))):
+    for name in sorted(os.listdir(os.path.join(ROOT, 'docs')),
+                       key=lambda n: (n == 'results', n)):
         path = os.path.join(ROOT, 'docs', name, 'results.json')
         if os.path.exists(path):
             with open(path) as f:
