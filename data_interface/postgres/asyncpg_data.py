@@ -85,9 +85,12 @@ class PostgresData(PostgresCalls):
         if self._pool is None:
             raise DataUnavailable('PostgreSQL at %s: not connected' % self)
         try:
-            async with self._pool.acquire(self.timeout) as conn:
-                # pool.py decides whether the connection serves again.
-                return await getattr(conn, method)(query, *args)
+            lease = self._pool.acquire(self.timeout)
+            async with lease as conn:
+                # pool.py decides whether the connection serves again; the
+                # wait, the connect and the query share one timeout.
+                return await getattr(conn, method)(query, *args,
+                                                   timeout=lease.left())
         except UNAVAILABLE + FAILED + (LOST,) as e:
             raise DataUnavailable('PostgreSQL at %s: %s: %s' % (
                 self, type(e).__name__, e)) from e

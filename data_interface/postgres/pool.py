@@ -57,7 +57,7 @@ class Pool:
                 conn.terminate()
         self._all.clear()
 
-    async def _take(self):
+    async def _take(self, left=None):
         if self._closed:
             raise asyncpg.InterfaceError('the pool is closed')
         while self._idle:
@@ -65,8 +65,10 @@ class Pool:
             if not conn.is_closed():
                 return conn
             self._all.discard(conn)     # the server closed it meanwhile
-        # Past the gate and none idle: fewer than `size` are open.
-        conn = await self._connect()
+        # Past the gate and none idle: fewer than `size` are open; the
+        # connect gets what is left of the caller's time.
+        conn = await (self._connect() if left is None else
+                      asyncio.wait_for(self._connect(), left))
         self._all.add(conn)
         return conn
 
@@ -112,16 +114,27 @@ def _cancelling(conn):
 
 
 class _Lease:
-    __slots__ = ('pool', 'timeout', 'conn')
+    """A connection for one call: the wait at the gate, the connect and
+    the call itself (`left()` for its timeout) all within `timeout`."""
+    __slots__ = ('pool', 'timeout', 'conn', 'deadline')
 
     def __init__(self, pool, timeout):
         self.pool, self.timeout, self.conn = pool, timeout, None
+        self.deadline = None
+
+    def left(self):
+        """Seconds left of the lease's timeout (None: no timeout)."""
+        if self.deadline is None:
+            return None
+        return max(0.001, self.deadline - asyncio.get_event_loop().time())
 
     async def __aenter__(self):
         gate = self.pool._gate
+        if self.timeout is not None:
+            self.deadline = asyncio.get_event_loop().time() + self.timeout
         await gate.wait(self.timeout)
         try:
-            self.conn = await self.pool._take()
+            self.conn = await self.pool._take(self.left())
         except BaseException:
             gate.leave()
             raise
