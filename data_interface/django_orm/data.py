@@ -31,6 +31,7 @@ from psycopg_pool import PoolTimeout
 
 from .. import (MAX_VISITS, REFUSED, DataInterface, DataUnavailable,
                 VoteUnknown)
+from ..postgres.common import ByDsn
 from .bounded import DEADLINE, Connection
 
 UUID = re.compile(r'[0-9a-f-]{36}\Z')
@@ -123,7 +124,7 @@ def _retrieved(task):
         task.exception()
 
 
-class DjangoData(DataInterface):
+class DjangoData(ByDsn, DataInterface):
     """A pool of min_size..max_size connections (Django's, of psycopg_pool).
     The site's account owns these tables (the loader's is the same)."""
 
@@ -139,14 +140,6 @@ class DjangoData(DataInterface):
         self.timeout = timeout
         self.q = None     # queries.py, once start() has set Django up
         self.probe = None    # the probe while PostgreSQL is unreachable
-
-    @property
-    def address(self):
-        return self.dsn
-
-    def __str__(self):
-        u = urlsplit(self.dsn)    # without the password
-        return '%s:%s%s' % (u.hostname, u.port or 5432, u.path)
 
     async def _run(self, call, *args, lost=DataUnavailable, within=None):
         """The coroutine call(*args), its database's failures as `lost`
