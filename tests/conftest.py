@@ -32,5 +32,6 @@ ARTIFACTS = os.path.join(ROOT, 'test-artifacts')
 # Tests of what only the main environment has (3.8+: the benchmark's
 # matplotlib, FastAPI, socketify).
 collect_ignore = (['test_bench.py', 'test_ceilings.py', 'test_pythons.py',
-                   'test_charts.py', 'test_fastapi.py', 'test_socketify.py']
+                   'test_charts.py', 'test_figures.py', 'test_fastapi.py',
+                   'test_socketify.py']
                   if sys.version_info < (3, 8) else [])
