@@ -4,7 +4,7 @@ import os
 
 from runtime import engines
 from runtime.databases import table as databases
-from . import cost, instructions, orm_price
+from . import cost, headline, instructions, orm_price
 from .ceilings import report as ceiling_report
 from .latency import report as latency
 from .memory import section as memory_section
@@ -367,6 +367,8 @@ def render(results):
     first, fixed = latency.sections(results, names)
     lines = header(results) + ([''] + first if first else [])
     marks = remote_marks(results)
+    by_database = headline.section(results)
+    lines += [''] + by_database if by_database else []
     lines += ['', '## Engines', ''] + status_table(results)
     lines += memory_section(results)
     lines += cost.section(results)
