@@ -615,6 +615,10 @@ def main(argv):
     args = p.parse_args(argv)
     try:
         rate = number(args.rate, '--rate', MAX_RATE)
+        if rate < 1:
+            raise Refused('--rate must be at least 1 request/s (got %s): '
+                          'below that every stack is its smallest site'
+                          % args.rate)
         price = (number(args.price, '--price') / HOURS if args.price else
                  number(args.core_hour_price, '--core-hour-price'))
         max_cores = int(number(args.max_cores, '--max-cores'))

@@ -75,8 +75,11 @@ def check(parts):
 def searches(parts):
     found = {}
     for p in parts:
-        for page, n in ((p['settings'].get('latency') or {}).get(
-                'searches') or {}).items():
+        lat = p['settings'].get('latency') or {}
+        counts = dict.fromkeys(lat.get('pages') or p['settings']['pages'],
+                               p['settings']['runs'])
+        counts.update(lat.get('searches') or {})   # else --runs times
+        for page, n in counts.items():
             if found.setdefault(page, n) != n:
                 raise Refused('the parts search %s a different number of '
                               'times: %d and %d' % (page, found[page], n))

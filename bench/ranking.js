@@ -656,6 +656,9 @@
     var wrong = number(v.rate, 'the rate', data.max_rate) ||
       number(v.p99, 'the budget') || number(v.headroom, 'the headroom', 1) ||
       number(v.price, 'the price');
+    if (!wrong && Number(v.rate) < 1) {
+      wrong = 'the rate must be at least 1 request/s (got ' + v.rate + ')';
+    }
     if (wrong) { said.textContent = wrong + '.'; return; }
     var rate = Number(v.rate), ms = Number(v.p99), pct_ = v.pct;
     var chosen = Object.assign({}, data, {

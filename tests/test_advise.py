@@ -289,6 +289,8 @@ def test_another_budget_without_points_is_refused(run):
     (['RESULTS', '--rate', 'many'], None, 2, "--rate: 'many' is not a number"),
     (['RESULTS', '--rate', '0'], None, 2, '--rate must be above zero'),
     (['RESULTS', '--rate', '-3'], None, 2, '--rate must be above zero'),
+    (['RESULTS', '--rate', '1e-9'], None, 2,
+     '--rate must be at least 1 request/s (got 1e-9)'),
     (['RESULTS', '--rate', 'inf'], None, 2, '--rate must be a finite number (got inf)'),
     (['RESULTS', '--rate', 'nan'], None, 2, '--rate must be a finite number (got nan)'),
     (['RESULTS', '--rate', '1e12'], None, 2,

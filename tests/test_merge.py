@@ -77,7 +77,11 @@ def test_parts_that_are_not_one_run_are_refused(parts, tmp_path):
                           'the parts differ in latency slo'),
                          (lambda r: r['versions'].update(tarantool='0.0'),
                           'the parts differ in versions'),
-                         (lambda r: r.update(interrupted=True), 'was interrupted')):
+                         (lambda r: r.update(interrupted=True), 'was interrupted'),
+                         # good searched --runs (3) times, not once
+                         (lambda r: r['settings']['latency'].update(searches={}),
+                          'the parts search good a different number of times: '
+                          '1 and 3')):
         results = json.loads((b / 'results.json').read_text())
         change(results)
         odd = tmp_path / 'odd'

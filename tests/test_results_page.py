@@ -292,6 +292,7 @@ def test_a_hostile_line_neither_runs_nor_embeds(tmp_path):
     ('rate=1e12', 'the rate must be at most 10,000,000 (got 1e12): past that the '
                   'answer is arithmetic, not a site.'),
     ('rate=0', 'the rate must be above zero (got 0).'),
+    ('rate=1e-9', 'the rate must be at least 1 request/s (got 1e-9).'),
     ('rate=5000&p99=-1', 'the budget must be above zero (got -1).'),
     ('rate=5000&headroom=2', 'the headroom must be at most 1 (got 2).'),
     ('rate=inf', 'the rate must be a finite number above zero.'),
