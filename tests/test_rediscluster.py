@@ -171,6 +171,34 @@ async def test_votes_at_once_are_applied_in_batches_each_once(data):
     assert [a - b for a, b in zip(after, before)] == [40, 40, 40]
 
 
+async def test_a_batch_moves_each_sticker_once_by_the_sum_of_its_votes(
+        data, rediscluster):
+    """apply_many's writes on the rankings' shard do not grow with the
+    votes it carries: 30 votes (a sticker in several, one sent twice) are
+    one HSET of the stickers, one ZADD of the ratings and one of the
+    bucket's mark, primary and replica, and each vote moves its stickers
+    once."""
+    v = visit()
+    n, entries, moved = bucket_of(v.session), [], {}
+    for _ in range(30):
+        (win, lose), (a, b) = await issue(data, v)
+        _, entry = await counted_not_applied(data, v, win, lose)
+        entries.append(entry)
+        for s, by in ((a, 1), (b, -1)):
+            before = moved.get(s.id, (s, 0))
+            moved[s.id] = (before[0], before[1] + by)
+    writes = ('hset', 'zadd', 'zincrby', 'zrem', 'zremrangebyscore')
+    before = [command_calls(rediscluster, w) for w in writes]
+    args = []
+    for entry in entries + entries[:1]:
+        args.extend([n] + list(entry))
+    assert await data._apply_many(args) is not None
+    after = [command_calls(rediscluster, w) for w in writes]
+    assert sum(after) - sum(before) <= 12, list(zip(writes, before, after))
+    for s, by in moved.values():
+        assert (await current(data, s)).rating == s.rating + by
+
+
 async def test_the_catalogue_is_read_on_its_replica_with_every_answered_vote(
         data, rediscluster):
     """Once a batch's WAIT says {c}'s replicas have it, the pair, the

@@ -27,9 +27,11 @@
 -- A vote is counted in its bucket (ballots consumed, votes + 1, its effect
 -- logged with the next sequence) in one call; the catalogue applies a
 -- bucket's sequence once (apply_votes), so sending it again, by the vote's
--- request or by a sweep, changes nothing. Functions only the loader may
+-- request or by a sweep, changes nothing; a call's votes move each sticker
+-- once, by their sum (its writes do not grow with the votes it carries,
+-- only with the stickers they name). Functions only the loader may
 -- call take the key st:{TAG}:admin, which the app's account may not name.
-local VERSION = '3'
+local VERSION = '4'
 
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL, MAX_VISITS = 100, 3600, 1000
@@ -154,14 +156,6 @@ local function cards(members)
     return result
 end
 
-local function rate(m, by)
-    local s = cmsgpack.unpack(redis.call('HGET', C .. 'stickers', m))
-    s[3] = s[3] + by
-    if by > 0 then s[4] = s[4] + 1 else s[5] = s[5] + 1 end
-    redis.call('HSET', C .. 'stickers', m, cmsgpack.pack(s))
-    redis.call('ZINCRBY', C .. 'ratings', by, m)
-end
-
 local function pick_pair(keys)
     group(keys, 'ratings')
     if redis.call('ZCARD', C .. 'ratings') < 2 then
@@ -170,37 +164,97 @@ local function pick_pair(keys)
     return cards(redis.call('ZRANDMEMBER', C .. 'ratings', 2))
 end
 
--- Apply a bucket's votes (seq, win, lose each, at args[i..]) above its
--- applied mark, each sequence once; floor: sequences up to it are gone
--- from the bucket's log (what was not applied of them is lost). Returns
--- the bucket's applied mark.
-local function apply_bucket(bucket, floor, args, first, last)
+-- A command with many arguments, in parts (Lua's stack holds some 8,000).
+local function call_parts(command, key, args, width)
+    local step = width * 1000
+    for i = 1, #args, step do
+        redis.call(command, key,
+                   unpack(args, i, math.min(i + step - 1, #args)))
+    end
+end
+
+-- Which of a bucket's votes (seq, win, lose each, at votes[first..last])
+-- are above its applied mark and not applied yet, each sequence once;
+-- floor: sequences up to it are gone from the bucket's log (what was not
+-- applied of them is lost). Adds those to `take`; returns the new mark,
+-- written at once (a bucket may come again in the same call).
+local function new_votes(bucket, floor, votes, first, last, take)
     local early = C .. 'early:' .. bucket
     local mark = tonumber(redis.call('HGET', C .. 'applied', bucket)) or 0
     if floor > mark then
         mark = floor
         redis.call('ZREMRANGEBYSCORE', early, '-inf', floor)
     end
+    local seen, held = {}, redis.call('ZRANGE', early, mark + 1, '+inf',
+                                      'BYSCORE')
+    for _, seq in ipairs(held) do seen[tonumber(seq)] = true end
+    local added = {}
     for i = first, last, 3 do
-        local seq = tonumber(args[i])
-        if seq > mark and not redis.call('ZSCORE', early, seq) then
-            local win, lose = args[i + 1], args[i + 2]
-            -- Both still in the catalogue (a ballot names what the app
-            -- gave it): else the vote counts in its bucket and moves none.
-            if redis.call('HEXISTS', C .. 'stickers', win) == 1
-                    and redis.call('HEXISTS', C .. 'stickers', lose) == 1 then
-                rate(win, 1)
-                rate(lose, -1)
-            end
-            redis.call('ZADD', early, seq, seq)
+        local seq = tonumber(votes[i])
+        if seq > mark and not seen[seq] then
+            seen[seq] = true
+            added[#added + 1] = seq
+            take[#take + 1] = votes[i + 1]
+            take[#take + 1] = votes[i + 2]
         end
     end
-    while redis.call('ZSCORE', early, mark + 1) do
-        redis.call('ZREM', early, mark + 1)
-        mark = mark + 1
+    local start = mark
+    while seen[mark + 1] do mark = mark + 1 end
+    if #held > 0 and mark > start then
+        redis.call('ZREMRANGEBYSCORE', early, '-inf', mark)
     end
+    local above = {}
+    for _, seq in ipairs(added) do
+        if seq > mark then
+            above[#above + 1] = seq
+            above[#above + 1] = seq
+        end
+    end
+    call_parts('ZADD', early, above, 2)
     redis.call('HSET', C .. 'applied', bucket, mark)
     return mark
+end
+
+-- The votes taken (win, lose each), applied with their effects summed per
+-- sticker: one HMGET, one HSET and one ZADD whatever their number. A vote
+-- one of whose stickers left the catalogue counts in its bucket and moves
+-- none (a ballot names what the app gave it).
+local function apply_taken(take)
+    if #take == 0 then return end
+    local by, members = {}, {}
+    for _, m in ipairs(take) do
+        if not by[m] then
+            by[m] = {0, 0}
+            members[#members + 1] = m
+        end
+    end
+    local docs = {}
+    for i = 1, #members, 4000 do
+        local part = {unpack(members, i, math.min(i + 3999, #members))}
+        local got = redis.call('HMGET', C .. 'stickers', unpack(part))
+        for j, m in ipairs(part) do docs[m] = got[j] end
+    end
+    for i = 1, #take, 2 do
+        local win, lose = take[i], take[i + 1]
+        if docs[win] and docs[lose] then
+            by[win][1] = by[win][1] + 1
+            by[lose][2] = by[lose][2] + 1
+        end
+    end
+    local fields, scores = {}, {}
+    for _, m in ipairs(members) do
+        local plus, minus = by[m][1], by[m][2]
+        if plus + minus > 0 then
+            local s = cmsgpack.unpack(docs[m])
+            s[3], s[4], s[5] = s[3] + plus - minus, s[4] + plus, s[5] + minus
+            fields[#fields + 1] = m
+            fields[#fields + 1] = cmsgpack.pack(s)
+            scores[#scores + 1] = s[3]
+            scores[#scores + 1] = m
+        end
+    end
+    call_parts('HSET', C .. 'stickers', fields, 2)
+    call_parts('ZADD', C .. 'ratings', scores, 2)
 end
 
 local function check_votes(args, first)
@@ -221,7 +275,10 @@ local function apply_votes(keys, args)
     local bucket = integer(args[1], 0, 1023, 'bucket')
     local floor = integer(args[2] or '', 0, 2 ^ 53, 'floor')
     check_votes(args, 3)
-    return apply_bucket(bucket, floor, args, 3, #args)
+    local take = {}
+    local mark = new_votes(bucket, floor, args, 3, #args, take)
+    apply_taken(take)
+    return mark
 end
 
 -- The votes just counted in several buckets, applied in one call:
@@ -239,15 +296,15 @@ local function apply_many(keys, args)
         votes[#votes + 1] = args[i + 3]
     end
     check_votes(votes, 1)
-    local i = 1
+    local take, i = {}, 1
     while i <= #args do
         local j = i
         while j + 4 <= #args and args[j + 4] == args[i] do j = j + 4 end
-        local first = (i - 1) / 4 * 3 + 1
-        apply_bucket(tonumber(args[i]), 0, votes, first,
-                     (j - 1) / 4 * 3 + 1)
+        new_votes(tonumber(args[i]), 0, votes, (i - 1) / 4 * 3 + 1,
+                  (j - 1) / 4 * 3 + 1, take)
         i = j + 4
     end
+    apply_taken(take)
     return #args / 4
 end
 
