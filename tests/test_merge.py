@@ -78,10 +78,10 @@ def test_parts_that_are_not_one_run_are_refused(parts, tmp_path):
                          (lambda r: r['versions'].update(tarantool='0.0'),
                           'the parts differ in versions'),
                          (lambda r: r.update(interrupted=True), 'was interrupted'),
-                         # good searched --runs (3) times, not once
-                         (lambda r: r['settings']['latency'].update(searches={}),
+                         (lambda r: r['settings']['latency'].update(
+                             searches={'good': 2}),
                           'the parts search good a different number of times: '
-                          '1 and 3')):
+                          '1 and 2')):
         results = json.loads((b / 'results.json').read_text())
         change(results)
         odd = tmp_path / 'odd'
@@ -89,6 +89,17 @@ def test_parts_that_are_not_one_run_are_refused(parts, tmp_path):
         (odd / 'results.json').write_text(json.dumps(results))
         done = merge(a, odd, '--out', tmp_path / 'x')
         assert done.returncode == 2 and said in done.stderr, done.stderr
+    # a page --rate-pages left out was searched --runs times
+    for name, change in (('a3', lambda r: r['settings'].update(runs=3)),
+                         ('b3', lambda r: (r['settings'].update(runs=3),
+                                           r['settings']['latency'].update(searches={})))):
+        results = json.loads(((a if name == 'a3' else b) / 'results.json').read_text())
+        change(results)
+        (tmp_path / name).mkdir()
+        (tmp_path / name / 'results.json').write_text(json.dumps(results))
+    done = merge(tmp_path / 'a3', tmp_path / 'b3', '--out', tmp_path / 'x')
+    assert done.returncode == 2 and ('the parts search good a different number '
+                                     'of times: 1 and 3') in done.stderr, done.stderr
     assert not (tmp_path / 'x').exists()
     (tmp_path / 'junk.json').write_text('[1]')
     done = merge(a, tmp_path / 'junk.json', '--out', tmp_path / 'x')
