@@ -88,7 +88,10 @@ def searches(parts):
 
 def union(lists, order=None):
     out = list(dict.fromkeys(x for xs in lists for x in xs or ()))
-    return sorted(out, key=order.index) if order else out
+    if not order:
+        return out
+    # pages the order does not name (the mix) after those it does
+    return sorted(out, key=lambda x: order.index(x) if x in order else len(order))
 
 
 def merge(parts):

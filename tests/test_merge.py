@@ -104,3 +104,11 @@ def test_parts_that_are_not_one_run_are_refused(parts, tmp_path):
     (tmp_path / 'junk.json').write_text('[1]')
     done = merge(a, tmp_path / 'junk.json', '--out', tmp_path / 'x')
     assert done.returncode == 2 and 'is not a bench.py run' in done.stderr
+
+
+def test_pages_the_page_list_does_not_name_come_last():
+    """The mix is no page of wrk's: parts with it still merge."""
+    from bench.merge import union
+    from bench.wrk import PAGES
+    assert union([['ugly', 'good', 'mix'], ['index', 'mix']], PAGES) == [
+        'ugly', 'good', 'index', 'mix']
