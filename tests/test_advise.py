@@ -345,9 +345,14 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
     assert pages
     for page in sorted(pages):      # the pages offered fixed rates
         measured = {n for (n, p) in capacities(data) if p == page and n in engines}
+        # a rate some stack reaches within --max-cores (a page the run
+        # searched on slow stacks alone would have none at 10,000/s)
+        best = max(c['rate']['median'] or 0 for (n, p), c in
+                   capacities(data).items() if p == page)
+        rate = str(int(min(10000, 8 * best)))
         # through bench.py's command line, as a folder
         monkeypatch.setattr(sys, 'argv', ['bench.py', 'advise', folder,
-                                          '--rate', '10000', '--workload', page])
+                                          '--rate', rate, '--workload', page])
         with pytest.raises(SystemExit) as done:
             runpy.run_path(os.path.join(ROOT, 'bench.py'), run_name='__main__')
         out = capsys.readouterr().out
@@ -363,7 +368,8 @@ def test_advise_ranks_every_engine_of_a_committed_latency_run(capsys, monkeypatc
             if r[2] == '–':
                 assert ('more than --max-cores' in r[6] or 'no rate' in r[6]
                         or 'shard the writes' in r[6]
-                        or "not the votes' applies" in r[6]), r
+                        or "not the votes' applies" in r[6]
+                        or "of the disk's" in r[6]), r
 
 
 def test_the_mix_is_the_default_workload_when_the_run_has_it(run):
@@ -553,17 +559,19 @@ def test_headroom_sets_each_modelled_core_s_busy_share(run):
 
 
 def test_the_committed_run_serves_500_per_s_on_one_core(run):
-    """The run served 531-4,270 mix requests/s on one shared core with 20
-    of its 22 stacks: at 500/s on at most 1 core, those 20, measured."""
+    """The stacks whose mix capacity (the median of their searches) is
+    500/s or more served it on one shared core: at 500/s on at most 1 core,
+    those, measured; no other stack is said to be measured there."""
     with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
         data = json.load(f)
+    held = {n for (n, p), c in capacities(data).items()
+            if p == 'mix' and (c['rate']['median'] or 0) >= 500}
     status, out, err = run(['RESULTS', '--rate', '500', '--max-cores', '1'], data)
     assert status == 0, err
     table = columns(out)
-    fits = [n for n, c in table.items() if c['cores'] == '1']
-    assert len(fits) == 20 and all(table[n]['basis'] == 'measured' for n in fits)
-    assert {n for n in table if n not in fits} == {
-        'aiohttp-rediscluster-pool-uvloop', 'granian-rediscluster-pool-uvloop'}
+    fits = {n for n, c in table.items() if c['cores'] == '1'}
+    assert held and held <= fits
+    assert {n for n in table if table[n]['basis'] == 'measured'} == held
 
 
 def test_one_primary_that_cannot_take_the_rate_is_said(run):
@@ -725,16 +733,17 @@ def test_the_text_is_a_compact_table_then_numbered_notes(run):
         assert table[0].split() == ['cores', '$/month', 'first', 'limit', 'basis']
         assert [line.rsplit(' ', 1)[1] for line in table[1:]] == [
             '[%d]' % n for n in range(1, len(table))]
-        assert len(columns(out)) == 22
+        assert len(columns(out)) == len({n for (n, p) in capacities(data)
+                                         if p == 'mix'})
 
 
 def test_database_and_framework_choose_the_engines(run):
     with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
         data = json.load(f)
     out = run(['RESULTS', '--rate', '2000', '--database', 'postgres'], data)[1]
-    assert set(columns(out)) == {
-        'aiohttp-postgres-pool-uvloop', 'granian-postgres-pool-uvloop',
-        'aiohttp-psycopg-pool-uvloop', 'granian-psycopg-pool-uvloop'}
+    on_postgres = {n for (n, p) in capacities(data) if p == 'mix' and any(
+        '-%s-' % d in n for d in ('postgres', 'psycopg', 'sqlalchemy', 'django'))}
+    assert on_postgres and set(columns(out)) == on_postgres
     out = run(['RESULTS', '--rate', '2000', '--framework', 'granian',
                '--database', 'tarantool'], data)[1]
     assert list(columns(out)) == ['granian-tarantool-one-uvloop']

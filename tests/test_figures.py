@@ -45,8 +45,10 @@ def test_a_capacity_chart_says_how_many_searches_results_md_does(committed):
     for page in results['settings']['pages']:
         said = chart.searched([c for (_, p), c in found.items() if p == page])
         assert ('one search each' in said) == (page in once), (page, said)
-    assert chart.searched([c for (_, p), c in found.items() if p == 'mix']) == \
-        'median of 3 searches, whiskers min-max'
+    mix = results['settings']['latency']['searches']['mix']
+    assert mix > 1 and chart.searched([c for (_, p), c in found.items()
+                                       if p == 'mix']) == \
+        'median of %d searches, whiskers min-max' % mix
 
 
 def curves(markdown):
@@ -87,8 +89,6 @@ def test_the_demand_table_is_what_advise_sizes_from(committed):
         assert lo - 0.5 <= us <= hi + 0.5, (row['engine'], us, rate, points)
         checked += 1
     assert checked >= 10
-    socketify = shown['socketify-tarantool-one-uvloop']
-    assert socketify[col['at, req/s']] == '4,270'
 
 
 def test_the_cost_per_million_is_labelled_by_its_rate(committed):
