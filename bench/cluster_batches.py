@@ -45,8 +45,12 @@ def cpu(pid):
 
 async def applied_by_size(data, pids, votes, ids):
     """{size: (µs of CPU per vote on each of pids, ms per call)}."""
+    # Each bucket's sequences follow on from its applied mark, as a
+    # server's do: a gap would hold every later one in the bucket's early
+    # set, read again by each call. The votes cast after these take the
+    # marks these leave (a bucket's first vote reads them).
     marks = await data._applied_marks()
-    seq = {b: marks.get(b, 0) + 10 ** 6 for b in range(BUCKETS)}
+    seq = {b: marks.get(b, 0) for b in range(BUCKETS)}
     result = {}
     for size in SIZES:
         calls = max(votes // size, 20)

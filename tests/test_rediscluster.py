@@ -1046,3 +1046,28 @@ def test_the_rankings_shard_is_measured_at_batch_sizes(tmp_path):
     [point] = sizing.rankings_curve(results['cluster_batches'])
     assert point['rate'] == 50 * figures['per_vote_mix_requests']
     assert 0 < point['serial_us'] <= alone / figures['per_vote_mix_requests']
+
+
+@pytest.mark.own_database
+async def test_the_batch_sizes_are_measured_on_sequences_without_gaps(
+        tmp_path):
+    """cluster-batches applies each bucket's votes in sequence from its
+    applied mark, as a server does: none is held above a gap (a held one
+    is read again by every later call of its bucket, which a server does
+    not pay), and a vote cast after them is applied."""
+    from bench import cluster_batches
+    async with own_cluster(tmp_path) as (cluster, data):
+        ids = [s.id for s in await data.top_stickers(50)]
+        await cluster_batches.applied_by_size(data, [], 200, ids)
+        marks = await data._applied_marks()
+        assert sum(marks.values()) >= 20 * sum(cluster_batches.SIZES)
+        [primary] = [n for n in cluster.nodes
+                     if cluster.roles().get(n.port) == 'rankings']
+        with cluster.client(primary) as c:
+            held = [c.zcard(CATALOGUE + 'early:%d' % b) for b in range(BUCKETS)]
+        assert held == [0] * BUCKETS
+        v = visit()
+        (win, lose), (a, b) = await issue(data, v)
+        assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
+        assert (await current(data, a)).rating == a.rating + 1
+        assert (await current(data, b)).rating == b.rating - 1
