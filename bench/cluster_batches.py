@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 
+from data_interface import DataUnavailable
 from data_interface.rediscluster.cluster_data import (
     BUCKETS, CATALOGUE, ClusterData, member)
 from runtime.databases.load import data_set
@@ -87,7 +88,10 @@ async def batches_at(data, pids, rate, seconds=5.0):
             await asyncio.sleep(delay)
         tasks.append(asyncio.ensure_future(
             data.cast_vote(session, win, lose)))
-    await asyncio.gather(*tasks)
+    failed = [e for e in await asyncio.gather(*tasks, return_exceptions=True)
+              if isinstance(e, BaseException)]
+    if failed:
+        raise failed[0]
     made = data.batches - batches
     return (round(len(voters) / max(made, 1), 1),
             [round((cpu(p) - b) * 1e6 / len(voters), 1)
@@ -112,8 +116,14 @@ async def measure(cluster, votes, rates):
     try:
         sizes = await applied_by_size(data, pids, votes, ids)
         paced = {}
-        for rate in rates:
-            paced[rate] = await batches_at(data, pids, rate)
+        for rate in sorted(rates):
+            try:
+                paced[rate] = await batches_at(data, pids, rate)
+            except DataUnavailable as e:
+                # this one process cannot cast so many (nor any more)
+                print('  %d votes/s: not cast (%s); the rates above it are '
+                      'left out' % (rate, e), file=sys.stderr)
+                break
             print('  %d votes/s: batches of %.1f' % (rate, paced[rate][0]),
                   file=sys.stderr)
     finally:

@@ -1071,3 +1071,16 @@ async def test_the_batch_sizes_are_measured_on_sequences_without_gaps(
         assert await data.cast_vote(v.session, win, lose) == VoteOutcome.OK
         assert (await current(data, a)).rating == a.rating + 1
         assert (await current(data, b)).rating == b.rating - 1
+
+
+async def test_a_call_after_close_is_unavailable(rediscluster):
+    """A batch still applying when close() stopped waiting for it, and any
+    call after, fails as the database being away does (the votes it held
+    are counted, left to the sweep), not on the client close() dropped."""
+    data = ClusterData(rediscluster.address)
+    await data.start()
+    await data.close()
+    with pytest.raises(DataUnavailable, match='closed'):
+        await data._apply_many([0, 1, '0' * 16, '1'.zfill(16)])
+    with pytest.raises(DataUnavailable):
+        await data.top_stickers(9)

@@ -349,8 +349,12 @@ class ClusterData(DataInterface):
 
     async def _shard(self, key):
         """[primary, replicas...] of key's slot in the client's map, read
-        again first if a failed call asked for it; [] if none."""
+        again first if a failed call asked for it; [] if none.
+        DataUnavailable once closed (a batch still applying when close()
+        stopped waiting for it is left to the sweep)."""
         client = self._client
+        if client is None:
+            raise DataUnavailable('Redis Cluster at %s: closed' % self)
         if client._initialize:
             try:
                 await client.initialize()
