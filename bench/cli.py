@@ -181,6 +181,11 @@ def parser():
                    help="the engines' port (default %d)" % SITE.port)
     p.add_argument('--no-pin', action='store_true',
                    help='do not pin server and wrk to separate cores')
+    p.add_argument('--databases-apart', action='store_true',
+                   help="the databases server.py starts run on the load "
+                        "generator's core, not the server's: each tier on a "
+                        "core of its own but the generator (a Redis "
+                        "Cluster's six nodes otherwise share the server's)")
     options.add_databases(p, text=True, note='passed to server.py: ')
     p.add_argument('--forget-visitors-in-given', action='store_true',
                    help='engines on a database given by address start with '
@@ -310,16 +315,17 @@ def remote_sites(args, fail):
     return list(zip(labels, urls))
 
 
-def pinning(no_pin, workers=1):
+def pinning(no_pin, workers=1, apart=False):
     """Server on the last `workers` usable cores, wrk on the first (on all
     the others with several workers), when there are more cores than
-    workers."""
+    workers; with apart, the databases the server starts on wrk's."""
     cores = sorted(os.sched_getaffinity(0))
     if no_pin or len(cores) <= workers or shutil.which('taskset') is None:
-        return {'server': [], 'wrk': []}
+        return {'server': [], 'wrk': [], 'databases': []}
     client = cores[:1] if workers == 1 else cores[:-workers]
+    wrk = ['taskset', '-c', ','.join(map(str, client))]
     return {'server': ['taskset', '-c', ','.join(map(str, cores[-workers:]))],
-            'wrk': ['taskset', '-c', ','.join(map(str, client))]}
+            'wrk': wrk, 'databases': wrk if apart else []}
 
 
 def first_run(args, fail):
@@ -427,6 +433,8 @@ def plan(argv):
         fail('unknown pages %s; choose from %s%s' % (
             ','.join(unknown), ','.join(PAGES),
             '' if args.latency else ' (%s goes with --latency)' % mixed.PAGE))
+    if args.databases_apart and args.no_pin:
+        fail('--databases-apart pins the databases apart: leave out --no-pin')
     if args.threads > args.connections:
         fail('--threads (%d) cannot exceed --connections (%d)'
              % (args.threads, args.connections))
@@ -483,7 +491,7 @@ def plan(argv):
         server_args=server_args, server_env=server_env, storages=storages,
         forget_given=args.forget_visitors_in_given,
         replicas=args.replicas,
-        pin=pinning(args.no_pin, args.workers),
+        pin=pinning(args.no_pin, args.workers, args.databases_apart),
         profile=args.profile, workers=args.workers, ceilings=args.ceilings,
         latency=args.latency, rates=args.rates, slo=args.slo,
         oha=getattr(args, 'oha', None), loadgen=getattr(args, 'loadgen', None),

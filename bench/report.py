@@ -229,8 +229,10 @@ def header(results):
         'the hello references run one, started for each engine: its ugly '
         'runs take turns with the engine\'s, and "÷ bare hello" compares '
         'those turns' % s.get('workers', 1),
-        '- Pinning: %s' % ('server on `%s` (%s), wrk on `%s`' % (
-            pin['server'], pin['server_covers'], pin['wrk'])
+        '- Pinning: %s' % ('server on `%s` (%s), wrk on `%s`%s' % (
+            pin['server'], pin['server_covers'], pin['wrk'],
+            ', the databases on `%s`' % pin['databases']
+            if pin.get('databases') else '')
             if pin['server'] else 'none (fewer than two usable cores)'),
     ] + remote_line(results) + [
         '',

@@ -24,6 +24,51 @@ from .latency import budget, demand, fixed_rate, floor, mixed, oha
 from .latency.noise import NOISE
 
 
+def pinning_record(pin):
+    """results.json's 'pinning': each taskset as a command line, or None,
+    and what the server's covers."""
+    databases = ' '.join(pin.get('databases') or ()) or None
+    return {'server': ' '.join(pin['server']) or None,
+            'wrk': ' '.join(pin['wrk']) or None,
+            'databases': databases,
+            'server_covers': ('server.py; the databases it starts run on '
+                              "the load generator's core" if databases else
+                              'server.py and the databases it starts')}
+
+
+def pin_tree(pids, taskset):
+    """Every thread of the processes pids and of their descendants
+    (PostgreSQL's backends) on taskset's cores; new children inherit it.
+    Returns the cores each process may run on then, as /proc says
+    ({pid: '0'})."""
+    cores = taskset[taskset.index('-c') + 1]
+    found = {}
+    for pid in pids:
+        for p in [pid] + descendants(pid):
+            subprocess.run(['taskset', '-a', '-p', '-c', cores, str(p)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            found[p] = allowed(p)
+    return found
+
+
+def allowed(pid):
+    """The cores a process may run on ('0', '0-1'), or None if gone."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('Cpus_allowed_list:'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        return None
+
+
+def descendants(pid):
+    found = []
+    for child in profile.children(pid):
+        found += [child] + descendants(child)
+    return found
+
+
 @dataclass
 class RunPlan:
     """What a run measures and how, from bench.py's options."""
@@ -48,7 +93,8 @@ class RunPlan:
     # Tarantool's storage engines, each Tarantool engine served on each
     storages: list = field(default_factory=lambda: list(DEFAULT_STORAGES))
     replicas: int = 0       # each Tarantool/PostgreSQL engine also with N
-    pin: dict = field(default_factory=lambda: {'server': [], 'wrk': []})
+    pin: dict = field(default_factory=lambda: {'server': [], 'wrk': [],
+                                               'databases': []})
     profile: bool = False
     workers: int = 1                    # server.py --workers; nginx's too
     where: dict = field(default_factory=dict)   # name -> [pythons.Interpreter]
@@ -184,9 +230,7 @@ class Matrix:
                             settings.timeout, settings.pin['wrk']),
                             '--rate', '{visitors}')}},
             },
-            'pinning': {'server': ' '.join(settings.pin['server']) or None,
-                        'wrk': ' '.join(settings.pin['wrk']) or None,
-                        'server_covers': 'server.py and the databases it starts'},
+            'pinning': pinning_record(settings.pin),
             'targets': [], 'runs': [], 'profiles': [],
             'latency': [], 'capacity': [],
         }
@@ -374,6 +418,11 @@ class Matrix:
                 memory.database_pids(engine, server, storage, replicas))
             self.logs_of[name] = [m.log_file for m in memory.managed_databases(
                 engine, server, storage, replicas) or ()]
+            if self.s.pin.get('databases'):
+                # where they run from now on, as /proc says
+                t['databases_on'] = sorted(set(pin_tree(
+                    memory.database_pids(engine, server, storage, replicas)
+                    or (), self.s.pin['databases']).values()) - {None})
         except BaseException:
             server.stop()
             raise

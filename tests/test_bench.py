@@ -806,10 +806,15 @@ def test_workers_get_the_last_cores_and_wrk_the_others(monkeypatch):
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(8)))
     monkeypatch.setattr(shutil, 'which', lambda name: '/usr/bin/' + name)
     assert cli.pinning(False, 4) == {'server': ['taskset', '-c', '4,5,6,7'],
-                                     'wrk': ['taskset', '-c', '0,1,2,3']}
+                                     'wrk': ['taskset', '-c', '0,1,2,3'],
+                                     'databases': []}
     assert cli.pinning(False, 1) == {'server': ['taskset', '-c', '7'],
-                                     'wrk': ['taskset', '-c', '0']}
-    assert cli.pinning(False, 8) == {'server': [], 'wrk': []}
+                                     'wrk': ['taskset', '-c', '0'],
+                                     'databases': []}
+    assert cli.pinning(False, 8) == {'server': [], 'wrk': [], 'databases': []}
+    # --databases-apart: the databases on the load generator's cores
+    assert cli.pinning(False, 1, apart=True)['databases'] == ['taskset', '-c', '0']
+    assert cli.pinning(False, 8, apart=True)['databases'] == []
 
 
 @pytest.mark.bench
@@ -1142,3 +1147,81 @@ def test_results_json_keeps_a_line_per_record():
     lines = text.splitlines()
     assert '{"target":"a","rps":1.5},' in lines     # compact: no spaces
     assert '{"target":"b","rps":null}' in lines
+
+
+@pytest.mark.bench
+def test_databases_apart_needs_pinning(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.plan(['--databases-apart', '--no-pin', '--engines',
+                  'aiohttp-tarantool-one-uvloop'])
+    assert e.value.code == 2
+    assert '--databases-apart pins the databases apart' in capsys.readouterr().err
+
+
+@pytest.mark.bench
+def test_a_database_tree_is_moved_to_the_cores_named(tmp_path):
+    """pin_tree moves a process, every thread of it, and its children
+    (PostgreSQL's backends) to the cores named, and says where each may
+    run now; the share of the server's core leaves out a database that
+    ran apart."""
+    from bench.latency import demand
+    from bench.runner import allowed, pin_tree
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip('one usable core')
+    first, last = str(cores[0]), str(cores[-1])
+    parent = subprocess.Popen(
+        ['taskset', '-c', last, sys.executable, '-c',
+         'import subprocess, sys, threading, time\n'
+         'threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n'
+         'c = subprocess.Popen(["sleep", "60"])\n'
+         'print(c.pid, flush=True)\n'
+         'sys.stdin.read()\n'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert allowed(parent.pid) == allowed(child) == last
+        found = pin_tree([parent.pid], ['taskset', '-c', first])
+        assert found == {parent.pid: first, child: first}
+        threads = os.listdir('/proc/%d/task' % parent.pid)
+        assert len(threads) >= 2
+        for tid in threads:
+            with open('/proc/%d/task/%s/status' % (parent.pid, tid)) as f:
+                assert 'Cpus_allowed_list:\t%s\n' % first in f.read()
+    finally:
+        parent.kill()
+        parent.wait()
+        subprocess.run(['pkill', '-P', str(parent.pid)])
+    point = {'cpu_s': {'server': 0.5, 'database': 0.3}, 'oha': {'seconds': 1.0}}
+    assert demand.share(point) == 0.8
+    point['cpu_s']['database_apart'] = True
+    assert demand.share(point) == 0.5
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+def test_the_databases_a_run_starts_run_apart_when_asked(bare_checkout,
+                                                         tmp_path):
+    """--databases-apart: the engine's own Tarantool runs on the load
+    generator's core, as its record and results.md say."""
+    tools.need('wrk', 'nginx')
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip('one usable core')
+    out = tmp_path / 'out'
+    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
+               STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
+    engine = 'aiohttp-tarantool-one-uvloop'
+    done = subprocess.run(
+        [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
+         '--engines', engine, '--pages', 'ugly', '--packs', str(TEST_PACKS),
+         '--databases-apart', '--port', str(free_port()), '--out', str(out)],
+        cwd=bare_checkout, capture_output=True, text=True, timeout=240,
+        env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((out / 'results.json').read_text())
+    pin = results['pinning']
+    assert pin['databases'] == pin['wrk'] != pin['server']
+    wrk_cores = pin['wrk'].split()[-1]
+    [t] = [t for t in results['targets'] if t['name'] == engine]
+    assert t['databases_on'] == [wrk_cores], t
+    assert 'the databases on `%s`' % pin['wrk'] in (out / 'results.md').read_text()

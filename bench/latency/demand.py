@@ -94,14 +94,16 @@ def by_role(nodes):
 
 
 def share(record):
-    """The busy share of the run's core at a point: the server's CPU and
-    its database's (they shared the core) over the point's seconds, at
-    most 1; None when not recorded."""
+    """The busy share of the server's core at a point: the server's CPU
+    and its database's (they shared the core, unless the run put the
+    database apart) over the point's seconds, at most 1; None when not
+    recorded."""
     cpu = record.get('cpu_s') or {}
     seconds = (record.get('oha') or {}).get('seconds')
     if cpu.get('server') is None or not seconds:
         return None
-    return min(1.0, (cpu['server'] + (cpu.get('database') or 0.0)) / seconds)
+    database = 0.0 if cpu.get('database_apart') else cpu.get('database') or 0.0
+    return min(1.0, (cpu['server'] + database) / seconds)
 
 
 def median(values):

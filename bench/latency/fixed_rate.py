@@ -317,7 +317,9 @@ def point(matrix, member, page, run, rate, label, retry=False, seconds=None):
         retry=retry,
         python=matrix.python_of.get(member.name),
         cpu_s={'server': server and round(server, 3),
-               'database': database and round(database, 3)},
+               'database': database and round(database, 3),
+               # the database on a core of its own: not the server's
+               'database_apart': bool(s.pin.get('databases'))},
         us_per_request={
             'server': (round(server / answered * 1e6, 1)
                        if answered and server is not None else None),
