@@ -1,7 +1,7 @@
 """Django adapter: the pages as async Django views (views.py) routed by a
-URLconf (urls.py), with settings in one module (settings.py), on Django's
-ASGI handler, served by uvicorn as uvicorn_server serves any ASGI
-application (behind edge.py).
+URLconf (urls.py), with settings in one module (django_settings.py, which
+the Django ORM backend configures too), on Django's ASGI handler, served
+by uvicorn as uvicorn_server serves any ASGI application (behind edge.py).
 
 Django's handler reads a request's whole body before any view runs, with
 no bound on its size or time: the body reaches it through bounded(), which
@@ -9,11 +9,12 @@ reads it as the bare ASGI application does (pages.MAX_BODY, the body
 timeout) and answers a refused one itself."""
 from django.core.asgi import get_asgi_application
 
+import django_settings
 from runtime import edge
 from asgi_server import bounded_body
 from uvicorn_server import serve_app
 
-from . import settings, urls
+from . import urls
 
 CLOSE = (b'connection', b'close')
 
@@ -56,7 +57,7 @@ def bounded(app, timeout):
 
 
 def make_app(site, limits=edge.LIMITS):
-    settings.configure()
+    django_settings.configure()
     urls.route(site)
     return bounded(get_asgi_application(), limits.body)
 

@@ -18,7 +18,8 @@ from runtime import edge  # noqa: E402
 from runtime.settings import DEFAULTS  # noqa: E402
 
 import django_server  # noqa: E402
-from django_server import settings, views  # noqa: E402
+import django_settings as settings  # noqa: E402
+from django_server import views  # noqa: E402
 
 BALLOTS = b'win=' + b'a' * 22 + b'&lose=' + b'b' * 22
 

@@ -227,9 +227,9 @@ class DjangoData(ByDsn, DataInterface):
                          lost=lost, within=within)
 
     async def start(self):
-        from django_server import settings
-        settings.configure(databases(self.dsn, self.min_size, self.max_size,
-                                     self.timeout))
+        import django_settings
+        django_settings.configure(databases(self.dsn, self.min_size,
+                                            self.max_size, self.timeout))
         from . import queries
         self.q = queries
         try:

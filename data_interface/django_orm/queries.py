@@ -2,7 +2,7 @@
 API, and what must be atomic (a vote, a batch of visits, a batch of the
 sweep, a load) as synchronous functions in transaction.atomic, which
 data.py runs through sync_to_async. Importable once Django is set up
-(django_server.settings.configure)."""
+(django_settings.configure)."""
 import functools
 import random
 import time

@@ -1,6 +1,9 @@
 """Django's settings for the site, every one of them in this module, given
 to settings.configure() by configure() before django.setup(): no
-DJANGO_SETTINGS_MODULE, no project directory.
+DJANGO_SETTINGS_MODULE, no project directory. Django has one set of
+settings a process, which the first of its two users configures: the
+Django adapter (django_server) and the Django ORM backend
+(data_interface/django_orm, with its database).
 
 Middleware: none. The site keeps its own sessions (signed cookies,
 pages.sessions), so Django's session and authentication middleware have
