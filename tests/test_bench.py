@@ -1196,6 +1196,15 @@ def test_a_database_tree_is_moved_to_the_cores_named(tmp_path):
     assert demand.share(point) == 0.8
     point['cpu_s']['database_apart'] = True
     assert demand.share(point) == 0.5
+    # a point counts its database apart only where the run moved it (one
+    # given by address stays where it is)
+    from types import SimpleNamespace
+    from bench.latency.fixed_rate import apart
+    matrix = SimpleNamespace(results={'targets': [
+        {'name': 'moved', 'databases_on': [first]},
+        {'name': 'given', 'databases_on': []}, {'name': 'plain'}]})
+    assert [apart(matrix, n) for n in ('moved', 'given', 'plain')] == [
+        True, False, False]
 
 
 @pytest.mark.timeout(600)

@@ -274,6 +274,13 @@ def stalled(matrix, name, began, ended):
     return record
 
 
+def apart(matrix, name):
+    """Whether the run moved a target's databases off the server's core
+    (--databases-apart; one given by address stays where it is)."""
+    return any(t.get('databases_on') for t in matrix.results['targets']
+               if t['name'] == name)
+
+
 def point(matrix, member, page, run, rate, label, retry=False, seconds=None):
     """One fixed-rate run of a member (of `seconds`, else the run's point
     duration); its record, added to results.json."""
@@ -319,7 +326,7 @@ def point(matrix, member, page, run, rate, label, retry=False, seconds=None):
         cpu_s={'server': server and round(server, 3),
                'database': database and round(database, 3),
                # the database on a core of its own: not the server's
-               'database_apart': bool(s.pin.get('databases'))},
+               'database_apart': apart(matrix, member.name)},
         us_per_request={
             'server': (round(server / answered * 1e6, 1)
                        if answered and server is not None else None),
