@@ -1056,6 +1056,22 @@ def test_a_database_the_shell_names_keeps_its_visitors(bare_checkout,
         theirs.stop()
 
 
+def local_run(checkout, out, engine, *options):
+    """bench.py --quick of `engine`'s /ugly in `checkout`, on the Tarantool
+    its server.py starts there (on ports of its own): (the finished run,
+    its environment, its results)."""
+    tools.need('wrk', 'nginx')
+    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
+               STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
+    done = subprocess.run(
+        [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
+         '--engines', engine, '--pages', 'ugly', '--packs', str(TEST_PACKS),
+         '--port', str(free_port()), '--out', str(out)] + list(options),
+        cwd=checkout, capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done, env, json.loads((out / 'results.json').read_text())
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.bench
 def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
@@ -1063,19 +1079,9 @@ def test_start_and_memory_of_an_engine_on_a_local_database(bare_checkout,
     """The engine's own Tarantool (started by its server.py) is measured
     apart from the server: the start is a second server.py's, the RSS of
     the server's tree leaves the database out."""
-    tools.need('wrk', 'nginx')
     out = tmp_path / 'out'
-    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
-               STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
     engine = 'aiohttp-tarantool-one-uvloop'
-    done = subprocess.run(
-        [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
-         '--engines', engine, '--pages', 'ugly', '--packs', str(TEST_PACKS),
-         '--port', str(free_port()), '--out', str(out)],
-        cwd=bare_checkout, capture_output=True, text=True, timeout=240,
-        env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    results = json.loads((out / 'results.json').read_text())
+    done, env, results = local_run(bare_checkout, out, engine)
     status = {t['name']: t for t in results['targets']}
     plausible_memory(status[engine], database=True)
     plausible_memory(status['hello-aiohttp-uvloop'], database=False)
@@ -1213,21 +1219,11 @@ def test_the_databases_a_run_starts_run_apart_when_asked(bare_checkout,
                                                          tmp_path):
     """--databases-apart: the engine's own Tarantool runs on the load
     generator's core, as its record and results.md say."""
-    tools.need('wrk', 'nginx')
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip('one usable core')
     out = tmp_path / 'out'
-    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()),
-               STICKERS_TARANTOOL_VINYL_PORT=str(free_port()))
     engine = 'aiohttp-tarantool-one-uvloop'
-    done = subprocess.run(
-        [sys.executable, 'bench.py', '--quick', '--plain', '--warmup', '0',
-         '--engines', engine, '--pages', 'ugly', '--packs', str(TEST_PACKS),
-         '--databases-apart', '--port', str(free_port()), '--out', str(out)],
-        cwd=bare_checkout, capture_output=True, text=True, timeout=240,
-        env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    results = json.loads((out / 'results.json').read_text())
+    _, _, results = local_run(bare_checkout, out, engine, '--databases-apart')
     pin = results['pinning']
     assert pin['databases'] == pin['wrk'] != pin['server']
     wrk_cores = pin['wrk'].split()[-1]
