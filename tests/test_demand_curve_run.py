@@ -45,8 +45,19 @@ def test_a_run_records_the_curve_and_advise_reads_it(tarantool, tmp_path):
     slo = results['settings']['latency']['slo']
     at = demand.at_capacity(results, 'aiohttp-tarantool-one', 'good', slo)
     capacity = at['rate']
-    rate = round(4 * capacity)
-    _, rows = advise.advise(results, rate, max_cores=1000)
+    # a site past one core's capacity; on a loaded machine the transaction
+    # thread may not keep 4 times it within its share (advise refuses it,
+    # rightly: shard the writes), so the highest of these it sizes
+    refused = []
+    for times in (4, 3, 2, 1.5):
+        rate = round(times * capacity)
+        try:
+            _, rows = advise.advise(results, rate, max_cores=1000)
+            break
+        except advise.Refused as e:
+            refused.append(str(e))
+    else:
+        pytest.fail('; '.join(refused))
     [row] = rows
     notes = '; '.join(row['notes'])
     # the server read at an app core's own rate, the database at the site's
