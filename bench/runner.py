@@ -44,7 +44,7 @@ def pin_tree(pids, taskset):
     cores = taskset[taskset.index('-c') + 1]
     found = {}
     for pid in pids:
-        for p in [pid] + descendants(pid):
+        for p in memory.tree(pid):
             subprocess.run(['taskset', '-a', '-p', '-c', cores, str(p)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             found[p] = allowed(p)
@@ -60,13 +60,6 @@ def allowed(pid):
                     return line.split(':', 1)[1].strip()
     except OSError:
         return None
-
-
-def descendants(pid):
-    found = []
-    for child in profile.children(pid):
-        found += [child] + descendants(child)
-    return found
 
 
 @dataclass
