@@ -690,8 +690,9 @@ class Matrix:
         self.progress.advance(guess if guess is not None else (
             self.s.duration + RUN_GUESS + (VOTE_GUESS if page == 'vote' else 0)))
 
-    def settled_votes(self, url, pause=0.25, patience=20):
-        """The vote total once two reads `pause` s apart agree."""
+    def settled_votes(self, url, pause=0.5, patience=10):
+        """The vote total once two reads `pause` s apart agree (longer
+        than a Redis Cluster server's apply interval, 0.25 s)."""
         last = self.votes(url)
         for _ in range(patience):
             time.sleep(pause)

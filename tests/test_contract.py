@@ -559,7 +559,7 @@ async def own_database(data, backend, directory, memory=None,
         from data_interface.rediscluster.cluster_data import ClusterData
         server = start_rediscluster(directory)
         configure_rediscluster(server)
-        return (lambda: ClusterData(server.address),
+        return (lambda: ClusterData(server.address, apply_every=0),
                 lambda: ClusterData(server.admin_address), server.stop)
     if database(data) == 'django_orm':
         pytest.skip("Django's settings name one database per process")

@@ -31,7 +31,7 @@
 -- once, by their sum (its writes do not grow with the votes it carries,
 -- only with the stickers they name). Functions only the loader may
 -- call take the key st:{TAG}:admin, which the app's account may not name.
-local VERSION = '4'
+local VERSION = '5'
 
 local MAX_IP, MAX_AGENT, MAX_NAME = 64, 256, 64
 local MAX_COUNT, MAX_TTL, MAX_VISITS = 100, 3600, 1000
@@ -177,10 +177,13 @@ end
 -- are above its applied mark and not applied yet, each sequence once;
 -- floor: sequences up to it are gone from the bucket's log (what was not
 -- applied of them is lost). Adds those to `take`; returns the new mark,
--- written at once (a bucket may come again in the same call).
-local function new_votes(bucket, floor, votes, first, last, take)
+-- written at once, or kept in `marks` (bucket -> mark, read by the caller
+-- for every bucket of its call, written by it after: a bucket may come
+-- again in the same call).
+local function new_votes(bucket, floor, votes, first, last, take, marks)
     local early = C .. 'early:' .. bucket
-    local mark = tonumber(redis.call('HGET', C .. 'applied', bucket)) or 0
+    local mark = marks and marks[bucket]
+        or tonumber(redis.call('HGET', C .. 'applied', bucket)) or 0
     if floor > mark then
         mark = floor
         redis.call('ZREMRANGEBYSCORE', early, '-inf', floor)
@@ -211,7 +214,11 @@ local function new_votes(bucket, floor, votes, first, last, take)
         end
     end
     call_parts('ZADD', early, above, 2)
-    redis.call('HSET', C .. 'applied', bucket, mark)
+    if marks then
+        marks[bucket] = mark
+    else
+        redis.call('HSET', C .. 'applied', bucket, mark)
+    end
     return mark
 end
 
@@ -288,22 +295,36 @@ local function apply_many(keys, args)
     if #args % 4 ~= 0 or #args / 4 > MAX_LOG then
         refuse('apply_many takes at most ' .. MAX_LOG .. ' votes of 4 fields')
     end
-    local votes = {}
+    local votes, buckets, marks = {}, {}, {}
     for i = 1, #args, 4 do
-        integer(args[i], 0, 1023, 'bucket')
+        local b = integer(args[i], 0, 1023, 'bucket')
+        if not marks[b] then
+            marks[b] = 0
+            buckets[#buckets + 1] = b
+        end
         votes[#votes + 1] = args[i + 1]
         votes[#votes + 1] = args[i + 2]
         votes[#votes + 1] = args[i + 3]
     end
     check_votes(votes, 1)
+    if #buckets == 0 then return 0 end
+    -- every bucket's mark in one read and one write, not two calls each
+    local got = redis.call('HMGET', C .. 'applied', unpack(buckets))
+    for k, b in ipairs(buckets) do marks[b] = tonumber(got[k]) or 0 end
     local take, i = {}, 1
     while i <= #args do
         local j = i
         while j + 4 <= #args and args[j + 4] == args[i] do j = j + 4 end
         new_votes(tonumber(args[i]), 0, votes, (i - 1) / 4 * 3 + 1,
-                  (j - 1) / 4 * 3 + 1, take)
+                  (j - 1) / 4 * 3 + 1, take, marks)
         i = j + 4
     end
+    local written = {}
+    for _, b in ipairs(buckets) do
+        written[#written + 1] = b
+        written[#written + 1] = marks[b]
+    end
+    redis.call('HSET', C .. 'applied', unpack(written))
     apply_taken(take)
     return #args / 4
 end

@@ -57,6 +57,11 @@ EXPIRE_BATCH = 200
 WAIT_MS = 100
 # Votes applied in one call at most (cluster.lua's MAX_LOG).
 APPLY_BATCH = 1000
+# Seconds between a server's calls that apply votes, at least: under load
+# a call carries the votes of this long, whatever the server's rate (the
+# rankings' shard pays per call, then per vote); a vote whose call must
+# wait for it is answered before it is applied (docs/databases.md).
+APPLY_EVERY = 0.25
 # Errors of a command that did not run: the regular path follows them.
 NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 # AttributeError: redis-py 8.1 writes to a connection that a concurrent
@@ -206,9 +211,10 @@ class ClusterData(DataInterface):
     sweeps_itself = False
 
     def __init__(self, address, mode='pool', max_size=16, timeout=3.0,
-                 read_lag=1.0):
+                 read_lag=1.0, apply_every=APPLY_EVERY):
         """read_lag: seconds {c}'s replicas take reads after a WAIT said
-        they had every vote answered (settings.replica_lag)."""
+        they had every vote applied (settings.replica_lag); apply_every:
+        APPLY_EVERY."""
         if mode != 'pool':
             raise ValueError('mode must be pool, not %r' % mode)
         self.address = address
@@ -216,6 +222,7 @@ class ClusterData(DataInterface):
         self.max_size = max_size
         self.timeout = timeout
         self.read_lag = read_lag
+        self.apply_every = apply_every
         self._client = None
         # Votes answered before a replica confirmed them (WAIT timed out):
         # a failover of their shard may lose them.
@@ -260,7 +267,10 @@ class ClusterData(DataInterface):
         self._pending = []      # (bucket, (seq, win, lose), future)
         self._applier = None
         self._apply_failed = False
+        self._next_apply = 0.0  # when the next apply_many may go
+        self._closing = asyncio.Event()
         self.batches = 0        # apply_many calls made
+        self.answered_first = 0     # votes answered before their apply
         try:
             await self._execute(('CLUSTER', 'SLOTS'), client.initialize)
             await self._check_library()
@@ -291,6 +301,8 @@ class ClusterData(DataInterface):
                     % (node.name, VERSION, e)) from e
 
     async def close(self):
+        if getattr(self, '_closing', None) is not None:
+            self._closing.set()     # the votes waiting go now
         if self._applier is not None:
             # the votes counted so far: applied, or left to a sweep
             await asyncio.wait([self._applier], timeout=self.timeout)
@@ -605,7 +617,10 @@ class ClusterData(DataInterface):
     async def cast_vote(self, session, win_token, lose_token):
         """Counted in the voter's bucket (the answer), then applied to the
         rankings once a replica of the bucket has it; else, or if that
-        fails, the sweep applies it. The first vote in a bucket after its
+        fails, the sweep applies it. Answered once applied when its call
+        goes at once (or apply_every is 0); when a call is under way or the
+        last went less than apply_every ago, at once, its call following
+        within apply_every. The first vote in a bucket after its
         primary changed (a failover: its replica may lack the last votes)
         takes the rankings' applied mark of the bucket, so that no new vote
         gets a sequence the rankings hold as applied."""
@@ -623,11 +638,18 @@ class ClusterData(DataInterface):
             if not replicated:    # a failover could still lose it
                 self.unreplicated += 1
                 return VoteOutcome.OK
-            future = asyncio.get_event_loop().create_future()
+            loop = asyncio.get_event_loop()
+            future = loop.create_future()
             self._pending.append((n, result[1:], future))
+            # with apply_every 0, every vote waits for its batch
+            at_once = not self.apply_every
             if self._applier is None or self._applier.done():
+                at_once = at_once or loop.time() >= self._next_apply
                 self._applier = asyncio.ensure_future(self._apply_pending())
-            await asyncio.shield(future)
+            if at_once:
+                await asyncio.shield(future)
+            else:
+                self.answered_first += 1
             return VoteOutcome.OK
         if result[0] != VoteOutcome.UNKNOWN:
             return result[0]
@@ -667,12 +689,22 @@ class ClusterData(DataInterface):
 
     async def _apply_pending(self):
         """The votes counted meanwhile, applied in one call with a WAIT for
-        every replica of {c}, batch after batch; each vote's request waits
-        for its batch. A batch that fails is left to the sweep (logged once
-        until one is applied again)."""
+        every replica of {c}, batch after batch, apply_every apart at least
+        (a batch of APPLY_BATCH goes at once; so does all on close()); a
+        vote's request that waits, waits for its batch. A batch that fails
+        is left to the sweep (logged once until one is applied again)."""
         batch = []
+        loop = asyncio.get_event_loop()
         try:
             while self._pending:
+                wait = self._next_apply - loop.time()
+                if wait > 0 and len(self._pending) < APPLY_BATCH \
+                        and not self._closing.is_set():
+                    try:
+                        await asyncio.wait_for(self._closing.wait(), wait)
+                    except asyncio.TimeoutError:
+                        pass
+                self._next_apply = loop.time() + self.apply_every
                 batch = sorted(self._pending[:APPLY_BATCH],
                                key=lambda v: v[0])
                 del self._pending[:APPLY_BATCH]

@@ -93,9 +93,11 @@ def _rediscluster_backend(request):
     from data_interface.rediscluster.cluster_data import ClusterData
     server = request.getfixturevalue('rediscluster')
     address, admin = server.address, server.admin_address
-    # No relay: a cluster client follows the slot map to every node.
-    return Backend(lambda: ClusterData(address), lambda: ClusterData(admin),
-                   None)
+    # No relay: a cluster client follows the slot map to every node. Each
+    # vote in the rankings when answered (apply_every 0), as on the other
+    # backends: the default's interval is held by tests/test_rediscluster.py.
+    return Backend(lambda: ClusterData(address, apply_every=0),
+                   lambda: ClusterData(admin), None)
 
 
 # Contract-suite backends: name -> (pytest request -> Backend)
