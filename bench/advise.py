@@ -318,8 +318,9 @@ def points_said(points, d):
             said += '; below %s/s, the lowest rate measured, held at its figure there' % lo
     if ranked:
         _, us, rate, how = ranked[0]
-        said += ("; the rankings' shard's %.0f µs per mix request at %s/s from "
-                 'bench.py cluster-batches (votes in batches of %.0f there%s)' % (
+        said += ("; the rankings' shard's %.0f µs per mix request at %s/s, one "
+                 "server's rate, from bench.py cluster-batches (each server's votes in "
+                 'batches of %.0f there%s)' % (
                      us, '{:,.0f}'.format(rate), sizing.at(d['rankings'], rate, 'batch')[0],
                      ': past the highest rate cast, held, modelled' if how == 'beyond'
                      else ''))
@@ -454,6 +455,18 @@ KINDS = (('rediscluster', 'Redis Cluster'), ('redis', 'one Redis'),
 SITES = (5000, 20000, 100000)
 
 
+def server_rate(results, name, page, d, t, workers):
+    """Mix requests/s of one server process with its core t busy (on the
+    run's curve, else at its capacity point): the rate its votes' batches
+    form at."""
+    curve = demand.curve(results, name, page)
+    if len(curve) > 1:
+        app = sizing.own_rate(curve, 'server_us', t * workers)[0]
+        if app:
+            return app / workers
+    return d['rate'] / workers
+
+
 def cluster_lines(results, page, slo, found, names, workers, price, max_cores,
                   headroom, by_name):
     """A Redis Cluster's ceiling (its rankings' shard within its share of
@@ -472,13 +485,17 @@ def cluster_lines(results, page, slo, found, names, workers, price, max_cores,
         t = headroom * min(1.0, d['share'] / workers)
         if batches:
             curve = sizing.rankings_curve(batches)
-            source = ('from bench.py cluster-batches (%s): µs per vote at the '
-                      'batch its votes form' % batches.get('measured', 'undated'))
+            own = server_rate(results, n, page, d, t, workers)
+            us, how = sizing.at(curve, own, 'serial_us')
+            top = t * 1e6 / us
+            source = ("from bench.py cluster-batches (%s): µs per vote at the batch "
+                      "one server's votes form at its %s mix requests/s" % (
+                          batches.get('measured', 'undated'), sizing.per_s(own)))
         else:
             curve = demand.curve(results, n, page)
             source = ("from the run's own points: the run carries no bench.py "
                       'cluster-batches figures')
-        top, how = sizing.own_rate(curve, 'serial_us', t)
+            top, how = sizing.own_rate(curve, 'serial_us', t)
         if top:
             lines.append("Redis Cluster ceiling, %s: %s mix requests/s, its rankings' "
                          "shard's main thread at %d %% (%s%s)" % (

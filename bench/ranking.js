@@ -138,16 +138,17 @@
       if (known(x[0]) && known(d[f])) { out[f] = x[0]; points.push([f, x[0], rate, x[1]]); }
     });
     out.read_at = points;
-    return rankings(out, rate);
+    return rankings(out, rate, app ? r : null);
   }
 
-  // sizing.rankings
-  function rankings(d, rate) {
+  // sizing.rankings: read at one server process's rate
+  function rankings(d, rate, own) {
     if (!d.rankings) return d;
-    var x = at(d.rankings, rate, 'serial_us');
+    if (!known(own)) own = d.rate ? Math.min(rate, d.rate / (d.workers || 1)) : rate;
+    var x = at(d.rankings, own, 'serial_us');
     var out = Object.assign({}, d, {serial_us: x[0]});
     out.read_at = (d.read_at || []).filter(function (p) { return p[0] !== 'serial_us'; })
-      .concat([['rankings', x[0], rate, x[1]]]);
+      .concat([['rankings', x[0], own, x[1]]]);
     return out;
   }
 
@@ -247,8 +248,8 @@
       cores = null;
       first = 'needs ' + total + ' cores';
     } else {
-      first = limit(t, d.rankings ? t * 1e6 / ownRate(d.rankings, 'serial_us', t)[0]
-                    : threadUs(d, t, rankingsUs), "rankings' shard", totalUs, data.max_cores);
+      first = limit(t, d.rankings ? rankingsUs : threadUs(d, t, rankingsUs),
+                    "rankings' shard", totalUs, data.max_cores);
     }
     notes.push(known(reads) ? "a bucket shard's replica (copying its primary's writes): " +
                'not counted, not measured apart'
@@ -300,7 +301,8 @@
     if (ranked.length) {
       var r = ranked[0];
       said += "; the rankings' shard's " + fixed0(r[1]) + ' µs per mix request at ' +
-        comma0(r[2]) + '/s from bench.py cluster-batches (votes in batches of ' +
+        comma0(r[2]) + "/s, one server's rate, from bench.py cluster-batches (each " +
+        "server's votes in batches of " +
         fixed0(at(d.rankings, r[2], 'batch')[0]) + ' there' +
         (r[3] === 'beyond' ? ': past the highest rate cast, held, modelled' : '') + ')';
     }

@@ -18,7 +18,9 @@ headroom x u (HEADROOM by default: see docs/benchmark.md):
                    when one primary's serial thread is too busy and that
                    run's primary is not.
 A Redis Cluster (cluster()): the rankings' shard's own work (the votes'
-applies) is its serial thread; the cores hold the server, that work, the
+applies) is its serial thread, its µs per mix request read at one server
+process's rate (each server applies the votes it answered, in batches
+that form at its own rate); the cores hold the server, that work, the
 catalogue's reads on the rankings' replicas and the buckets' work, with
 bucket shards = ceil(rate x shards µs / 1e6 / t) for the layout.
 Where the run itself served the rate (advise.row), none of this is used:
@@ -112,10 +114,13 @@ TIERS = ('serial_us', 'spread_us', 'replicas_us', 'shards_us')
 
 def rankings_curve(batches):
     """A Redis Cluster's rankings' shard from bench.py cluster-batches:
-    [{'rate' (mix requests/s), 'serial_us' (its primary's µs per mix
-    request), 'batch'}] at each rate votes were cast at, paced: the µs per
-    vote at the mean batch they formed, read on the batch sizes measured
-    (interpolated in log size), over the mix requests per vote."""
+    [{'rate' (mix requests/s of one server process), 'serial_us' (its
+    primary's µs per mix request), 'batch'}] at each rate votes were cast
+    at, paced, by one process: the µs per vote at the mean batch they
+    formed, read on the batch sizes measured (interpolated in log size),
+    over the mix requests per vote. Each server applies the votes it
+    answered, one batch at a time, so its batches form at its own rate,
+    not the site's (rankings())."""
     per = batches['per_vote_mix_requests']
     sizes = sorted(({'rate': float(k), 'serial_us': v[0][0]}
                     for k, v in batches['sizes'].items()), key=lambda p: p['rate'])
@@ -149,23 +154,24 @@ def figures(d, rate, t):
             out[f] = us
             points.append((f, us, rate, where))
     out['read_at'] = points
-    return rankings(out, rate)
+    return rankings(out, rate, core if app else None)
 
 
-def ceiling(d, t):
-    """The most mix requests/s a Redis Cluster's rankings' shard keeps
-    within t of its core, on its rankings_curve."""
-    return own_rate(d['rankings'], 'serial_us', t)[0]
-
-
-def rankings(d, rate):
-    """d with its rankings' shard's µs at rate from d['rankings']
-    (rankings_curve), when it has them, as read_at's last entry."""
+def rankings(d, rate, own=None):
+    """d with its rankings' shard's µs per mix request from d['rankings']
+    (rankings_curve), when it has them, as read_at's last entry: read at
+    one server process's rate (own: an app core's; else the run's per
+    process at capacity, at most rate), where its batches form. The site's
+    rate only multiplies it: more servers send more batches, not bigger
+    ones."""
     if not d.get('rankings'):
         return d
-    us, how = at(d['rankings'], rate, 'serial_us')
+    if own is None:
+        own = min(rate, d['rate'] / (d.get('workers') or 1)) if d.get('rate') \
+            else rate
+    us, how = at(d['rankings'], own, 'serial_us')
     points = [p for p in d['read_at'] or () if p[0] != 'serial_us']
-    return dict(d, serial_us=us, read_at=points + [('rankings', us, rate, how)])
+    return dict(d, serial_us=us, read_at=points + [('rankings', us, own, how)])
 
 
 def storage(rate, d, disk, headroom):
@@ -318,7 +324,7 @@ def cluster(rate, d, price, max_cores, memory, t):
         cores = None
         first = 'needs %d cores' % total
     else:
-        first = limit(t, t * 1e6 / ceiling(d, t) if d.get('rankings')
+        first = limit(t, rankings_us if d.get('rankings')
                       else thread_us(d, t, rankings_us), "rankings' shard", total_us,
                       max_cores)
     notes.append("a bucket shard's replica (copying its primary's writes): "

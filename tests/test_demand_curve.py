@@ -143,21 +143,30 @@ def test_the_rankings_shard_is_sized_from_cluster_batches(run):  # noqa: F811
             "modelled)") in flat(out)
     assert "the run carries no bench.py cluster-batches figures (its votes'" in \
         columns(out)['e-rediscluster-pool']['notes']
-    data['cluster_batches'] = BATCHES
+    # votes cast at 2,000/s too (5,714 mix/s), in batches of 500
+    data['cluster_batches'] = dict(BATCHES, paced=dict(BATCHES['paced'],
+                                                       **{'2000': [500.0, [60.0, 25.0]]}))
     out = run(['RESULTS', '--rate', '6000', '--workload', 'mix'], data)[1]
-    # 500 votes/s (1,429 mix/s) formed batches of 83: 90 + (55 - 90) x
-    # log(8.3) µs a vote, over 2/0.7 mix requests a vote; past it held.
-    # t = 0.48 of the shard's core
-    us = (90 + (55 - 90) * math.log10(8.3)) * 0.7 / 2
+    # Each server forms its own batches, at its own rate: an app core at
+    # t = 0.48 of 300 µs is 1,600 mix/s, between 500 votes/s (1,429 mix/s,
+    # batches of 83) and 2,000 (5,714 mix/s, batches of 500), not at the
+    # site's 6,000/s. µs a vote at a batch: in log size between the sizes
+    # measured; over 2/0.7 mix requests a vote.
+    per = 0.7 / 2
+    u83 = (90 + (55 - 90) * math.log10(8.3)) * per
+    u500 = (55 + (45.5 - 55) * math.log10(5)) * per
+    f = math.log(1600 / (500 / per)) / math.log(4)
+    us, batch = u83 + (u500 - u83) * f, 83 + (500 - 83) * f
     top = '{:,}'.format(int(0.48e6 / us + 0.5))
     assert ("Redis Cluster ceiling, e-rediscluster-pool: %s mix requests/s, its "
             "rankings' shard's main thread at 48 %% (from bench.py cluster-batches "
-            "(2026-12-04T01:00:00+0000)" % top) in flat(out)
+            "(2026-12-04T01:00:00+0000): µs per vote at the batch one server's votes "
+            "form at its 1,600 mix requests/s)" % top) in flat(out)
     e = columns(out)['e-rediscluster-pool']
     assert e['first limit'] == "rankings' shard at %s/s" % top
-    assert ("the rankings' shard's %.0f µs per mix request at 6,000/s from bench.py "
-            "cluster-batches (votes in batches of 83 there: past the highest rate "
-            "cast, held, modelled)" % us) in e['notes']
+    assert ("the rankings' shard's %.0f µs per mix request at 1,600/s, one server's "
+            "rate, from bench.py cluster-batches (each server's votes in batches of "
+            "%.0f there)" % (us, batch)) in e['notes']
     # beside one Redis and Tarantool at 5,000, 20,000 and 100,000/s
     assert re.search(r'At 5,000/s: Redis Cluster \d+ cores \(e-rediscluster-pool, '
                      r'modelled\); one Redis none \(f-redis-one: main thread \d+ %\); '

@@ -142,7 +142,7 @@ async def test_the_pages_ranking_is_advises(browser, tmp_path, which):  # noqa: 
         assert any(re.search(r"CPU µs per request on the run's curve \([\d,]+–[\d,]+/s\): "
                              r"server \d+ at [\d,]+/s .* at 5,000/s \(the site's rate\)", n)
                    for n in notes), notes
-        assert any('from bench.py cluster-batches (votes in batches of' in n
+        assert any("from bench.py cluster-batches (each server's votes in batches of" in n
                    for n in notes), notes
     if which == 'built':   # the replicas and the refused primary are there
         said, rows, notes = await shown(page, 20000, 10)
