@@ -7,14 +7,11 @@ import asyncio
 
 import aiohttp
 
-from .pagecheck import (HTML_TYPE, UGLY_TYPE, all_stickers, ballots, cards,
-                        client, not_moved, ranked, read_json, session_cookie,
-                        stat, sticker, unrendered, vote_total)
+from .pagecheck import (APPLIED_WITHIN, HTML_TYPE, UGLY_TYPE, all_stickers,
+                        ballots, cards, client, not_moved, ranked, read_json,
+                        session_cookie, stat, sticker, unrendered, vote_total)
 
 TIMEOUT = aiohttp.ClientTimeout(total=30)
-# Seconds a vote answered 200 may take to reach the rankings: a Redis
-# Cluster's server applies votes 0.25 s apart (docs/databases.md).
-APPLIED_WITHIN = 1
 
 
 class CheckFailed(Exception):
@@ -123,8 +120,8 @@ async def check_vote(base, api):
         ballots(body.decode('utf-8'))
         again, _, _ = await fetch(s, base + '/', 'POST', data=form)
         need(again == 409, 'the same ballots twice: HTTP %d, not 409' % again)
-        # A Redis Cluster's server may apply it within its interval (0.25 s)
-        for _ in range(APPLIED_WITHIN * 10):
+        # A Redis Cluster's server may apply it a moment later
+        for _ in range(int(APPLIED_WITHIN * 10)):
             after = [await sticker(s, base, pack_of[i], i) for i in (a, b)]
             if after != before:
                 break
