@@ -460,11 +460,8 @@ def server_rate(results, name, page, d, t, workers):
     run's curve, else at its capacity point): the rate its votes' batches
     form at."""
     curve = demand.curve(results, name, page)
-    if len(curve) > 1:
-        app = sizing.own_rate(curve, 'server_us', t * workers)[0]
-        if app:
-            return app / workers
-    return d['rate'] / workers
+    app = sizing.app_rate(curve, t, workers) if len(curve) > 1 else None
+    return app or d['rate'] / workers
 
 
 def cluster_lines(results, page, slo, found, names, workers, price, max_cores,

@@ -109,6 +109,14 @@ def own_rate(curve, field, t):
     return goal / pts[-1][1], 'beyond'
 
 
+def app_rate(curve, t, workers):
+    """Requests/s of one server process whose core is t busy, on the curve
+    of a run whose `workers` processes shared its rates; None without
+    figures."""
+    app = own_rate(curve, 'server_us', t * workers)[0]
+    return app / workers if app else None
+
+
 TIERS = ('serial_us', 'spread_us', 'replicas_us', 'shards_us')
 
 
@@ -142,9 +150,9 @@ def figures(d, rate, t):
     out, points = dict(d), []
     # the run's W server processes each ran at a W-th of its rates
     w = d.get('workers') or 1
-    app = own_rate(curve, 'server_us', t * w)[0]
+    app = app_rate(curve, t, w)
     if app:
-        core = min(app / w, rate)
+        core = min(app, rate)
         us, where = at(curve, core * w, 'server_us')
         out['server_us'] = us
         points.append(('server_us', us, core, where))
