@@ -5,7 +5,11 @@ CPU is not counted, nor is throughput: on a shared machine CPU seconds per
 request move far less than requests per second.
 
     python -m bench.mix_cpu [--engines A,B] [--rate 200] [--duration 15]
-                            [--runs 3]
+                            [--runs 3] [--apart] [--packs N] [--warmup 12]
+
+With --apart, the layout of bench.py --databases-apart: the server alone
+on the last core, the load generator and the databases it started on the
+first.
 """
 import argparse
 import os
@@ -13,8 +17,12 @@ import statistics
 import sys
 import tempfile
 
+from . import memory
+from .cli import pinning
 from .engine import FORGET, EngineServer
 from .latency import mixed
+from .runner import pin_tree
+from runtime.engines import BY_NAME
 from runtime.processes import free_port
 
 ENGINES = ('aiohttp-redis-one-uvloop', 'aiohttp-redis-pool-uvloop',
@@ -51,18 +59,30 @@ def tree_cpu(root):
     return total / TICK
 
 
-def measure(engine, rate, duration, runs, env, say=print):
-    """{engine, rate, per_request_us: [each run's], median_us, requests}"""
+def measure(engine, rate, duration, runs, env, say=print, apart=False,
+            packs=None, warmup=12):
+    """{engine, rate, per_request_us: [each run's], median_us,
+    databases_on: the cores its databases ran on with apart, else None}"""
     folder = tempfile.mkdtemp(prefix='mixcpu-')
-    server = EngineServer(engine, free_port(), [FORGET],
-                          os.path.join(folder, engine + '.log'), env=env)
+    pin = pinning(not apart, apart=True)
+    if apart and not pin['databases']:
+        raise SystemExit('--apart: needs taskset and two cores or more')
+    args = [FORGET] + (['--packs', str(packs)] if packs else [])
+    server = EngineServer(engine, free_port(), args,
+                          os.path.join(folder, engine + '.log'),
+                          pin=pin['server'], env=env)
     server.start(timeout=600, frozen=True)
-    found = []
+    found, on = [], None
     try:
+        if apart:
+            on = sorted(set(pin_tree(memory.database_pids(
+                BY_NAME[engine], server) or (), pin['databases']).values())
+                - {None})
         argv = mixed.command(mixed.BINARY, server.url, rate, duration,
-                             connections=16, timeout=10)
-        mixed.run(mixed.command(mixed.BINARY, server.url, rate, 12, 16, 10),
-                  12, rate)     # warm-up: a sweep or two
+                             connections=16, timeout=10, pin=pin['wrk'])
+        if warmup:      # a sweep or two
+            mixed.run(mixed.command(mixed.BINARY, server.url, rate, warmup,
+                                    16, 10, pin=pin['wrk']), warmup, rate)
         for _ in range(runs):
             before = tree_cpu(server.process.pid)
             record = mixed.run(argv, duration, rate)
@@ -79,7 +99,7 @@ def measure(engine, rate, duration, runs, env, say=print):
     finally:
         server.stop()
     return {'engine': engine, 'rate': rate, 'per_request_us': found,
-            'median_us': round(statistics.median(found))}
+            'median_us': round(statistics.median(found)), 'databases_on': on}
 
 
 def main(argv=None):
@@ -88,16 +108,24 @@ def main(argv=None):
     parser.add_argument('--rate', type=float, default=200)
     parser.add_argument('--duration', type=float, default=15)
     parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--apart', action='store_true',
+                        help="bench.py --databases-apart's layout")
+    parser.add_argument('--packs', type=int, help="server.py's --packs")
+    parser.add_argument('--warmup', type=float, default=12,
+                        help='seconds of the mix before the runs')
     args = parser.parse_args(argv)
     env = {k: os.environ[k] for k in os.environ if k.endswith('_PORT')
            and k.startswith('STICKERS_')}
     rows = [measure(e, args.rate, args.duration, args.runs, env,
-                    say=lambda line: print(line, file=sys.stderr))
+                    say=lambda line: print(line, file=sys.stderr),
+                    apart=args.apart, packs=args.packs, warmup=args.warmup)
             for e in args.engines.split(',')]
     for r in rows:
-        print('%-36s %6d us per mix request at %g/s (runs: %s)' % (
+        print('%-36s %6d us per mix request at %g/s (runs: %s)%s' % (
             r['engine'], r['median_us'], r['rate'],
-            ', '.join('%.0f' % x for x in r['per_request_us'])))
+            ', '.join('%.0f' % x for x in r['per_request_us']),
+            ' (its databases on CPU %s)' % ','.join(r['databases_on'])
+            if r['databases_on'] is not None else ''))
 
 
 if __name__ == '__main__':

@@ -1230,3 +1230,29 @@ def test_the_databases_a_run_starts_run_apart_when_asked(bare_checkout,
     [t] = [t for t in results['targets'] if t['name'] == engine]
     assert t['databases_on'] == [wrk_cores], t
     assert 'the databases on `%s`' % pin['wrk'] in (out / 'results.md').read_text()
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.bench
+def test_mix_cpu_apart_runs_the_databases_on_the_load_generator_s_core(
+        bare_checkout):
+    """bench.mix_cpu --apart: the server on the last core, the Tarantool
+    its server.py starts on the first (the layout of --databases-apart),
+    and a CPU figure per mix request from its run."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip('one usable core')
+    env = dict(os.environ, STICKERS_TARANTOOL_PORT=str(free_port()))
+    done = subprocess.run(
+        [sys.executable, '-m', 'bench.mix_cpu', '--engines',
+         'aiohttp-tarantool-one-uvloop', '--rate', '40', '--duration', '2',
+         '--runs', '1', '--warmup', '0', '--packs', str(TEST_PACKS),
+         '--apart'], cwd=bare_checkout, capture_output=True, text=True,
+        timeout=300, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = re.search(r'^aiohttp-tarantool-one-uvloop +(\d+) us per mix '
+                     r'request at 40/s \(runs: \d+\) \(its databases on CPU '
+                     r'(\S+)\)$', done.stdout, re.M)
+    assert line, done.stdout
+    assert int(line.group(1)) > 0
+    assert line.group(2) == str(cores[0])
