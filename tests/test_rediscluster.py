@@ -173,6 +173,114 @@ async def test_votes_at_once_are_applied_in_batches_each_once(data):
     assert [a - b for a, b in zip(after, before)] == [40, 40, 40]
 
 
+def same_primary(data, session):
+    """A new visit whose bucket is on the primary of session's bucket."""
+    node = data._client.get_node_from_key(bucket(bucket_of(session))
+                                          + 'ballots').name
+    while True:
+        other = visit()
+        if data._client.get_node_from_key(
+                bucket(bucket_of(other.session)) + 'ballots').name == node:
+            return other
+
+
+def written(monkeypatch):
+    """The names of the calls in each write to a node, as sent."""
+    writes = []
+    pack = cluster_data.packed
+    monkeypatch.setattr(cluster_data, 'packed', lambda commands: (
+        writes.append([c[1] if c[0].startswith('FCALL') else c[0]
+                       for c in commands]), pack(commands))[1])
+    return writes
+
+
+async def test_a_visit_goes_in_the_write_of_the_next_call_to_its_node(
+        rediscluster, monkeypatch):
+    """A visit's call waits up to carry_wait for a call to its bucket's
+    primary and goes in that write; with none, alone after carry_wait.
+    Each counts its view once."""
+    data = ClusterData(rediscluster.address, carry_wait=0.5)
+    await data.start()
+    try:
+        v = visit()
+        other = same_primary(data, v.session)
+        before = (await data.stats()).views
+        writes = written(monkeypatch)
+        task = asyncio.ensure_future(data.record_visits([v]))
+        await asyncio.sleep(0.05)
+        assert not task.done() and writes == []
+        await issue(data, other)
+        await asyncio.wait_for(task, 3)
+        # with the pair's first call to that node (its read, where the
+        # node is {c}'s primary too, else its ballots)
+        carried = [w for w in writes if 'record_visits' in w]
+        assert len(carried) == 1 and carried[0][0] in (
+            'pick_pair', 'issue_ballots') and len(carried[0]) == 2, writes
+        assert (await data.stats()).views == before + 1
+        del writes[:]
+        task = asyncio.ensure_future(data.record_visits([visit()]))
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        await asyncio.wait_for(task, 3)
+        assert writes == [['record_visits']]
+        assert (await data.stats()).views == before + 2
+    finally:
+        await data.close()
+
+
+async def test_a_visit_carried_by_a_call_cut_off_is_answered_once(
+        rediscluster):
+    """The call that carried a visit is cancelled while a node holds its
+    reply: the visit still gets its own. The call times out instead (its
+    connection closed): the visit's call fails (503; the pages write it
+    again) rather than hang, and written again counts once."""
+    data = ClusterData(rediscluster.address, carry_wait=5.0)
+    await data.start()
+    try:
+        before = (await data.stats()).views
+        for cut in ('cancelled', 'timed out'):
+            v = visit()
+            node = data._client.get_node_from_key(
+                bucket(bucket_of(v.session)) + 'ballots')
+            task = asyncio.ensure_future(data.record_visits([v]))
+            await asyncio.sleep(0.05)
+            # WAIT for more replicas than there are: answered in 1 s
+            if cut == 'timed out':
+                data.timeout = 0.3
+            held = asyncio.ensure_future(
+                data._direct(node, [('WAIT', 5, 1000)]))
+            await asyncio.sleep(0.2)
+            if cut == 'cancelled':
+                held.cancel()
+                await asyncio.wait_for(task, 3)
+            else:
+                with pytest.raises(DataUnavailable):
+                    await asyncio.wait_for(task, 3)
+                data.timeout = 3.0
+                await data.record_visits([v])
+            assert not data._carried
+        assert (await data.stats()).views == before + 2
+    finally:
+        await data.close()
+
+
+async def test_visits_waiting_for_a_write_go_on_close(rediscluster):
+    data = ClusterData(rediscluster.address, carry_wait=60.0)
+    await data.start()
+    before = (await data.stats()).views
+    task = asyncio.ensure_future(data.record_visits([visit(), visit()]))
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    await asyncio.wait_for(data.close(), 5)
+    await asyncio.wait_for(task, 1)
+    again = ClusterData(rediscluster.address)
+    await again.start()
+    try:
+        assert (await again.stats()).views == before + 2
+    finally:
+        await again.close()
+
+
 async def test_under_load_a_server_applies_its_votes_an_interval_apart(
         rediscluster):
     """With the default apply_every (0.25 s), votes at 100/s go to the

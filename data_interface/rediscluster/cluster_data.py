@@ -62,6 +62,10 @@ APPLY_BATCH = 1000
 # rankings' shard pays per call, then per vote); a vote whose call must
 # wait for it is answered before it is applied (docs/databases.md).
 APPLY_EVERY = 0.25
+# Seconds a visit batch's call in a bucket waits for another call to that
+# bucket's primary, to go in its write (under load a visit then costs no
+# write and no reply to wait for of its own); after that it goes alone.
+CARRY_WAIT = 0.005
 # Errors of a command that did not run: the regular path follows them.
 NOT_RUN = (MovedError, AskError, TryAgainError, ClusterDownError)
 # AttributeError: redis-py 8.1 writes to a connection that a concurrent
@@ -225,10 +229,10 @@ class ClusterData(DataInterface):
     sweeps_itself = False
 
     def __init__(self, address, mode='pool', max_size=16, timeout=3.0,
-                 read_lag=1.0, apply_every=APPLY_EVERY):
+                 read_lag=1.0, apply_every=APPLY_EVERY, carry_wait=CARRY_WAIT):
         """read_lag: seconds {c}'s replicas take reads after a WAIT said
         they had every vote applied (settings.replica_lag); apply_every:
-        APPLY_EVERY."""
+        APPLY_EVERY; carry_wait: CARRY_WAIT."""
         if mode != 'pool':
             raise ValueError('mode must be pool, not %r' % mode)
         self.address = address
@@ -237,6 +241,7 @@ class ClusterData(DataInterface):
         self.timeout = timeout
         self.read_lag = read_lag
         self.apply_every = apply_every
+        self.carry_wait = carry_wait
         self._client = None
         # Votes answered before a replica confirmed them (WAIT timed out):
         # a failover of their shard may lose them.
@@ -283,6 +288,10 @@ class ClusterData(DataInterface):
         self._apply_failed = False
         self._next_apply = 0.0  # when the next apply_many may go
         self._closing = asyncio.Event()
+        # visit calls waiting for a write to their node: {node's name:
+        # (node, [(command, future of its reply)], the timer that sends
+        # them alone)}
+        self._carried = {}
         self.batches = 0        # apply_many calls made
         self.answered_first = 0     # votes answered before their apply
         try:
@@ -317,6 +326,8 @@ class ClusterData(DataInterface):
     async def close(self):
         if getattr(self, '_closing', None) is not None:
             self._closing.set()     # the votes waiting go now
+            for node, _, _ in list(self._carried.values()):
+                await self._send_carried(node)
         if self._applier is not None:
             # the votes counted so far: applied, or left to a sweep
             await asyncio.wait([self._applier], timeout=self.timeout)
@@ -395,16 +406,19 @@ class ClusterData(DataInterface):
         routing. DataUnavailable if nothing was sent; VoteUnknown once sent
         and the answer lost: it may have run. A lost connection has the
         slot map read again and the node's idle connections closed, no
-        other node's."""
-        name = commands[0][1]
+        other node's. The visit calls waiting for a write to the node go
+        in this one (_visit_call), their replies to their futures."""
+        name = commands[0][1] if commands else 'record_visits'
         await self._take_turn(node, name)
         conn = node.acquire_connection()
-        sent = False
+        sent, carried, replies = False, (), []
         try:
             if conn.should_reconnect():
                 await conn.disconnect()
             if not conn.is_connected:
                 await conn.connect()
+            carried = self._take_carried(node)
+            commands = list(commands) + [c for c, _ in carried]
             # Written and read here, one timer for all: redis-py's
             # send_packed_command starts a task per write (wait_for).
             try:
@@ -414,22 +428,97 @@ class ClusterData(DataInterface):
             sent = True
             async with async_timeout(self.timeout):
                 await conn._writer.drain()
-                replies = [await conn._parser.read_response()
-                           for _ in commands]
+                for _ in commands:
+                    replies.append(await conn._parser.read_response())
         except BaseException as e:
+            if isinstance(e, asyncio.CancelledError) and carried and sent:
+                # the visits it carried are not the caller's to give up
+                await self._read_rest(conn, replies, len(commands), carried)
+                raise
             # Replies may be left unread: this connection is not reused.
             await conn.disconnect()
+            error = (VoteUnknown if sent else NotSent)(
+                'Redis Cluster at %s: %s: %s' % (self, name,
+                                                 str(e) or type(e).__name__))
+            for _, future in carried:
+                if not future.done():
+                    future.set_exception(error)
             if isinstance(e, UNAVAILABLE):
                 self._client._initialize = True
                 await node.disconnect_free_connections()
-                error = VoteUnknown if sent else NotSent
-                raise error('Redis Cluster at %s: %s: %s'
-                            % (self, name, e)) from e
+                raise error from e
             raise
         finally:
             node.release(conn)
             self._give_turn(node)
+        if carried:
+            for (_, future), reply in zip(carried, replies[-len(carried):]):
+                if not future.done():
+                    future.set_result(reply)
+            del replies[-len(carried):]
         return replies
+
+    async def _read_rest(self, conn, replies, count, carried):
+        """After a call was cancelled once its write went: its replies read
+        on to `count` (should that fail, the connection is closed and the
+        rest lost), the carried calls' handed on."""
+        try:
+            async with async_timeout(self.timeout):
+                while len(replies) < count:
+                    replies.append(await conn._parser.read_response())
+        except BaseException as e:
+            await conn.disconnect()
+            error = VoteUnknown('Redis Cluster at %s: record_visits: %s'
+                                % (self, str(e) or type(e).__name__))
+            replies = [error] * count
+        for (_, future), reply in zip(carried, replies[-len(carried):]):
+            if not future.done():
+                if isinstance(reply, VoteUnknown):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+
+    def _take_carried(self, node):
+        """The visit calls waiting for a write to node, taken."""
+        if node.name not in self._carried:
+            return ()
+        _, carried, timer = self._carried.pop(node.name)
+        timer.cancel()
+        return carried
+
+    async def _send_carried(self, node):
+        """The visit calls waiting for node, written alone: their futures
+        get the replies, or the error (also when none could be written)."""
+        if node.name in self._carried:
+            try:
+                await self._direct(node, [])
+            except DataUnavailable as e:
+                for _, future in self._take_carried(node):
+                    if not future.done():
+                        future.set_exception(e)
+
+    async def _visit_call(self, key, flat):
+        """record_visits in the bucket of key: its call goes in the write
+        of the next call to the bucket's primary, or alone after
+        carry_wait."""
+        shard = await self._shard(key)
+        if not shard or not self.carry_wait or self._closing.is_set():
+            return await self._fcall('record_visits', key, flat)
+        command = self._command('record_visits', key, flat)
+        node, loop = shard[0], asyncio.get_event_loop()
+        if node.name not in self._carried:
+            self._carried[node.name] = (node, [], loop.call_later(
+                self.carry_wait, lambda: asyncio.ensure_future(
+                    self._send_carried(node))))
+        future = loop.create_future()
+        self._carried[node.name][1].append((command, future))
+        reply = await future
+        if isinstance(reply, NOT_RUN) and not isinstance(
+                reply, ClusterDownError):
+            self._client._initialize = True
+            return await self._execute(command, self._client.execute_command,
+                                       *command)
+        return self._settled(command, reply)
 
     def _settled(self, command, reply):
         """An FCALL's reply, or DataUnavailable for an error reply (the
@@ -599,10 +688,9 @@ class ClusterData(DataInterface):
             by_bucket.setdefault(bucket_of(v[0]), []).extend(v)
         if len(by_bucket) == 1:     # a quiet site's: no task for it
             (n, flat), = by_bucket.items()
-            return await self._fcall('record_visits', bucket(n) + 'sessions',
-                                     flat)
+            return await self._visit_call(bucket(n) + 'sessions', flat)
         counts = await asyncio.gather(*[
-            self._fcall('record_visits', bucket(n) + 'sessions', flat)
+            self._visit_call(bucket(n) + 'sessions', flat)
             for n, flat in by_bucket.items()], return_exceptions=True)
         failed = [c for c in counts if isinstance(c, BaseException)]
         if failed:
