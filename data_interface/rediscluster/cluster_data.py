@@ -126,6 +126,16 @@ def packed(commands):
     return b''.join(parts)
 
 
+def hand_on(carried, replies):
+    """Each carried call's reply (or error) to its future, if it waits."""
+    for (_, future), reply in zip(carried, replies):
+        if not future.done():
+            if isinstance(reply, DataUnavailable):
+                future.set_exception(reply)
+            else:
+                future.set_result(reply)
+
+
 def token_bucket(token):
     """The bucket a ballot token names, or None."""
     n = ALPHABET.find(token[:1]) if isinstance(token, str) and token else -1
@@ -440,9 +450,7 @@ class ClusterData(DataInterface):
             error = (VoteUnknown if sent else NotSent)(
                 'Redis Cluster at %s: %s: %s' % (self, name,
                                                  str(e) or type(e).__name__))
-            for _, future in carried:
-                if not future.done():
-                    future.set_exception(error)
+            hand_on(carried, [error] * len(carried))
             if isinstance(e, UNAVAILABLE):
                 self._client._initialize = True
                 await node.disconnect_free_connections()
@@ -452,9 +460,7 @@ class ClusterData(DataInterface):
             node.release(conn)
             self._give_turn(node)
         if carried:
-            for (_, future), reply in zip(carried, replies[-len(carried):]):
-                if not future.done():
-                    future.set_result(reply)
+            hand_on(carried, replies[-len(carried):])
             del replies[-len(carried):]
         return replies
 
@@ -471,12 +477,7 @@ class ClusterData(DataInterface):
             error = VoteUnknown('Redis Cluster at %s: record_visits: %s'
                                 % (self, str(e) or type(e).__name__))
             replies = [error] * count
-        for (_, future), reply in zip(carried, replies[-len(carried):]):
-            if not future.done():
-                if isinstance(reply, VoteUnknown):
-                    future.set_exception(reply)
-                else:
-                    future.set_result(reply)
+        hand_on(carried, replies[-len(carried):])
 
     def _take_carried(self, node):
         """The visit calls waiting for a write to node, taken."""
@@ -493,9 +494,8 @@ class ClusterData(DataInterface):
             try:
                 await self._direct(node, [])
             except DataUnavailable as e:
-                for _, future in self._take_carried(node):
-                    if not future.done():
-                        future.set_exception(e)
+                carried = self._take_carried(node)
+                hand_on(carried, [e] * len(carried))
 
     async def _visit_call(self, key, flat):
         """record_visits in the bucket of key: its call goes in the write
@@ -512,13 +512,7 @@ class ClusterData(DataInterface):
                     self._send_carried(node))))
         future = loop.create_future()
         self._carried[node.name][1].append((command, future))
-        reply = await future
-        if isinstance(reply, NOT_RUN) and not isinstance(
-                reply, ClusterDownError):
-            self._client._initialize = True
-            return await self._execute(command, self._client.execute_command,
-                                       *command)
-        return self._settled(command, reply)
+        return await self._followed(command, await future)
 
     def _settled(self, command, reply):
         """An FCALL's reply, or DataUnavailable for an error reply (the
@@ -543,11 +537,18 @@ class ClusterData(DataInterface):
         command = self._command(name, key, args)
         shard = await self._shard(key)
         if shard:
-            reply = (await self._direct(shard[0], [command]))[0]
-            if not isinstance(reply, NOT_RUN) or isinstance(
-                    reply, ClusterDownError):
-                return self._settled(command, reply)
-            self._client._initialize = True
+            return await self._followed(
+                command, (await self._direct(shard[0], [command]))[0])
+        return await self._execute(command, self._client.execute_command,
+                                   *command)
+
+    async def _followed(self, command, reply):
+        """A direct call's reply settled, or, where it did not run for a
+        redirect, the call sent again the way redis-py follows them."""
+        if not isinstance(reply, NOT_RUN) or isinstance(
+                reply, ClusterDownError):
+            return self._settled(command, reply)
+        self._client._initialize = True
         return await self._execute(command, self._client.execute_command,
                                    *command)
 
