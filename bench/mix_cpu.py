@@ -5,7 +5,14 @@ CPU is not counted, nor is throughput: on a shared machine CPU seconds per
 request move far less than requests per second.
 
     python -m bench.mix_cpu [--engines A,B] [--rate 200] [--duration 15]
-                            [--runs 3] [--apart] [--packs N] [--warmup 12]
+                            [--runs 3] [--rounds 1] [--apart] [--packs N]
+                            [--warmup 12]
+
+With --rounds N, every engine is started N times in turn (A, B, A, B...),
+`runs` runs each time, so that a host whose speed drifts over minutes
+moves each engine alike; each engine's figure is the median of all its
+runs, and each one's ratio to the first engine is the median of the
+rounds' ratios (a round's figure is the median of its runs).
 
 With --apart, the layout of bench.py --databases-apart: the server alone
 on the last core, the load generator and the databases it started on the
@@ -108,6 +115,8 @@ def main(argv=None):
     parser.add_argument('--rate', type=float, default=200)
     parser.add_argument('--duration', type=float, default=15)
     parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--rounds', type=int, default=1,
+                        help='each engine started this many times, in turn')
     parser.add_argument('--apart', action='store_true',
                         help="bench.py --databases-apart's layout")
     parser.add_argument('--packs', type=int, help="server.py's --packs")
@@ -116,16 +125,36 @@ def main(argv=None):
     args = parser.parse_args(argv)
     env = {k: os.environ[k] for k in os.environ if k.endswith('_PORT')
            and k.startswith('STICKERS_')}
-    rows = [measure(e, args.rate, args.duration, args.runs, env,
-                    say=lambda line: print(line, file=sys.stderr),
-                    apart=args.apart, packs=args.packs, warmup=args.warmup)
-            for e in args.engines.split(',')]
-    for r in rows:
-        print('%-36s %6d us per mix request at %g/s (runs: %s)%s' % (
+    engines = args.engines.split(',')
+    rounds = [[measure(e, args.rate, args.duration, args.runs, env,
+                       say=lambda line: print(line, file=sys.stderr),
+                       apart=args.apart, packs=args.packs,
+                       warmup=args.warmup)
+               for e in engines] for _ in range(args.rounds)]
+    for i, r in enumerate(pooled(rounds)):
+        print('%-36s %6d us per mix request at %g/s (runs: %s)%s%s' % (
             r['engine'], r['median_us'], r['rate'],
             ', '.join('%.0f' % x for x in r['per_request_us']),
             ' (its databases on CPU %s)' % ','.join(r['databases_on'])
-            if r['databases_on'] is not None else ''))
+            if r['databases_on'] is not None else '',
+            ' (%.2f x %s: rounds %s)' % (
+                r['ratio'], engines[0], ', '.join(
+                    '%.2f' % x for x in r['ratios'])) if i else ''))
+
+
+def pooled(rounds):
+    """Each engine's row over all rounds (runs pooled), with its ratio to
+    the first engine's: the median of the rounds' ratios of medians."""
+    rows = []
+    for i, first in enumerate(rounds[0]):
+        runs = [x for r in rounds for x in r[i]['per_request_us']]
+        ratios = [statistics.median(r[i]['per_request_us'])
+                  / statistics.median(r[0]['per_request_us'])
+                  for r in rounds]
+        rows.append(dict(first, per_request_us=runs,
+                         median_us=round(statistics.median(runs)),
+                         ratios=ratios, ratio=statistics.median(ratios)))
+    return rows
 
 
 if __name__ == '__main__':

@@ -1256,3 +1256,23 @@ def test_mix_cpu_apart_runs_the_databases_on_the_load_generator_s_core(
     assert line, done.stdout
     assert int(line.group(1)) > 0
     assert line.group(2) == str(cores[0])
+
+
+def test_mix_cpu_rounds_pair_each_engine_with_the_first_of_its_round():
+    """bench.mix_cpu --rounds: an engine's ratio is the median of the
+    rounds' ratios, each of its round's medians, so that a host twice as
+    slow in one round moves both engines alike; its figure pools every
+    run."""
+    from bench.mix_cpu import pooled
+
+    def row(engine, runs):
+        return {'engine': engine, 'rate': 100, 'per_request_us': runs,
+                'median_us': 0, 'databases_on': None}
+    rounds = [[row('a', [100, 104]), row('b', [120, 124])],
+              [row('a', [200]), row('b', [260])],
+              [row('a', [100]), row('b', [110])]]
+    a, b = pooled(rounds)
+    assert a['ratio'] == 1 and a['per_request_us'] == [100, 104, 200, 100]
+    assert b['ratios'] == pytest.approx([122 / 102, 1.3, 1.1])
+    assert b['ratio'] == pytest.approx(122 / 102)
+    assert b['median_us'] == 122
