@@ -329,3 +329,36 @@ async def test_a_link_lost_just_after_its_handshake_is_unavailable():
         server.close()
         await server.wait_closed()
     assert outcomes.count('unavailable') >= 10, outcomes
+
+
+async def test_calls_after_a_crash_write_nothing_to_the_lost_link(
+        tmp_path, caplog):
+    """Tarantool killed, then many calls in the same moment on the shared
+    connection, before the driver has seen the loss: each is unavailable,
+    and none is written to the dead link (asyncio logs every write to a
+    lost connection past the fifth: a line per request in an outage, on
+    asyncio's loop)."""
+    from conftest import start_tarantool
+    from data_interface import DataUnavailable
+    from data_interface.address import as_admin
+    from data_interface.tarantool.asynctnt_data import AsynctntData
+    from plugins.databases import load_small
+    server = start_tarantool(str(tmp_path / 'db'))
+    try:
+        await load_small(AsynctntData(as_admin(tarantool_address(server))))
+        data = AsynctntData(tarantool_address(server), 'one')
+        await data.start()
+        try:
+            assert len(await data.top_stickers(3)) == 3
+            server.kill()
+            caplog.set_level('WARNING', logger='asyncio')
+            got = await asyncio.gather(
+                *[data.top_stickers(3) for _ in range(30)],
+                return_exceptions=True)
+            assert all(isinstance(g, DataUnavailable) for g in got), got
+            lost = [r for r in caplog.records if r.name == 'asyncio']
+            assert lost == [], [r.getMessage() for r in lost]
+        finally:
+            await data.close()
+    finally:
+        server.stop()

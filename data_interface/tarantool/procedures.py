@@ -82,6 +82,12 @@ class Procedures(FunctionCalls):
     async def _call(self, name, args):
         if self.mode == 'one':
             conn = await self._shared()
+            transport = self._transport(conn)
+            if transport is not None and transport.is_closing():
+                # Lost, the driver not told yet: a write would go nowhere,
+                # and asyncio logs each one past the fifth.
+                raise DataUnavailable('Tarantool: %s: the connection was '
+                                      'lost' % name)
             replies = self.replies
             try:
                 return await self._send(conn, name, args)
