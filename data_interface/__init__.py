@@ -214,8 +214,6 @@ class DataInterface(abc.ABC):
         return inserted
 
 
-# Records from the rows the stored functions return (the same fields, in the
-# same order, on every backend).
 def new_tokens():
     """Two random ballot tokens of 22 URL-safe characters (132 bits each),
     from one read of the system's generator."""
@@ -223,6 +221,8 @@ def new_tokens():
     return text[:22], text[22:]
 
 
+# Records from the rows the stored functions return (the same fields, in the
+# same order, on every backend).
 def stickers_of(rows):
     return [Sticker(*row) for row in rows]
 
