@@ -123,6 +123,8 @@ def main(argv=None):
     parser.add_argument('--warmup', type=float, default=12,
                         help='seconds of the mix before the runs')
     args = parser.parse_args(argv)
+    if args.runs < 1 or args.rounds < 1:
+        parser.error('--runs and --rounds must be at least 1')
     env = {k: os.environ[k] for k in os.environ if k.endswith('_PORT')
            and k.startswith('STICKERS_')}
     engines = args.engines.split(',')

@@ -1276,3 +1276,12 @@ def test_mix_cpu_rounds_pair_each_engine_with_the_first_of_its_round():
     assert b['ratios'] == pytest.approx([122 / 102, 1.3, 1.1])
     assert b['ratio'] == pytest.approx(122 / 102)
     assert b['median_us'] == 122
+
+
+@pytest.mark.parametrize('option', ['--rounds', '--runs'])
+def test_mix_cpu_refuses_no_round_or_run(option, capsys):
+    from bench.mix_cpu import main
+    with pytest.raises(SystemExit) as e:
+        main([option, '0'])
+    assert e.value.code == 2
+    assert 'must be at least 1' in capsys.readouterr().err
