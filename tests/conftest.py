@@ -35,3 +35,11 @@ collect_ignore = (['test_bench.py', 'test_ceilings.py', 'test_pythons.py',
                    'test_charts.py', 'test_figures.py', 'test_fastapi.py',
                    'test_socketify.py']
                   if sys.version_info < (3, 8) else [])
+
+
+def pytest_collection_modifyitems(items):
+    # Django has one configuration per process, and its ORM's (with its
+    # databases) must be the first: the adapter's own tests, which need
+    # none, run last, under whichever came.
+    items.sort(key=lambda item: getattr(item, 'module', None) is not None
+               and item.module.__name__ == 'test_django')
