@@ -16,7 +16,6 @@ made up), and stops it after."""
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
 import sys
@@ -25,11 +24,12 @@ import time
 
 from data_interface import DataUnavailable
 from data_interface.rediscluster.cluster_data import (
-    BUCKETS, CATALOGUE, ClusterData, member)
+    BUCKETS, ClusterData, member)
 from runtime.databases.load import data_set
 from runtime.databases.rediscluster import ManagedCluster, free_cluster_port
 from runtime.settings import DEFAULTS
 from .latency.mixed import VOTE
+from . import results_file
 from .profile import stat
 
 SIZES = (1, 10, 100, 1000)
@@ -194,11 +194,7 @@ def main(argv):
 
 def into(path, found):
     """Write found into a results.json as cluster_batches."""
-    if os.path.isdir(path):
-        path = os.path.join(path, 'results.json')
-    with open(path, encoding='utf-8') as f:
-        results = json.load(f)
+    results = results_file.load(path)
     results['cluster_batches'] = json.loads(json.dumps(found))
     from .runner import record_lines
-    with open(path, 'w', encoding='utf-8') as f:
-        f.write(record_lines(results))
+    results_file.save(path, record_lines(results))

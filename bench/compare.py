@@ -6,11 +6,10 @@ status 1 when something got worse beyond noise.
 
 A and B: result folders or their results.json."""
 import argparse
-import json
-import os
 import sys
 
 from . import instructions, tables
+from .results_file import load
 from .pythons import short
 from .latency.cells import capacities, steps
 from .latency.noise import spread
@@ -21,13 +20,6 @@ ONE_RUN = 30.0      # % band of a figure measured once (this VM drifts so)
 LATENCY_FLOOR_MS = 0.5  # latency changes smaller than this are noise
 # A percentile with fewer requests beyond it in a run is shown, not judged.
 TAIL = 10
-
-
-def load(path):
-    if os.path.isdir(path):
-        path = os.path.join(path, 'results.json')
-    with open(path) as f:
-        return json.load(f)
 
 
 def figures(results):

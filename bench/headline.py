@@ -5,11 +5,11 @@ take the column of the database they will run. results.md carries it; the
 README's lead table is printed from the committed run by
 
     python -m bench.headline docs/results"""
-import json
 import os
 import sys
 
 from runtime import engines
+from . import results_file
 from .latency.cells import capacities
 
 # Columns, in this order, for the drivers a run has.
@@ -88,10 +88,8 @@ def section(results):
 
 def main(argv):
     path = argv[0] if argv else os.path.join('docs', 'results')
-    if os.path.isdir(path):
-        path = os.path.join(path, 'results.json')
-    with open(path, encoding='utf-8') as f:
-        lines = table(json.load(f))
+    path = results_file.path(path)
+    lines = table(results_file.load(path))
     if not lines:
         print('%s searched no engine on the mix' % path, file=sys.stderr)
         return 1

@@ -138,14 +138,13 @@ def once(page):
 def write(out):
     """results.html beside results.md in folder out (results.json, when
     there, gives the page its answer first); its path."""
-    import json
+    from . import results_file
     with open(os.path.join(out, 'results.md')) as f:
         text = f.read()
     results = None
     try:
-        with open(os.path.join(out, 'results.json')) as f:
-            results = json.load(f)
-    except (OSError, ValueError):
+        results = results_file.load(out)
+    except (OSError, ValueError, EOFError):
         pass
     path = os.path.join(out, 'results.html')
     with open(path, 'w') as f:

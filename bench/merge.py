@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from . import charts, cost, html, report
+from . import charts, cost, html, report, results_file
 from .latency import demand
 from .wrk import PAGES
 
@@ -28,11 +28,10 @@ class Refused(Exception):
 
 
 def load(path):
-    name = os.path.join(path, 'results.json') if os.path.isdir(path) else path
+    name = results_file.path(path)
     try:
-        with open(name) as f:
-            results = json.load(f)
-    except (OSError, ValueError) as e:
+        results = results_file.load(name)
+    except (OSError, ValueError, EOFError) as e:
         raise Refused('%s: %s' % (name, e))
     if not isinstance(results, dict) or 'settings' not in results \
             or 'targets' not in results:

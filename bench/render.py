@@ -2,19 +2,16 @@
 results.json, with no new run (after a change to how they are written).
 
     python -m bench.render docs/results"""
-import json
-import os
 import sys
 
-from . import charts, html, report
+from . import charts, html, report, results_file
 
 
 def main(argv):
     if len(argv) != 1:
         sys.stderr.write(__doc__.split('\n\n')[1] + '\n')
         return 2
-    with open(os.path.join(argv[0], 'results.json')) as f:
-        results = json.load(f)
+    results = results_file.load(argv[0])
     print(report.write(results, argv[0]))
     print('\n'.join(charts.write(results, argv[0])))
     print(html.write(argv[0]))

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bench import advise
+from bench import advise, results_file
 from bench.latency.cells import capacities
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -328,10 +328,10 @@ def committed():
     found = []
     for name in sorted(os.listdir(os.path.join(ROOT, 'docs')),
                        key=lambda n: (n == 'results', n)):
-        path = os.path.join(ROOT, 'docs', name, 'results.json')
+        folder = os.path.join(ROOT, 'docs', name)
+        path = results_file.path(folder) if os.path.isdir(folder) else ''
         if os.path.exists(path):
-            with open(path) as f:
-                data = json.load(f)
+            data = results_file.load(path)
             if data.get('capacity'):
                 found.append((path, data))
     return found
@@ -562,8 +562,7 @@ def test_the_committed_run_serves_500_per_s_on_one_core(run):
     """The stacks whose mix capacity (the median of their searches) is
     500/s or more served it on one shared core: at 500/s on at most 1 core,
     those, measured; no other stack is said to be measured there."""
-    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
-        data = json.load(f)
+    data = results_file.load(os.path.join(ROOT, 'docs', 'results'))
     held = {n for (n, p), c in capacities(data).items()
             if p == 'mix' and (c['rate']['median'] or 0) >= 500}
     status, out, err = run(['RESULTS', '--rate', '500', '--max-cores', '1'], data)
@@ -722,8 +721,7 @@ def test_the_text_is_a_compact_table_then_numbered_notes(run):
     """Every line within 120 columns (the table: stack, cores, $/month,
     first limit, basis and its note's number), each row's other figures
     and notes under its number."""
-    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
-        data = json.load(f)
+    data = results_file.load(os.path.join(ROOT, 'docs', 'results'))
     for rate in ('500', '5000', '20000'):
         status, out, err = run(['RESULTS', '--rate', rate], data)
         assert status == 0, err
@@ -738,8 +736,7 @@ def test_the_text_is_a_compact_table_then_numbered_notes(run):
 
 
 def test_database_and_framework_choose_the_engines(run):
-    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
-        data = json.load(f)
+    data = results_file.load(os.path.join(ROOT, 'docs', 'results'))
     out = run(['RESULTS', '--rate', '2000', '--database', 'postgres'], data)[1]
     on_postgres = {n for (n, p) in capacities(data) if p == 'mix' and any(
         '-%s-' % d in n for d in ('postgres', 'psycopg', 'sqlalchemy', 'django'))}

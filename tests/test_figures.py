@@ -1,13 +1,12 @@
 """One definition per figure on the committed run: results.md, the charts
 and bench.py advise give the same number for the same thing, or label
 the point each comes from."""
-import json
 import os
 import re
 
 import pytest
 
-from bench import advise, report
+from bench import advise, report, results_file
 from bench.latency import chart
 from bench.latency.cells import capacities
 
@@ -16,8 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope='module')
 def committed():
-    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
-        results = json.load(f)
+    results = results_file.load(os.path.join(ROOT, 'docs', 'results'))
     return results, report.render(results)
 
 

@@ -1,9 +1,8 @@
 """The mix by database (bench/headline.py): each framework's capacity on
 each database the run has, in results.md and for the README."""
-import json
 import os
 
-from bench import headline, report
+from bench import headline, report, results_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,8 +52,7 @@ def test_results_md_has_the_section_only_with_two_databases():
 
 
 def test_the_committed_run_renders_it_in_results_md():
-    with open(os.path.join(ROOT, 'docs', 'results', 'results.json')) as f:
-        results = json.load(f)
+    results = results_file.load(os.path.join(ROOT, 'docs', 'results'))
     text = report.render(results)
     drivers, rows = headline.grid(results)
     assert '## The mix by database' in text

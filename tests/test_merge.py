@@ -2,6 +2,8 @@
 results (results.json with its demand and cost again, results.md, the
 page); parts that cannot sit in one table refused with the reason."""
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -112,3 +114,34 @@ def test_pages_the_page_list_does_not_name_come_last():
     from bench.wrk import PAGES
     assert union([['ugly', 'good', 'mix'], ['index', 'mix']], PAGES) == [
         'ugly', 'good', 'index', 'mix']
+
+
+def test_a_run_kept_gzipped_is_read_and_written_back_as_it_is(tmp_path):
+    """A folder holding results.json.gz alone (docs/results is kept so):
+    every reader finds it, the page gets its answer from it, and a change
+    written into it stays gzipped; results.json wins where both are."""
+    import gzip
+    from bench import cluster_batches, html, merge, results_file
+    source = os.path.join(ROOT, 'docs', 'results-apart')
+    folder = tmp_path / 'run'
+    shutil.copytree(source, folder)
+    with open(folder / 'results.json', 'rb') as f, \
+            gzip.open(folder / 'results.json.gz', 'wb') as packed:
+        packed.write(f.read())
+    os.remove(folder / 'results.json')
+    expected = results_file.load(source)
+    assert results_file.path(str(folder)).endswith('results.json.gz')
+    assert results_file.load(str(folder)) == expected
+    assert merge.load(str(folder))['targets'] == expected['targets']
+    # the page's answer comes from the record: none without one
+    page = open(html.write(str(folder))).read()
+    os.rename(folder / 'results.json.gz', tmp_path / 'away.gz')
+    assert open(html.write(str(folder))).read() != page
+    os.rename(tmp_path / 'away.gz', folder / 'results.json.gz')
+    cluster_batches.into(str(folder), {'votes_per_call': []})
+    assert not os.path.exists(folder / 'results.json')
+    assert results_file.load(str(folder))['cluster_batches'] == {
+        'votes_per_call': []}
+    with open(folder / 'results.json', 'w') as f:
+        f.write('{"plain": 1}')
+    assert results_file.load(str(folder)) == {'plain': 1}
