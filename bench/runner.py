@@ -7,8 +7,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from . import (disk, machine, memory, profile, pythons, references, remote, stats,
-               verify, wrk)
+from . import (disk, machine, memory, profile, pythons, references, remote,
+               results_file, stats, verify, wrk)
 from runtime import stalls
 from runtime.databases import table
 from runtime.processes import free_port
@@ -244,10 +244,7 @@ class Matrix:
         os.makedirs(os.path.join(settings.out, 'logs'), exist_ok=True)
 
     def save(self):
-        path = os.path.join(self.s.out, 'results.json')
-        with open(path + '.tmp', 'w') as f:
-            f.write(record_lines(self.results))
-        os.replace(path + '.tmp', path)
+        results_file.save(self.s.out, record_lines(self.results))
 
     def run(self):
         for name, why in self.s.skipped:
